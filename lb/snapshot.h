@@ -1,0 +1,97 @@
+// An immutable view of everything a worker needs to route: clusters with their built selector
+// tables, listeners with their key plugins, and the long-lived per-backend state. Built on
+// the main thread (at start and on reload), handed to each worker, and held by every request
+// that started on it until that request ends (design.md, "Threads and data").
+#pragma once
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "lb/backend_state.h"
+#include "lb/config.h"
+#include "plugins/key.h"
+#include "plugins/selector.h"
+#include "plugins/selectors/bounded_load.h"
+
+namespace lb {
+
+struct BackendSnapshot {
+  const BackendConfig* config = nullptr;   // points into Snapshot::config
+  sockaddr_storage address{};
+  socklen_t address_len = 0;
+  std::shared_ptr<BackendState> state;
+  double keyspace_share = 0;                // fraction of the key space this backend owns
+};
+
+// LoadView over a cluster's shared live-load counters and health flags.
+class ClusterLoads final : public LoadView {
+ public:
+  explicit ClusterLoads(const std::vector<BackendSnapshot>* backends) : backends_(backends) {}
+  uint64_t load(uint32_t host) const noexcept override;
+  uint64_t totalLoad() const noexcept override;
+  bool usable(uint32_t host) const noexcept override;
+
+ private:
+  const std::vector<BackendSnapshot>* backends_;
+};
+
+struct ClusterSnapshot {
+  const ClusterConfig* config = nullptr;
+  const SelectorInfo* selector = nullptr;
+  std::unique_ptr<SelectorTable> table;
+  std::optional<BoundedLoad> bounded;       // set when hash_balance_factor > 0
+  std::vector<BackendSnapshot> backends;    // index = host index in table
+  std::unique_ptr<ClusterLoads> loads;
+
+  // The whole pick: bounded loads when on, else the health-aware preference walk.
+  Pick pick(uint64_t hash, uint32_t from_attempt = 0) const noexcept {
+    return bounded ? bounded->pick(*table, hash, *loads, from_attempt)
+                   : pickUsable(*table, hash, *loads, from_attempt);
+  }
+};
+
+struct ListenerSnapshot {
+  const ListenerConfig* config = nullptr;
+  uint32_t cluster = 0;                     // index into Snapshot::clusters
+  std::vector<std::unique_ptr<KeyPlugin>> keys;
+  std::shared_ptr<ListenerState> state;
+};
+
+struct Snapshot {
+  Config config;
+  std::vector<ClusterSnapshot> clusters;
+  std::vector<ListenerSnapshot> listeners;
+  uint64_t generation = 0;
+
+  const ClusterSnapshot* findCluster(const std::string& name) const;
+  const ListenerSnapshot* findListener(const std::string& name) const;
+};
+
+// Main thread only. Keeps BackendState and ListenerState alive across reloads so that a
+// backend (cluster, name) that stays keeps its live counter and statistics.
+class StateRegistry {
+ public:
+  explicit StateRegistry(unsigned workers) : workers_(workers) {}
+  std::shared_ptr<BackendState> backend(const std::string& cluster, const std::string& name);
+  std::shared_ptr<ListenerState> listener(const std::string& name);
+  unsigned workers() const { return workers_; }
+
+ private:
+  unsigned workers_;
+  std::map<std::pair<std::string, std::string>, std::weak_ptr<BackendState>> backends_;
+  std::map<std::string, std::weak_ptr<ListenerState>> listeners_;
+};
+
+// Builds tables, resolves addresses and key plugins. Errors only for what validation cannot
+// see (an address that does not resolve); the config itself was validated when loaded.
+Result<std::shared_ptr<const Snapshot>> buildSnapshot(Config config, StateRegistry& registry,
+                                                      uint64_t generation);
+
+}  // namespace lb

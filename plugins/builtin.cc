@@ -1,0 +1,31 @@
+// Every plugin, registered by name, explicitly: one line per plugin.
+#include "plugins/builtin.h"
+
+#include <array>
+
+namespace lb {
+
+// Selectors (plugins/selectors/).
+
+namespace {
+const std::array<SelectorInfo, 0> kSelectors = {};
+const std::array<KeyPluginInfo, 0> kKeyPlugins = {};
+}  // namespace
+
+std::span<const SelectorInfo> allSelectors() { return kSelectors; }
+
+const SelectorInfo* findSelector(std::string_view name) {
+  for (const auto& s : kSelectors)
+    if (s.name == name) return &s;
+  return nullptr;
+}
+
+std::span<const KeyPluginInfo> allKeyPlugins() { return kKeyPlugins; }
+
+const KeyPluginInfo* findKeyPlugin(std::string_view name) {
+  for (const auto& k : kKeyPlugins)
+    if (k.name == name) return &k;
+  return nullptr;
+}
+
+}  // namespace lb

@@ -1,0 +1,65 @@
+// Bounded loads (Mirrokni, Thorup, Zadimoghaddam, "Consistent Hashing with Bounded Loads",
+// SODA 2018) as a decorator over any SelectorTable, with HAProxy's hash-balance-factor cap.
+// Also the plain health-aware walk used when bounded loads are off.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "plugins/selector.h"
+
+namespace lb {
+
+// Live loads as a picker sees them. The proxy implements it over the shared per-backend
+// atomic counters; tests implement it over plain vectors.
+class LoadView {
+ public:
+  virtual ~LoadView() = default;
+  virtual uint64_t load(uint32_t host) const noexcept = 0;    // live load of one host
+  virtual uint64_t totalLoad() const noexcept = 0;            // sum over all hosts
+  virtual bool usable(uint32_t host) const noexcept { (void)host; return true; }  // healthy
+};
+
+// Why a host was picked; the label of lb_backend_picks_total.
+enum class PickReason : uint8_t { kOwner, kBounded, kFailover, kFallback };
+inline constexpr int kPickReasonCount = 4;
+const char* pickReasonName(PickReason r) noexcept;
+
+struct Pick {
+  uint32_t host;       // index into the table's hosts
+  uint32_t attempt;    // position in the key's preference order
+  PickReason reason;
+};
+
+// Walks the key's preference order from `from_attempt` and returns the first usable host
+// (kOwner at attempt 0, kFailover after). When no host is usable, returns attempt 0's host
+// with kFallback so the caller still has somewhere to try.
+Pick pickUsable(const SelectorTable& table, uint64_t hash, const LoadView& loads,
+                uint32_t from_attempt = 0) noexcept;
+
+class BoundedLoad {
+ public:
+  // balance_factor: percent, > 100 (125 lets a host take 25% over its fair share).
+  BoundedLoad(std::span<const HostSpec> hosts, uint32_t balance_factor);
+
+  // The most live load host may carry once one more request is added:
+  // ceil(ceil((total + 1) * F / 100) * w / W), all in integers as HAProxy does.
+  uint64_t cap(uint32_t host, uint64_t total) const noexcept;
+
+  // First usable host in the key's preference order, from from_attempt, whose live load is
+  // below its cap (kOwner at attempt 0, kBounded past an over-cap host, kFailover past only
+  // unusable ones). When every usable host is at cap: the least loaded one, earliest in
+  // preference order on ties (kFallback). Hot path: no allocation.
+  Pick pick(const SelectorTable& table, uint64_t hash, const LoadView& loads,
+            uint32_t from_attempt = 0) const noexcept;
+
+  uint32_t balanceFactor() const noexcept { return factor_; }
+
+ private:
+  std::vector<uint32_t> weights_;
+  uint64_t total_weight_ = 0;
+  uint32_t factor_;
+};
+
+}  // namespace lb
