@@ -3,12 +3,20 @@
 
 #include <array>
 
+#include "plugins/selectors/selectors.h"
+
 namespace lb {
 
 // Selectors (plugins/selectors/).
 
 namespace {
-const std::array<SelectorInfo, 0> kSelectors = {};
+const std::array<SelectorInfo, 5> kSelectors = {{
+    {"ring_hash", buildRingHash, KeyHash::kXxh64},
+    {"maglev", buildMaglev, KeyHash::kXxh64},
+    {"rendezvous", buildRendezvous, KeyHash::kXxh64},
+    {"jump", buildJump, KeyHash::kXxh64},
+    {"ketama", buildKetama, KeyHash::kCrc32},
+}};
 const std::array<KeyPluginInfo, 0> kKeyPlugins = {};
 }  // namespace
 
