@@ -3,13 +3,23 @@
 
 #include <array>
 
+#include "plugins/keys/key_plugins.h"
+
 namespace lb {
 
 // Selectors (plugins/selectors/).
 
 namespace {
 const std::array<SelectorInfo, 0> kSelectors = {};
-const std::array<KeyPluginInfo, 0> kKeyPlugins = {};
+// Key plugins (plugins/keys/): name, needs an HTTP request (l7), builder.
+const std::array<KeyPluginInfo, 6> kKeyPlugins = {{
+    {"header", true, buildHeaderKey},
+    {"cookie", true, buildCookieKey},
+    {"source_ip", false, buildSourceIpKey},
+    {"five_tuple", false, buildFiveTupleKey},
+    {"query", true, buildQueryKey},
+    {"path", true, buildPathKey},
+}};
 }  // namespace
 
 std::span<const SelectorInfo> allSelectors() { return kSelectors; }
