@@ -6,6 +6,7 @@
 
 #include "lb/access_log.h"
 #include "lb/log.h"
+#include "plugins/keys/key_chain.h"
 
 namespace lb {
 
@@ -154,8 +155,11 @@ void TcpSession::start() noexcept {
 // The listener's key plugins over the connection's addresses (source_ip, five_tuple); L7
 // plugins are a config error on tcp listeners, so none of them sees a request here.
 bool TcpSession::computeKey() noexcept {
-  (void)cluster_;
-  return false;
+  if (!listener_.keys || listener_.keys->empty()) return false;
+  KeyContext ctx;
+  ctx.peer = reinterpret_cast<const sockaddr*>(&peer_);
+  ctx.local = reinterpret_cast<const sockaddr*>(&local_);
+  return listener_.keys->compute(ctx, cluster_.selector->key_hash, &hash_);
 }
 
 BackendWorkerStats* TcpSession::backendStats() noexcept {
