@@ -1,11 +1,14 @@
 #include "lb/analyze_options.h"
 
+#include <algorithm>
 #include <charconv>
 #include <string_view>
 
 namespace lb {
 
 namespace {
+
+constexpr uint64_t kKetamaPointsPerWeight = 160;   // nginx's fixed points per unit of weight
 
 // A whole unsigned decimal number in [lo, hi]; no sign, spaces or trailing bytes.
 bool parseNumber(std::string_view s, uint64_t lo, uint64_t hi, uint64_t& out) {
@@ -161,6 +164,20 @@ std::optional<AnalyzeOptions> parseAnalyzeArgs(std::span<char* const> args, std:
   if (weights_given && o.weights.size() != o.backends) {
     error = "--weights: " + std::to_string(o.weights.size()) + " weights for " +
             std::to_string(o.backends) + " backends (give one per backend)";
+    return std::nullopt;
+  }
+  // The rings hold vnodes (ring_hash) or 160 (ketama) points per unit of weight; cap them as
+  // the config loader does, at 10M points.
+  uint64_t total_weight = o.backends + 1;   // the added host has weight 1
+  if (!o.weights.empty()) {
+    total_weight = 1;
+    for (const uint32_t w : o.weights) total_weight += w;
+  }
+  const uint64_t points =
+      total_weight * std::max<uint64_t>(o.selector_options.vnodes, kKetamaPointsPerWeight);
+  if (points > kAnalyzeMaxRingPoints) {
+    error = "a ring would hold " + std::to_string(points) + " points (at most " +
+            std::to_string(kAnalyzeMaxRingPoints) + "); lower --vnodes, --backends or --weights";
     return std::nullopt;
   }
   // Maglev needs more slots than hosts, the added one included.

@@ -39,6 +39,7 @@ inline constexpr uint64_t kAnalyzeMaxKeys = 10000000;
 inline constexpr uint32_t kAnalyzeMaxWeight = 1000;
 inline constexpr uint32_t kAnalyzeMaxVnodes = 10000;
 inline constexpr uint64_t kAnalyzeMaxTableSize = 5000011;   // Envoy's Maglev maximum, prime
+inline constexpr uint64_t kAnalyzeMaxRingPoints = 10000000;  // as the config loader allows
 
 // Parses the arguments after "analyze" ("--opt value" or "--opt=value"). Returns nullopt and
 // sets `error` to one line naming the offending argument on any usage error: unknown option,

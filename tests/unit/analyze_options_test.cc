@@ -105,6 +105,14 @@ TEST(AnalyzeOptionsTest, TableSizeMustBeAPrimeLargerThanTheHosts) {
   EXPECT_TRUE(parse({"--backends", "10", "--table-size", "13"}).options);
 }
 
+TEST(AnalyzeOptionsTest, RingsAreCappedAtTenMillionPoints) {
+  // 10001 hosts of weight 1 at 1000 vnodes: 10,001,000 points.
+  expectError({"--backends", "10000", "--vnodes", "1000"}, "10001000 points");
+  EXPECT_TRUE(parse({"--backends", "10000", "--vnodes", "999"}).options);
+  // Weights count: (1000 + 1 + 1) * 10000 vnodes.
+  expectError({"--backends", "2", "--weights", "1000,1", "--vnodes", "10000"}, "10020000");
+}
+
 TEST(AnalyzeOptionsTest, RejectsUnknownFormat) {
   expectError({"--format", "yaml"}, "text or json, got 'yaml'");
 }
