@@ -57,10 +57,12 @@ struct ClusterSnapshot {
   }
 };
 
+class KeyChain;   // plugins/keys/key_chain.h
+
 struct ListenerSnapshot {
   const ListenerConfig* config = nullptr;
   uint32_t cluster = 0;                     // index into Snapshot::clusters
-  std::vector<std::unique_ptr<KeyPlugin>> keys;
+  std::shared_ptr<const KeyChain> keys;     // the listener's hash policies, combined
   std::shared_ptr<ListenerState> state;
 };
 
@@ -88,6 +90,10 @@ class StateRegistry {
   std::map<std::pair<std::string, std::string>, std::weak_ptr<BackendState>> backends_;
   std::map<std::string, std::weak_ptr<ListenerState>> listeners_;
 };
+
+// The fraction of the key space each host owns under `table`, by sampling evenly spaced
+// hashes over the key hash's range (32 bits for CRC32, 64 for XXH64).
+std::vector<double> keyspaceShares(const SelectorTable& table, KeyHash key_hash);
 
 // Builds tables, resolves addresses and key plugins. Errors only for what validation cannot
 // see (an address that does not resolve); the config itself was validated when loaded.
