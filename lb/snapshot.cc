@@ -68,9 +68,7 @@ std::vector<double> keyspaceShares(const SelectorTable& table, KeyHash key_hash)
   return shares;
 }
 
-namespace {
-
-bool resolve(const std::string& address, sockaddr_storage* out, socklen_t* len) {
+bool resolveAddress(const std::string& address, sockaddr_storage* out, socklen_t* len) {
   // Numeric host:port or [v6]:port only; the loader has already validated the form.
   auto colon = address.rfind(':');
   if (colon == std::string::npos) return false;
@@ -84,8 +82,6 @@ bool resolve(const std::string& address, sockaddr_storage* out, socklen_t* len) 
   *len = sizeof(sockaddr_in);
   return uv_ip4_addr(host.c_str(), port, reinterpret_cast<sockaddr_in*>(out)) == 0;
 }
-
-}  // namespace
 
 Result<std::shared_ptr<const Snapshot>> buildSnapshot(Config config, StateRegistry& registry,
                                                       uint64_t generation) {
@@ -115,7 +111,7 @@ Result<std::shared_ptr<const Snapshot>> buildSnapshot(Config config, StateRegist
       b.config = &cc.backends[i];
       b.state = registry.backend(cc.name, b.config->name);
       b.keyspace_share = shares[i];
-      if (!resolve(b.config->address, &b.address, &b.address_len))
+      if (!resolveAddress(b.config->address, &b.address, &b.address_len))
         errors.push_back({file, b.config->pos,
                           "clusters." + cc.name + ".backends[" + std::to_string(i) + "].address",
                           "cannot resolve '" + b.config->address + "'"});
@@ -137,6 +133,9 @@ Result<std::shared_ptr<const Snapshot>> buildSnapshot(Config config, StateRegist
     if (!found)
       errors.push_back({file, lc.pos, "listeners." + lc.name + ".cluster",
                         "cluster '" + lc.cluster + "' is not defined"});
+    if (!resolveAddress(lc.listen, &ls.listen_address, &ls.listen_address_len))
+      errors.push_back({file, lc.pos, "listeners." + lc.name + ".listen",
+                        "cannot resolve '" + lc.listen + "'"});
     // ls.keys: built from lc.hash once plugins/keys/key_chain.h lands.
   }
   if (!errors.empty()) return errors;
