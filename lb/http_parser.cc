@@ -13,7 +13,7 @@ constexpr uint64_t kMaxBodyLength = 1ull << 40;
 HttpParser* self(llhttp_t* p) { return static_cast<HttpParser*>(p->data); }
 }  // namespace
 
-bool equalsIgnoreCase(std::string_view a, std::string_view b) noexcept {
+bool equalsNoCase(std::string_view a, std::string_view b) noexcept {
   if (a.size() != b.size()) return false;
   for (size_t i = 0; i < a.size(); ++i) {
     unsigned char x = static_cast<unsigned char>(a[i]), y = static_cast<unsigned char>(b[i]);

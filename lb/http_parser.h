@@ -124,7 +124,7 @@ class HttpParser {
 };
 
 // Case-insensitive ASCII comparison (header names, tokens).
-bool equalsIgnoreCase(std::string_view a, std::string_view b) noexcept;
+bool equalsNoCase(std::string_view a, std::string_view b) noexcept;
 
 // True for methods whose repetition has no further effect (RFC 9110 §9.2.2).
 bool isIdempotentMethod(uint8_t llhttp_method) noexcept;

@@ -25,7 +25,7 @@ void HeadWriter::putUint(uint64_t v) noexcept {
 
 bool ConnectionTokens::has(std::string_view name) const noexcept {
   for (int i = 0; i < count; ++i)
-    if (equalsIgnoreCase(tok[i], name)) return true;
+    if (equalsNoCase(tok[i], name)) return true;
   return false;
 }
 
@@ -43,7 +43,7 @@ void putVersion(HeadWriter& w, const ParsedHead& h) {
   w.put({v, 8});
 }
 
-bool isNamed(std::string_view name, std::string_view want) { return equalsIgnoreCase(name, want); }
+bool isNamed(std::string_view name, std::string_view want) { return equalsNoCase(name, want); }
 
 }  // namespace
 

@@ -240,7 +240,7 @@ void HttpSession::onRequestHead() noexcept {
   // What llhttp leaves to the application (RFC 9112 §3.2): exactly one Host in HTTP/1.1.
   int hosts = 0;
   for (uint32_t i = 0; i < h.header_count; ++i)
-    if (equalsIgnoreCase(h.headers[i].name.in(base), "host")) ++hosts;
+    if (equalsNoCase(h.headers[i].name.in(base), "host")) ++hosts;
   if (hosts > 1 || (hosts == 0 && h.http_minor >= 1) || req_.method() == HTTP_CONNECT) {
     sendError(400, HttpErrorReason::kMalformed);
     return;
@@ -347,7 +347,7 @@ void HttpSession::nextRequest() noexcept {
   head_end_ = 0;
   backend_ = nullptr;
   bstats_ = nullptr;
-  req_done_ = body_sent_ = resp_started_ = resp_head_sent_ = resp_done_ = false;
+  req_done_ = req_resumed_ = body_sent_ = resp_started_ = resp_head_sent_ = resp_done_ = false;
   keep_down_ = false;
   status_ = 0;
   // Between requests the connection moves to the newest snapshot, if its listener is there.

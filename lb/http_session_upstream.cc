@@ -305,14 +305,17 @@ void HttpSession::onResponseHead() noexcept {
   if (status >= 100 && status < 200 && status != 101) {
     // Interim (100 Continue, 103): passed on, and the final response follows on the same
     // parser. Never to an HTTP/1.0 client (RFC 9110 §15.2).
+    size_t n = 0;
+    if (!client_http10_) {
+      DownstreamResponseOptions opt;
+      n = writeDownstreamResponse(h, upin_.buf, opt, rout_, BufferPool::kBlockSize);
+    }
+    // h is cleared from here on: the parser moves to the final response.
     resp_.resumeAfterHead(false);
     size_t c = 0;
     resp_.feed(upin_.buf, upin_.buf + upin_.pos, 0, &c);
     resp_.nextMessage();
-    if (client_http10_) return;
-    DownstreamResponseOptions opt;
-    size_t n = writeDownstreamResponse(h, upin_.buf, opt, rout_, BufferPool::kBlockSize);
-    if (n == 0 || writeDown(rout_, n) < 0) closeAll();
+    if (!client_http10_ && (n == 0 || writeDown(rout_, n) < 0)) closeAll();
     return;
   }
   if (status == 101) {

@@ -5,6 +5,11 @@
 #include "lb/cluster_table.h"
 #include "plugins/builtin.h"
 
+#if __has_include("plugins/keys/key_chain.h")
+#include "plugins/keys/key_chain.h"
+#define LB_HAVE_KEY_CHAIN 1
+#endif
+
 namespace lb {
 
 uint64_t ClusterLoads::load(uint32_t host) const noexcept {
@@ -136,7 +141,15 @@ Result<std::shared_ptr<const Snapshot>> buildSnapshot(Config config, StateRegist
     if (!resolveAddress(lc.listen, &ls.listen_address, &ls.listen_address_len))
       errors.push_back({file, lc.pos, "listeners." + lc.name + ".listen",
                         "cannot resolve '" + lc.listen + "'"});
-    // ls.keys: built from lc.hash once plugins/keys/key_chain.h lands.
+#ifdef LB_HAVE_KEY_CHAIN
+    if (!lc.hash.empty()) {
+      auto chain = KeyChain::build(lc.hash, lc.protocol, file, "listeners." + lc.name + ".hash");
+      if (chain.ok())
+        ls.keys = std::make_shared<const KeyChain>(std::move(chain.value()));
+      else
+        errors.insert(errors.end(), chain.errors().begin(), chain.errors().end());
+    }
+#endif
   }
   if (!errors.empty()) return errors;
   return std::shared_ptr<const Snapshot>(std::move(snap));

@@ -152,6 +152,8 @@ void UpstreamPool::put(UpstreamConn* c) noexcept {
     c->close();
     return;
   }
+  // Watch the idle socket: EOF or stray bytes drop it (onRead with no owner).
+  uv_read_stop(c->stream());
   if (c->startRead() != 0) {
     c->close();
     return;
