@@ -1,0 +1,53 @@
+// `header`: the affinity key is the value of a named request header, e.g. `x-cache-key`, as
+// Envoy's `header` hash policy and nginx's `hash $http_x_cache_key` do.
+#include <strings.h>
+
+#include "lb/hash.h"
+#include "plugins/keys/key_plugins.h"
+
+namespace lb {
+
+bool equalsIgnoreCase(std::string_view a, std::string_view b) noexcept {
+  return a.size() == b.size() && strncasecmp(a.data(), b.data(), a.size()) == 0;
+}
+
+std::optional<std::string_view> findHeader(const HttpRequestView& request,
+                                           std::string_view name) noexcept {
+  for (const auto& h : request.headers) {
+    if (!equalsIgnoreCase(h.name, name)) continue;
+    std::string_view v = h.value;
+    while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
+    while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.remove_suffix(1);
+    return v;
+  }
+  return std::nullopt;
+}
+
+namespace {
+
+// Only the first occurrence counts: a header repeated by an intermediary must not change the
+// key, and joining the values would need a buffer. A present header with an empty value is a
+// key (the empty string), as in Envoy: the client did send it.
+class HeaderKey final : public KeyPlugin {
+ public:
+  explicit HeaderKey(std::string name) : name_(std::move(name)) {}
+
+  bool extract(const KeyContext& ctx, KeyHash key_hash, uint64_t* hash) const noexcept override {
+    if (ctx.request == nullptr) return false;
+    auto value = findHeader(*ctx.request, name_);
+    if (!value) return false;
+    *hash = hashKeyBytes(key_hash, *value);
+    return true;
+  }
+
+ private:
+  std::string name_;
+};
+
+}  // namespace
+
+std::unique_ptr<KeyPlugin> buildHeaderKey(const HashPolicy& policy) {
+  return std::make_unique<HeaderKey>(policy.name);
+}
+
+}  // namespace lb

@@ -1,0 +1,57 @@
+// A listener's list of hash policies, combined into one key hash as Envoy combines its route
+// hash policies (envoy/source/common/router/config_impl.cc, HashPolicyImpl::generateHash):
+//
+//   for each policy in order:
+//     if it yields k:  h = have ? rotl(h, 1) ^ k : k      (combineKeyHash, lb/hash.h)
+//     if it is terminal and some h exists: stop
+//
+// The rotation keeps two identical policies from cancelling out. With a single policy the
+// result is that policy's hash unchanged (rotl(0, 1) ^ k == k), which ketama depends on: one
+// key plugin must give nginx's plain CRC32 of the key bytes.
+//
+// `terminal` follows Envoy to the letter ("If true, and there is already a hash computed,
+// ignore rest of the list of hash policies"): reaching a terminal policy stops the walk when
+// a hash exists, whether that policy or an earlier one produced it. So
+// [header(terminal), cookie] means "the header if sent, else the cookie".
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "lb/config.h"
+#include "lb/result.h"
+#include "plugins/key.h"
+
+namespace lb {
+
+class KeyChain {
+ public:
+  // Builds one plugin per policy through the registry (lb::findKeyPlugin). Errors, all at
+  // once, for an unknown kind and for an L7 kind on a tcp listener; each names the policy as
+  // `<path_prefix>.hash[i]` with the policy's source position. Config-load time only.
+  static Result<KeyChain> build(std::span<const HashPolicy> policies, Protocol protocol,
+                                const std::string& file = "",
+                                const std::string& path_prefix = "hash");
+
+  // The combined key hash of this request or connection. False when no policy yields a key
+  // (the listener's on_missing_key applies). May generate a cookie into ctx.cookie_out.
+  // Hot path: no allocation, no locks; safe from any thread (plugins are const).
+  bool compute(const KeyContext& ctx, KeyHash key_hash, uint64_t* hash) const noexcept;
+
+  size_t size() const noexcept { return links_.size(); }
+  bool empty() const noexcept { return links_.empty(); }
+  // True when some policy needs the HTTP request (header, cookie, query, path).
+  bool needsRequest() const noexcept { return needs_request_; }
+
+ private:
+  struct Link {
+    std::unique_ptr<KeyPlugin> plugin;
+    bool terminal;
+  };
+  std::vector<Link> links_;
+  bool needs_request_ = false;
+};
+
+}  // namespace lb

@@ -1,0 +1,39 @@
+// `path`: the affinity key is the request path without its query, so every variant of one
+// object's URL (?v=1, ?utm=...) lands on the cache that holds the object.
+#include "lb/hash.h"
+#include "plugins/keys/key_plugins.h"
+
+namespace lb {
+
+std::string_view targetPath(std::string_view target) noexcept {
+  // Absolute form "http://host:port/path?q": skip scheme and authority.
+  size_t scheme = target.find("://");
+  if (scheme != std::string_view::npos && scheme > 0 && target.front() != '/') {
+    size_t slash = target.find_first_of("/?#", scheme + 3);
+    if (slash == std::string_view::npos || target[slash] != '/') return "/";
+    target.remove_prefix(slash);
+  }
+  size_t end = target.find_first_of("?#");
+  return end == std::string_view::npos ? target : target.substr(0, end);
+}
+
+namespace {
+
+// Not percent-decoded and not normalised ("/a/../b" stays as sent): the key is what the
+// client asked for, which is also what a cache behind us keys on.
+class PathKey final : public KeyPlugin {
+ public:
+  bool extract(const KeyContext& ctx, KeyHash key_hash, uint64_t* hash) const noexcept override {
+    if (ctx.request == nullptr) return false;
+    std::string_view path = targetPath(ctx.request->target);
+    if (path.empty()) return false;
+    *hash = hashKeyBytes(key_hash, path);
+    return true;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<KeyPlugin> buildPathKey(const HashPolicy&) { return std::make_unique<PathKey>(); }
+
+}  // namespace lb
