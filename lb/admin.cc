@@ -51,7 +51,7 @@ Admin* startAdmin(uv_loop_t* loop, const std::string& listen, AdminHooks hooks,
     delete admin;
     return nullptr;
   }
-  LB_INFO("admin: listening on %s", listen.c_str());
+  LB_INFO("admin: listening on %s (port %d)", listen.c_str(), admin->port());
   return admin;
 }
 
