@@ -7,6 +7,7 @@
 #include <string>
 
 #include "tests/support/http_client.h"
+#include "tests/support/origin.h"
 #include "tests/support/process.h"
 
 namespace lb::test {
@@ -308,6 +309,18 @@ TEST_F(OriginTest, SeveralWorkersShareOnePortAndTheStats) {
   ASSERT_TRUE(r) << r.error;
   EXPECT_NE(r.body.find("\"connections_accepted\":7,"), std::string::npos) << r.body;
   EXPECT_EQ(origin_->stop(SIGTERM), 0);
+}
+
+TEST(OriginProcessTest, ReportsItsAddressAndStats) {
+  OriginProcess o("b");
+  ASSERT_TRUE(o.ok()) << o.output();
+  EXPECT_EQ(o.address(), "127.0.0.1:" + std::to_string(o.port()));
+  ASSERT_TRUE(httpExchange(o.port(), httpRequest("GET", "/")));
+  auto s = o.stats();
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->connections_accepted, 2u);
+  EXPECT_EQ(s->requests_served, 2u);
+  EXPECT_EQ(o.stop(), 0);
 }
 
 TEST(OriginCliTest, RefusesABadListenAddress) {
