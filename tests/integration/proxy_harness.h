@@ -63,6 +63,15 @@ class ProxyHarness {
       config.replace(at, 6, std::to_string(port_));
     for (size_t at; (at = config.find("{ADMIN}")) != std::string::npos;)
       config.replace(at, 7, std::to_string(admin_port_));
+    // {PORT1}..{PORT9}: more free ports (extra listeners, addresses nobody listens on).
+    for (char d = '1'; d <= '9'; ++d) {
+      std::string tag = std::string("{PORT") + d + "}";
+      if (config.find(tag) == std::string::npos) continue;
+      uint16_t p = freePort();
+      extra_ports_[d - '0'] = p;
+      for (size_t at; (at = config.find(tag)) != std::string::npos;)
+        config.replace(at, tag.size(), std::to_string(p));
+    }
     char path[] = "/tmp/lb-proxy-test-XXXXXX.toml";
     int fd = mkstemps(path, 5);
     if (fd < 0) return false;
@@ -77,6 +86,7 @@ class ProxyHarness {
   }
   uint16_t port() const { return port_; }
   uint16_t adminPort() const { return admin_port_; }
+  uint16_t extraPort(int n) const { return extra_ports_.at(n); }
   Process& lb() { return *lb_; }
   const std::string& configPath() const { return config_path_; }
 
@@ -96,6 +106,7 @@ class ProxyHarness {
   std::string config_path_;
   uint16_t port_ = 0;
   uint16_t admin_port_ = 0;
+  std::map<int, uint16_t> extra_ports_;
 };
 
 // A GET with the header `x-key: key` on an open keep-alive connection; the backend's name, or
