@@ -1,0 +1,317 @@
+// conf/grafana/lb.json: what Grafana's import needs, every query parses as PromQL
+// (promtool check rules), and every metric and label a query names is one lb exports, so a
+// renamed metric breaks this test rather than a production dashboard.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cctype>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "lb/metrics.h"
+#include "tests/unit/json_reader.h"
+#include "tests/unit/metrics_test_snapshot.h"
+
+namespace lb {
+namespace {
+
+using testing::JsonReader;
+using testing::JsonValue;
+
+std::string readFile(const std::string& path) {
+  std::ifstream in(path);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// conf/grafana/lb.json from the repository root (make test's working directory), or relative
+// to this binary (<root>/<build>/tests/unit_tests) when run from elsewhere.
+std::string readDashboard() {
+  std::string text = readFile("conf/grafana/lb.json");
+  if (!text.empty()) return text;
+  char exe[4096];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+  if (n <= 0) return "";
+  std::string dir(exe, static_cast<size_t>(n));
+  dir = dir.substr(0, dir.rfind('/'));   // <build>/tests
+  return readFile(dir + "/../../conf/grafana/lb.json");
+}
+
+// Every series name lb's /metrics can carry, with each one's label names: histograms expand
+// to _bucket (with le), _sum and _count. Prometheus adds job and instance to every series.
+std::map<std::string, std::set<std::string>> exportedSeries() {
+  StateRegistry registry(1);
+  auto snap = testing::buildTestSnapshot(registry);   // has bounded loads, so load_cap too
+  Metrics metrics([snap] { return snap; }, 0);
+  std::map<std::string, std::set<std::string>> out;
+  for (const auto& f : metrics.collect()) {
+    std::set<std::string> labels = {"job", "instance"};
+    for (const auto& m : f.metric)
+      for (const auto& l : m.label) labels.insert(l.name);
+    if (f.type == prometheus::MetricType::Histogram) {
+      auto with_le = labels;
+      with_le.insert("le");
+      out[f.name + "_bucket"] = with_le;
+      out[f.name + "_sum"] = labels;
+      out[f.name + "_count"] = labels;
+    } else {
+      out[f.name] = labels;
+    }
+  }
+  return out;
+}
+
+// What a PromQL expression refers to: metric names, and label names per metric (from
+// {matchers}) and in grouping clauses (by, without, on, ignoring, group_left/right).
+struct PromqlRefs {
+  std::map<std::string, std::set<std::string>> selectors;   // metric -> matcher label names
+  std::set<std::string> grouping;
+};
+
+bool identStart(char c) { return isalpha(static_cast<unsigned char>(c)) || c == '_' || c == ':'; }
+bool identChar(char c) { return identStart(c) || isdigit(static_cast<unsigned char>(c)); }
+
+// A scanner, not a parser: promtool checks the syntax; this only finds the names.
+PromqlRefs scanPromql(const std::string& e) {
+  static const std::set<std::string> kKeywords = {
+      "by", "without", "on", "ignoring", "group_left", "group_right", "bool", "and", "or",
+      "unless", "offset", "inf", "nan"};
+  // Aggregations may be followed by "by (...)" before their '(': never metric names.
+  static const std::set<std::string> kAggregations = {
+      "sum", "min", "max", "avg", "group", "stddev", "stdvar", "count", "count_values",
+      "bottomk", "topk", "quantile"};
+  PromqlRefs refs;
+  size_t i = 0;
+  auto skipSpace = [&] {
+    while (i < e.size() && isspace(static_cast<unsigned char>(e[i]))) ++i;
+  };
+  auto ident = [&] {
+    size_t s = i;
+    while (i < e.size() && identChar(e[i])) ++i;
+    return e.substr(s, i - s);
+  };
+  auto labelList = [&](std::set<std::string>* into) {   // at '(' of "by (a, b)"
+    ++i;
+    while (i < e.size() && e[i] != ')') {
+      skipSpace();
+      if (identStart(e[i])) into->insert(ident());
+      else ++i;
+    }
+    ++i;
+  };
+  auto matchers = [&](std::set<std::string>* into) {   // at '{'
+    ++i;
+    while (i < e.size() && e[i] != '}') {
+      skipSpace();
+      if (identStart(e[i])) {
+        into->insert(ident());
+      } else if (e[i] == '"') {
+        for (++i; i < e.size() && e[i] != '"'; ++i)
+          if (e[i] == '\\') ++i;
+        ++i;
+      } else {
+        ++i;
+      }
+    }
+    ++i;
+  };
+  while (i < e.size()) {
+    char c = e[i];
+    if (c == '$') {   // a Grafana variable: $cluster, $__rate_interval
+      ++i;
+      ident();
+    } else if (c == '[') {
+      while (i < e.size() && e[i] != ']') ++i;
+      ++i;
+    } else if (c == '"') {
+      for (++i; i < e.size() && e[i] != '"'; ++i)
+        if (e[i] == '\\') ++i;
+      ++i;
+    } else if (isdigit(static_cast<unsigned char>(c))) {
+      while (i < e.size() && (isalnum(static_cast<unsigned char>(e[i])) || e[i] == '.')) ++i;
+    } else if (identStart(c)) {
+      std::string name = ident();
+      skipSpace();
+      bool call = i < e.size() && e[i] == '(';
+      if (kKeywords.count(name)) {
+        if (call) labelList(&refs.grouping);
+      } else if (!call && !kAggregations.count(name)) {
+        auto& labels = refs.selectors[name];
+        if (i < e.size() && e[i] == '{') matchers(&labels);
+      }
+    } else if (c == '{') {   // a selector without a name: {__name__=...}
+      matchers(&refs.selectors[""]);
+    } else {
+      ++i;
+    }
+  }
+  return refs;
+}
+
+// Grafana's built-in and dashboard variables, replaced as Grafana would before querying.
+std::string substituteVariables(std::string e) {
+  const std::pair<const char*, const char*> kVars[] = {
+      {"$__rate_interval", "1m"}, {"$__interval", "15s"}, {"$__range", "1h"},
+      {"$cluster", ".*"},         {"$backend", ".*"}};
+  for (const auto& [from, to] : kVars)
+    for (size_t at; (at = e.find(from)) != std::string::npos;)
+      e.replace(at, strlen(from), to);
+  return e;
+}
+
+class GrafanaDashboardTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string text = readDashboard();
+    ASSERT_FALSE(text.empty()) << "conf/grafana/lb.json is missing";
+    doc_ = JsonReader::parse(text);   // throws (and fails the test) on invalid JSON
+    for (const auto& p : doc_["panels"].items())
+      for (const auto& t : p["targets"].items()) exprs_.push_back(t["expr"].asString());
+  }
+
+  // label_values(<selector>, <label>) of a query variable, split.
+  static std::pair<std::string, std::string> labelValues(const std::string& q) {
+    size_t open = q.find('('), comma = q.rfind(','), close = q.rfind(')');
+    EXPECT_EQ(q.rfind("label_values(", 0), 0u) << q;
+    std::string label = q.substr(comma + 1, close - comma - 1);
+    label.erase(0, label.find_first_not_of(' '));
+    return {q.substr(open + 1, comma - open - 1), label};
+  }
+
+  JsonValue doc_;
+  std::vector<std::string> exprs_;
+};
+
+TEST_F(GrafanaDashboardTest, HasWhatImportNeeds) {
+  EXPECT_FALSE(doc_["title"].asString().empty());
+  EXPECT_FALSE(doc_["uid"].asString().empty());
+  EXPECT_LE(doc_["uid"].asString().size(), 40u);   // Grafana's uid limit
+  EXPECT_GE(doc_["schemaVersion"].asNumber(), 30);
+  const auto& inputs = doc_["__inputs"].items();
+  ASSERT_EQ(inputs.size(), 1u);
+  EXPECT_EQ(inputs[0]["name"].asString(), "DS_PROMETHEUS");
+  EXPECT_EQ(inputs[0]["type"].asString(), "datasource");
+  EXPECT_EQ(inputs[0]["pluginId"].asString(), "prometheus");
+}
+
+TEST_F(GrafanaDashboardTest, PanelsHaveUniqueIdsGridPosAndTargets) {
+  std::set<double> ids;
+  const auto& panels = doc_["panels"].items();
+  ASSERT_GE(panels.size(), 8u);
+  for (const auto& p : panels) {
+    const std::string title = p["title"].asString();
+    EXPECT_TRUE(ids.insert(p["id"].asNumber()).second) << "duplicate id in " << title;
+    const std::string type = p["type"].asString();
+    EXPECT_TRUE(type == "timeseries" || type == "stat") << title;
+    const JsonValue& g = p["gridPos"];
+    EXPECT_GE(g["x"].asNumber(), 0) << title;
+    EXPECT_LE(g["x"].asNumber() + g["w"].asNumber(), 24) << title;
+    EXPECT_GT(g["h"].asNumber(), 0) << title;
+    EXPECT_GE(g["y"].asNumber(), 0) << title;
+    ASSERT_FALSE(p["targets"].items().empty()) << title;
+    std::set<std::string> refs;
+    for (const auto& t : p["targets"].items()) {
+      EXPECT_TRUE(refs.insert(t["refId"].asString()).second) << title;
+      EXPECT_FALSE(t["expr"].asString().empty()) << title;
+    }
+    EXPECT_EQ(p["datasource"]["uid"].asString(), "${datasource}") << title;
+  }
+}
+
+TEST_F(GrafanaDashboardTest, HasDatasourceClusterAndBackendVariables) {
+  std::map<std::string, const JsonValue*> vars;
+  for (const auto& v : doc_["templating"]["list"].items()) vars[v["name"].asString()] = &v;
+  ASSERT_TRUE(vars.count("datasource") && vars.count("cluster") && vars.count("backend"));
+  EXPECT_EQ((*vars["datasource"])["type"].asString(), "datasource");
+  EXPECT_EQ((*vars["datasource"])["query"].asString(), "prometheus");
+  EXPECT_EQ((*vars["cluster"])["definition"].asString(),
+            "label_values(lb_backend_weight, cluster)");
+  EXPECT_EQ((*vars["backend"])["definition"].asString(),
+            "label_values(lb_backend_weight{cluster=~\"$cluster\"}, backend)");
+}
+
+TEST_F(GrafanaDashboardTest, QueriesUseOnlyExportedMetricsAndLabels) {
+  auto exported = exportedSeries();
+  for (const auto& e : exprs_) {
+    PromqlRefs refs = scanPromql(e);
+    std::set<std::string> labels_in_expr = {"job", "instance"};
+    for (const auto& [metric, labels] : refs.selectors) {
+      ASSERT_TRUE(exported.count(metric)) << "'" << metric << "' is not exported; in: " << e;
+      for (const auto& l : labels)
+        EXPECT_TRUE(exported[metric].count(l)) << metric << " has no label " << l << "; in: " << e;
+      labels_in_expr.insert(exported[metric].begin(), exported[metric].end());
+    }
+    for (const auto& l : refs.grouping)
+      EXPECT_TRUE(labels_in_expr.count(l)) << "grouping by unknown label " << l << "; in: " << e;
+  }
+}
+
+TEST_F(GrafanaDashboardTest, VariablesQueryExportedLabels) {
+  auto exported = exportedSeries();
+  for (const auto& v : doc_["templating"]["list"].items()) {
+    if (v["type"].asString() != "query") continue;
+    auto [selector, label] = labelValues(v["definition"].asString());
+    PromqlRefs refs = scanPromql(selector);
+    ASSERT_EQ(refs.selectors.size(), 1u) << selector;
+    const std::string& metric = refs.selectors.begin()->first;
+    ASSERT_TRUE(exported.count(metric)) << metric;
+    EXPECT_TRUE(exported[metric].count(label)) << metric << " has no label " << label;
+  }
+}
+
+TEST_F(GrafanaDashboardTest, CoversTheIssueTopics) {
+  std::set<std::string> used;
+  for (const auto& e : exprs_)
+    for (const auto& [m, _] : scanPromql(e).selectors) used.insert(m);
+  for (const char* m : {"lb_backend_requests_total", "lb_backend_active_requests",
+                        "lb_backend_load_cap", "lb_backend_keyspace_share",
+                        "lb_backend_picks_total", "lb_http_errors_total",
+                        "lb_backend_response_seconds_bucket", "lb_backend_healthy",
+                        "lb_config_reloads_total"})
+    EXPECT_TRUE(used.count(m)) << "no panel shows " << m;
+}
+
+TEST_F(GrafanaDashboardTest, ScannerCatchesAnUnknownMetric) {
+  // The check above can fail: a misspelt name is found and is not exported.
+  auto refs = scanPromql("sum by (backend) (rate(lb_backend_request_total{cluster=~\"$c\"}[5m]))");
+  ASSERT_EQ(refs.selectors.size(), 1u);
+  EXPECT_EQ(refs.selectors.begin()->first, "lb_backend_request_total");
+  EXPECT_FALSE(exportedSeries().count("lb_backend_request_total"));
+  EXPECT_EQ(refs.grouping, std::set<std::string>{"backend"});
+}
+
+TEST_F(GrafanaDashboardTest, EveryQueryParsesAsPromql) {
+  // promtool check rules parses each recording rule's expression with Prometheus' own parser.
+  char path[] = "/tmp/lb_dashboard_rules_XXXXXX";
+  int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  std::string yaml = "groups:\n  - name: dashboard\n    rules:\n";
+  for (size_t i = 0; i < exprs_.size(); ++i) {
+    std::string e = substituteVariables(exprs_[i]);
+    std::string quoted;   // YAML single-quoted: '' is a quote
+    for (char c : e) quoted += c == '\'' ? std::string("''") : std::string(1, c);
+    yaml += "      - record: dashboard:query" + std::to_string(i) + "\n        expr: '" +
+            quoted + "'\n";
+  }
+  ASSERT_EQ(write(fd, yaml.data(), yaml.size()), static_cast<ssize_t>(yaml.size()));
+  close(fd);
+  std::string cmd = std::string("promtool check rules ") + path + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  std::string out;
+  char buf[4096];
+  for (size_t n; (n = fread(buf, 1, sizeof(buf), p)) > 0;) out.append(buf, n);
+  int status = pclose(p);
+  unlink(path);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << out;
+  EXPECT_NE(out.find("SUCCESS: " + std::to_string(exprs_.size()) + " rules found"),
+            std::string::npos)
+      << out;
+}
+
+}  // namespace
+}  // namespace lb
