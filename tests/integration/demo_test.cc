@@ -3,7 +3,7 @@
 #include <signal.h>
 
 #include <cerrno>
-#include <regex>
+#include <cctype>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -46,15 +46,17 @@ TEST(RunDemoTest, AnswersCurlAndStopsEverythingOnSigint) {
   auto r = runCommand({"curl", "-s", "-i", "--max-time", "5", localUrl(http, "/hello")});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("HTTP/1.1 200"), std::string::npos) << r.out;
-  EXPECT_TRUE(std::regex_search(r.out, std::regex("[Xx]-[Bb]ackend: origin-[abcd]"))) << r.out;
+  std::string lower = r.out;
+  for (char& ch : lower) ch = static_cast<char>(tolower(static_cast<unsigned char>(ch)));
+  EXPECT_NE(lower.find("x-backend: origin-"), std::string::npos) << r.out;
   auto raw = runCommand({"curl", "-s", "-i", "--max-time", "5", localUrl(tcp, "/")});
   EXPECT_NE(raw.out.find("HTTP/1.1 200"), std::string::npos) << raw.out << raw.err;
 
   // The demo says which lb pid to send SIGHUP to; it must be gone afterwards.
-  std::smatch m;
   std::string out = demo.output();
-  ASSERT_TRUE(std::regex_search(out, m, std::regex("kill -HUP ([0-9]+)"))) << out;
-  pid_t lb_pid = static_cast<pid_t>(std::stol(m[1]));
+  size_t at = out.find("kill -HUP ");
+  ASSERT_NE(at, std::string::npos) << out;
+  pid_t lb_pid = static_cast<pid_t>(std::stol(out.substr(at + 10)));
 
   auto code = demo.stop(SIGINT, 30s);
   ASSERT_TRUE(code.has_value()) << "run_demo.sh did not stop on SIGINT\n" << demo.output();
