@@ -77,6 +77,14 @@ void HttpSession::start() noexcept {
   else
     uv_ip4_name(reinterpret_cast<sockaddr_in*>(&peer_), client_ip_, sizeof client_ip_);
   client_ip_len_ = static_cast<uint32_t>(strlen(client_ip_));
+  // limits.max_connections, split evenly over the workers (each enforces its share without
+  // talking to the others): past it, 503 and close, as HAProxy answers past maxconn.
+  const uint32_t workers = lst_->state->workers == 0 ? 1 : lst_->state->workers;
+  const int64_t share = (lst_->config->limits.max_connections + workers - 1) / workers;
+  if (lstats_->connections_active.get() > share) {
+    sendError(503, HttpErrorReason::kNoBackend);
+    return;
+  }
   // A new connection owes a request head within the header timeout (slowloris).
   head_timer_ = true;
   armTimer(lst_->config->timeouts.header.count());

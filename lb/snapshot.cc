@@ -107,6 +107,11 @@ Result<std::shared_ptr<const Snapshot>> buildSnapshot(Config config, StateRegist
       continue;
     }
     auto hosts = hostSpecsOf(cc);
+    // A cluster written without backends is valid: its listeners answer 503. No table then.
+    if (hosts.empty()) {
+      cs.loads = std::make_unique<ClusterLoads>(&cs.backends);
+      continue;
+    }
     cs.table = cs.selector->build(hosts, selectorOptionsOf(cc));
     if (cc.hash_balance_factor > 0) cs.bounded.emplace(hosts, cc.hash_balance_factor);
     cs.backends.resize(cc.backends.size());
