@@ -5,6 +5,11 @@
 #include "lb/cluster_table.h"
 #include "plugins/builtin.h"
 
+#if __has_include("plugins/keys/key_chain.h")
+#include "plugins/keys/key_chain.h"
+#define LB_HAVE_KEY_CHAIN 1
+#endif
+
 namespace lb {
 
 uint64_t ClusterLoads::load(uint32_t host) const noexcept {
@@ -68,9 +73,7 @@ std::vector<double> keyspaceShares(const SelectorTable& table, KeyHash key_hash)
   return shares;
 }
 
-namespace {
-
-bool resolve(const std::string& address, sockaddr_storage* out, socklen_t* len) {
+bool resolveAddress(const std::string& address, sockaddr_storage* out, socklen_t* len) {
   // Numeric host:port or [v6]:port only; the loader has already validated the form.
   auto colon = address.rfind(':');
   if (colon == std::string::npos) return false;
@@ -84,8 +87,6 @@ bool resolve(const std::string& address, sockaddr_storage* out, socklen_t* len) 
   *len = sizeof(sockaddr_in);
   return uv_ip4_addr(host.c_str(), port, reinterpret_cast<sockaddr_in*>(out)) == 0;
 }
-
-}  // namespace
 
 Result<std::shared_ptr<const Snapshot>> buildSnapshot(Config config, StateRegistry& registry,
                                                       uint64_t generation) {
@@ -106,6 +107,11 @@ Result<std::shared_ptr<const Snapshot>> buildSnapshot(Config config, StateRegist
       continue;
     }
     auto hosts = hostSpecsOf(cc);
+    // A cluster written without backends is valid: its listeners answer 503. No table then.
+    if (hosts.empty()) {
+      cs.loads = std::make_unique<ClusterLoads>(&cs.backends);
+      continue;
+    }
     cs.table = cs.selector->build(hosts, selectorOptionsOf(cc));
     if (cc.hash_balance_factor > 0) cs.bounded.emplace(hosts, cc.hash_balance_factor);
     cs.backends.resize(cc.backends.size());
@@ -115,7 +121,7 @@ Result<std::shared_ptr<const Snapshot>> buildSnapshot(Config config, StateRegist
       b.config = &cc.backends[i];
       b.state = registry.backend(cc.name, b.config->name);
       b.keyspace_share = shares[i];
-      if (!resolve(b.config->address, &b.address, &b.address_len))
+      if (!resolveAddress(b.config->address, &b.address, &b.address_len))
         errors.push_back({file, b.config->pos,
                           "clusters." + cc.name + ".backends[" + std::to_string(i) + "].address",
                           "cannot resolve '" + b.config->address + "'"});
@@ -137,7 +143,18 @@ Result<std::shared_ptr<const Snapshot>> buildSnapshot(Config config, StateRegist
     if (!found)
       errors.push_back({file, lc.pos, "listeners." + lc.name + ".cluster",
                         "cluster '" + lc.cluster + "' is not defined"});
-    // ls.keys: built from lc.hash once plugins/keys/key_chain.h lands.
+    if (!resolveAddress(lc.listen, &ls.listen_address, &ls.listen_address_len))
+      errors.push_back({file, lc.pos, "listeners." + lc.name + ".listen",
+                        "cannot resolve '" + lc.listen + "'"});
+#ifdef LB_HAVE_KEY_CHAIN
+    if (!lc.hash.empty()) {
+      auto chain = KeyChain::build(lc.hash, lc.protocol, file, "listeners." + lc.name + ".hash");
+      if (chain.ok())
+        ls.keys = std::make_shared<const KeyChain>(std::move(chain.value()));
+      else
+        errors.insert(errors.end(), chain.errors().begin(), chain.errors().end());
+    }
+#endif
   }
   if (!errors.empty()) return errors;
   return std::shared_ptr<const Snapshot>(std::move(snap));

@@ -64,6 +64,8 @@ struct ListenerSnapshot {
   uint32_t cluster = 0;                     // index into Snapshot::clusters
   std::shared_ptr<const KeyChain> keys;     // the listener's hash policies, combined
   std::shared_ptr<ListenerState> state;
+  sockaddr_storage listen_address{};        // config->listen, resolved
+  socklen_t listen_address_len = 0;
 };
 
 struct Snapshot {
@@ -90,6 +92,9 @@ class StateRegistry {
   std::map<std::pair<std::string, std::string>, std::weak_ptr<BackendState>> backends_;
   std::map<std::string, std::weak_ptr<ListenerState>> listeners_;
 };
+
+// Numeric "host:port" or "[v6]:port" to a socket address; false when it does not parse.
+bool resolveAddress(const std::string& address, sockaddr_storage* out, socklen_t* len);
 
 // The fraction of the key space each host owns under `table`, by sampling evenly spaced
 // hashes over the key hash's range (32 bits for CRC32, 64 for XXH64).

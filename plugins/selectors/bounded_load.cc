@@ -55,11 +55,21 @@ uint64_t BoundedLoad::cap(uint32_t host, uint64_t total) const noexcept {
   // never loaded more than 1.5 times the average"): 4 equal servers, 7 requests in flight,
   // F = 150. Fleet slots: ceil((7 + 1) * 150 / 100) = 12; each server's share:
   // ceil(12 * 1 / 4) = 3, so a server carrying 3 is skipped and one carrying 2 takes the 8th.
+  const uint64_t w = host < weights_.size() ? weights_[host] : 1;
+  // 64-bit arithmetic while it cannot overflow (always, for real loads): the 128-bit divisions
+  // below are library calls that would triple the cost of a bounded pick.
+  if (total < UINT64_MAX && total_weight_ != 0) {
+    uint64_t fleet, share;
+    if (!__builtin_mul_overflow(total + 1, uint64_t{factor_}, &fleet)) {
+      fleet = fleet / 100 + (fleet % 100 != 0);   // ceil((total + 1) * F / 100)
+      if (!__builtin_mul_overflow(fleet, w, &share))
+        return share / total_weight_ + (share % total_weight_ != 0);
+    }
+  }
   // 128-bit intermediates: no overflow for any 64-bit total and 32-bit factor and weights.
   using U = unsigned __int128;
   const U slots = ((U{total} + 1) * factor_ + 99) / 100;
-  if (total_weight_ == 0) return static_cast<uint64_t>(slots);
-  const uint64_t w = host < weights_.size() ? weights_[host] : 1;
+  if (total_weight_ == 0) return slots > UINT64_MAX ? UINT64_MAX : static_cast<uint64_t>(slots);
   const U share = (slots * w + total_weight_ - 1) / total_weight_;
   return share > UINT64_MAX ? UINT64_MAX : static_cast<uint64_t>(share);
 }
