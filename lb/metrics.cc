@@ -4,7 +4,8 @@
 
 #include <algorithm>
 #include <chrono>
-#include <sstream>
+#include <ostream>
+#include <streambuf>
 
 namespace lb {
 
@@ -260,10 +261,38 @@ std::vector<MetricFamily> Metrics::collect() const {
   return out;
 }
 
+namespace {
+
+// An ostream target that appends to a string reserved up front: ostringstream would grow by
+// doubling and then copy the whole body out again in str().
+class StringSink final : public std::streambuf {
+ public:
+  explicit StringSink(std::string* s) : s_(s) {}
+
+ protected:
+  int_type overflow(int_type c) override {
+    if (c != traits_type::eof()) s_->push_back(static_cast<char>(c));
+    return c;
+  }
+  std::streamsize xsputn(const char* p, std::streamsize n) override {
+    s_->append(p, static_cast<size_t>(n));
+    return n;
+  }
+
+ private:
+  std::string* s_;
+};
+
+}  // namespace
+
 std::string Metrics::render() const {
-  std::ostringstream out;
+  std::string text;
+  text.reserve(last_size_ + last_size_ / 8 + 4096);
+  StringSink sink(&text);
+  std::ostream out(&sink);
   prometheus::TextSerializer().Serialize(out, collect());
-  return out.str();
+  last_size_ = text.size();
+  return text;
 }
 
 double wallClockSeconds() {

@@ -45,7 +45,7 @@ class TempDir {
 };
 
 // lb with `backends` lb-origin backends named b0..b{n-1} in cluster "cache", an HTTP listener
-// "web" keyed on the x-cache-key header, and the admin listener on a port lb reports.
+// "web" keyed on the x-cache-key header, and the admin listener.
 class Fleet {
  public:
   // Empty on success; otherwise why the fleet could not start. `skip` is set when the reason
@@ -65,8 +65,9 @@ class Fleet {
       origins_.push_back(std::move(p));
     }
     web_port_ = freePort();
+    const uint16_t admin_port = freePort();   // the config loader wants a real port, not 0
     std::string toml = "[lb]\nworkers = 2\nlog_level = \"info\"\naccess_log = \"\"\n\n"
-                       "[admin]\nlisten = \"127.0.0.1:0\"\n\n"
+                       "[admin]\nlisten = \"127.0.0.1:" + std::to_string(admin_port) + "\"\n\n"
                        "[listeners.web]\nlisten = \"127.0.0.1:" + std::to_string(web_port_) +
                        "\"\nprotocol = \"http\"\ncluster = \"cache\"\n"
                        "hash = [ { header = \"x-cache-key\" } ]\n\n"

@@ -82,42 +82,49 @@ TEST_F(MetricsPrometheusTest, PrometheusSeesLiveLoadOfRequestsInFlight) {
   PrometheusServer prom;
   ASSERT_EQ(prom.start(fleet_.adminPort()), "");
 
-  // Five requests for one key held by the origin (delay_ms) on five connections: the key's
-  // owner has a live load of 5 while they are in flight, the others 0.
+  // Five requests for one key, each with half its body sent: lb has picked a backend and the
+  // origin streams its echo but cannot finish, so the key's owner has a live load of 5 and
+  // the others 0 until the test sends the rest.
   constexpr int kHeld = 5;
   std::vector<std::unique_ptr<TcpClient>> held;
   for (int i = 0; i < kHeld; ++i) {
     held.push_back(std::make_unique<TcpClient>());
     ASSERT_TRUE(held.back()->connect(fleet_.webPort()));
-    ASSERT_TRUE(held.back()->send(
-        httpRequest("GET", "/?delay_ms=60000", "x-cache-key: hot\r\n")));
+    ASSERT_TRUE(held.back()->send(httpRequest("POST", "/", "x-cache-key: hot\r\n"
+                                                           "Content-Length: 10\r\n") +
+                                  "01234"));
   }
+  auto sumAndTop = [](const std::map<std::string, double>& m) {
+    double total = 0, top = 0;
+    for (const auto& [_, v] : m) total += v, top = std::max(top, v);
+    return std::make_pair(total, top);
+  };
   const std::string expr = "sum by (backend) (lb_backend_active_requests{cluster=\"cache\"})";
   std::map<std::string, double> got;
   auto deadline = std::chrono::steady_clock::now() + 30s;
   while (std::chrono::steady_clock::now() < deadline) {
     got = prom.queryBy(expr, "backend");
-    double total = 0, top = 0;
-    for (const auto& [_, v] : got) total += v, top = std::max(top, v);
-    if (total == kHeld && top == kHeld) break;
-    std::this_thread::sleep_for(250ms);
+    if (sumAndTop(got) == std::make_pair(double{kHeld}, double{kHeld})) break;
+    std::this_thread::sleep_for(250ms);   // Prometheus scrapes every 1 s
   }
-  double total = 0, top = 0;
-  for (const auto& [_, v] : got) total += v, top = std::max(top, v);
-  EXPECT_EQ(total, kHeld);
-  EXPECT_EQ(top, kHeld) << "one owner holds every request for the key";
+  EXPECT_EQ(sumAndTop(got).first, kHeld);
+  EXPECT_EQ(sumAndTop(got).second, kHeld) << "one owner holds every request for the key";
 
-  // Clients gone: the live load returns to zero.
-  held.clear();
+  // The bodies complete, the responses end, and the live load returns to zero.
+  for (auto& c : held) {
+    ASSERT_TRUE(c->send("56789"));
+    auto r = readHttpResponse(*c);
+    ASSERT_TRUE(r) << r.error;
+    EXPECT_EQ(r.body, "0123456789");
+  }
   deadline = std::chrono::steady_clock::now() + 30s;
-  std::optional<std::vector<std::pair<std::map<std::string, std::string>, double>>> rows;
   while (std::chrono::steady_clock::now() < deadline) {
-    rows = prom.query("sum(lb_backend_active_requests{cluster=\"cache\"})");
-    if (rows && rows->size() == 1 && rows->front().second == 0) break;
+    got = prom.queryBy(expr, "backend");
+    if (got.size() == 3 && sumAndTop(got).second == 0) break;
     std::this_thread::sleep_for(250ms);
   }
-  ASSERT_TRUE(rows && rows->size() == 1);
-  EXPECT_EQ(rows->front().second, 0);
+  EXPECT_EQ(got.size(), 3u);
+  EXPECT_EQ(sumAndTop(got).first, 0);
 }
 
 TEST_F(MetricsPrometheusTest, LiveProcessMetricsPassPromtool) {
