@@ -7,6 +7,9 @@
 // at once and these tests skip with that reason.
 #include <gtest/gtest.h>
 
+#include <cstring>
+#include <fstream>
+#include <sstream>
 #include <thread>
 
 #include "tests/integration/metrics_fleet.h"
@@ -125,6 +128,58 @@ TEST_F(MetricsPrometheusTest, PrometheusSeesLiveLoadOfRequestsInFlight) {
   }
   EXPECT_EQ(got.size(), 3u);
   EXPECT_EQ(sumAndTop(got).first, 0);
+}
+
+// conf/grafana/lb.json read from the repository root, or relative to this binary.
+std::string readDashboard() {
+  for (std::string path : {std::string("conf/grafana/lb.json"),
+                           builtBinary("../conf/grafana/lb.json")}) {
+    std::ifstream in(path);
+    if (!in) continue;
+    std::ostringstream s;
+    s << in.rdbuf();
+    return s.str();
+  }
+  return "";
+}
+
+TEST_F(MetricsPrometheusTest, DashboardQueriesReturnDataFromARealLb) {
+  startFleet(3, 125);
+  if (IsSkipped() || HasFatalFailure()) return;
+  PrometheusServer prom;
+  ASSERT_EQ(prom.start(fleet_.adminPort()), "");
+  auto dashboard = lb::testing::JsonReader::parse(readDashboard());
+  TcpClient c;
+  ASSERT_TRUE(c.connect(fleet_.webPort()));
+  // Traffic across at least two scrapes, so every rate() has two samples to work with.
+  auto traffic_until = std::chrono::steady_clock::now() + 2500ms;
+  for (int i = 0; std::chrono::steady_clock::now() < traffic_until; ++i)
+    send(c, std::to_string(i));
+  const std::pair<const char*, const char*> kVars[] = {
+      {"$__rate_interval", "1m"}, {"$__range", "1h"}, {"$cluster", ".*"}, {"$backend", ".*"}};
+  for (const auto& panel : dashboard["panels"].items()) {
+    const std::string title = panel["title"].asString();
+    bool any = false;
+    for (const auto& t : panel["targets"].items()) {
+      std::string expr = t["expr"].asString();
+      for (const auto& [from, to] : kVars)
+        for (size_t at; (at = expr.find(from)) != std::string::npos;)
+          expr.replace(at, strlen(from), to);
+      // Wait for data: the first scrapes after the traffic may still be on their way.
+      std::optional<std::vector<std::pair<std::map<std::string, std::string>, double>>> rows;
+      auto deadline = std::chrono::steady_clock::now() + 10s;
+      do {
+        rows = prom.query(expr);
+        if (rows && !rows->empty()) break;
+        std::this_thread::sleep_for(250ms);
+      } while (std::chrono::steady_clock::now() < deadline);
+      ASSERT_TRUE(rows) << title << ": Prometheus rejected " << expr;
+      any = any || !rows->empty();
+    }
+    // Every panel shows something for a live lb; reload panels show zeros, errors by reason
+    // show zero rates: present, not empty.
+    EXPECT_TRUE(any) << "panel '" << title << "' has no data";
+  }
 }
 
 TEST_F(MetricsPrometheusTest, LiveProcessMetricsPassPromtool) {
