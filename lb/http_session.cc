@@ -63,6 +63,7 @@ HttpSession::~HttpSession() {
   releaseBlock(&in_);
   releaseBlock(&upin_);
   worker_->buffers().put(out_);
+  worker_->buffers().put(rout_);
 }
 
 void HttpSession::start() noexcept {
