@@ -79,14 +79,16 @@ TcpSession::TcpSession(TcpWorkerEnv& env, std::shared_ptr<const Snapshot> snapsh
       snapshot_(std::move(snapshot)),
       listener_(snapshot_->listeners[listener]),
       cluster_(snapshot_->clusters[listener_.cluster]) {
-  ++env_.open_sessions;
+  env_.open_sessions.store(env_.open_sessions.load(std::memory_order_relaxed) + 1,
+                          std::memory_order_relaxed);
   next_ = env_.sessions;
   if (next_ != nullptr) next_->prev_ = this;
   env_.sessions = this;
 }
 
 TcpSession::~TcpSession() {
-  --env_.open_sessions;
+  env_.open_sessions.store(env_.open_sessions.load(std::memory_order_relaxed) - 1,
+                          std::memory_order_relaxed);
   if (prev_ != nullptr) prev_->next_ = next_;
   else env_.sessions = next_;
   if (next_ != nullptr) next_->prev_ = prev_;

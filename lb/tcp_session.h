@@ -14,10 +14,12 @@
 
 #include <uv.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 
+#include "lb/buffer_pool.h"
 #include "lb/snapshot.h"
 
 namespace lb {
@@ -58,6 +60,18 @@ class FreeListBuffers final : public BufferSource {
   Free* free_ = nullptr;
 };
 
+// The worker's BufferPool as a BufferSource.
+class BufferPoolSource final : public BufferSource {
+ public:
+  explicit BufferPoolSource(BufferPool& pool) : pool_(pool) {}
+  char* acquire() noexcept override { return pool_.get(); }
+  void release(char* chunk) noexcept override { pool_.put(chunk); }
+  size_t chunkSize() const noexcept override { return BufferPool::kBlockSize; }
+
+ private:
+  BufferPool& pool_;
+};
+
 // What every TCP session on one worker shares. Lives as long as the worker's loop.
 class TcpSession;
 
@@ -66,7 +80,9 @@ struct TcpWorkerEnv {
   unsigned worker = 0;                 // index into the per-worker statistics slots
   BufferSource* buffers = nullptr;
   AccessLog* access_log = nullptr;     // nullptr = access log off
-  uint64_t open_sessions = 0;          // sessions alive on this worker (drain waits for 0)
+  // Sessions alive on this worker. Written by the loop thread only (load + store, no RMW);
+  // read by the main thread while it drains.
+  std::atomic<uint64_t> open_sessions{0};
   TcpSession* sessions = nullptr;      // intrusive list of them, for closeAll()
   uint64_t round_robin = 0;            // on_missing_key = "round_robin" sequence
   uint64_t random_state = 0x9E3779B97F4A7C15ull;   // on_missing_key = "random" (xorshift64)

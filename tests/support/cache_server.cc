@@ -15,11 +15,15 @@ CacheServer::CacheServer(Kind kind) {
           "no", "--protected-mode", "no", "--loglevel", "warning"});
     } else {
       proc = std::make_unique<Process>(std::vector<std::string>{
-          "memcached", "-l", "127.0.0.1", "-p", p, "-U", "0", "-m", "16", "-t", "1"});
+          "memcached", "-l", "127.0.0.1", "-p", p, "-U", "0", "-m", "16", "-t", "1",
+          // As root (CI containers) memcached insists on a user to drop to; ignored otherwise.
+          "-u", "nobody"});
     }
     // Neither server says it is ready in a form both share: wait for the port, and make sure
     // it is this process that holds it (it exits at once when the port was taken).
-    if (waitForPort(port, 5s) && proc->running()) {
+    bool up = false;
+    for (int i = 0; i < 500 && !up && proc->running(); ++i) up = waitForPort(port, 10ms);
+    if (up && proc->running()) {
       port_ = port;
       proc_ = std::move(proc);
     } else {

@@ -120,7 +120,7 @@ class ProxyLoop {
     });
     thread_.join();
     EXPECT_EQ(uv_loop_close(&loop_), 0) << "a handle was left open";
-    EXPECT_EQ(env_.open_sessions, 0u);
+    EXPECT_EQ(env_.open_sessions.load(), 0u);
     EXPECT_EQ(buffers_.outstanding(), 0u) << "a chunk was not returned to the pool";
   }
 
