@@ -21,6 +21,7 @@ class Scanner {
       std::optional<PrescanError> e;
       switch (state_) {
         case State::kNormal: e = normal(); break;
+        case State::kBare: e = bare(); break;
         case State::kComment: comment(); break;
         case State::kBasic: quoted('"', true); break;
         case State::kLiteral: quoted('\'', false); break;
@@ -33,7 +34,7 @@ class Scanner {
   }
 
  private:
-  enum class State { kNormal, kComment, kBasic, kLiteral, kMultiBasic, kMultiLiteral };
+  enum class State { kNormal, kBare, kComment, kBasic, kLiteral, kMultiBasic, kMultiLiteral };
 
   unsigned char at(size_t j) const { return j < text_.size() ? text_[j] : 0; }
   // The position of the character starting at byte i_ (a UTF-8 lead byte).
@@ -57,17 +58,29 @@ class Scanner {
     return n;
   }
 
+  static bool endsBareValue(unsigned char c) {
+    return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == ',' || c == ']' ||
+           c == '}' || c == '#';
+  }
+
+  std::optional<PrescanError> nonAscii() const {
+    return PrescanError{here(), "non-ASCII character outside a string or comment (TOML keys "
+                                "are ASCII; quote the key or the value)"};
+  }
+
+  // After a value, or an opening bracket: does a value or a key come next?
+  void settleContext() { value_ = !nesting_.empty() && nesting_.back() == '['; }
+
   std::optional<PrescanError> normal() {
     unsigned char c = text_[i_];
     if (c == '\n') {
       line_start_ = true;
       in_header_ = false;
+      if (nesting_.empty()) value_ = false;
       step();
       return std::nullopt;
     }
-    if (c >= 0x80)
-      return PrescanError{here(), "non-ASCII character outside a string or comment (TOML keys "
-                                  "are ASCII; quote the key or the value)"};
+    if (c >= 0x80) return nonAscii();
     if (c == '#') {
       state_ = State::kComment;
     } else if (c == '"' || c == '\'') {
@@ -77,28 +90,47 @@ class Scanner {
       step(multi ? 3 : 1);
       line_start_ = false;
       return std::nullopt;
-    } else if (c == '[') {
-      if (line_start_ && depth_ == 0) {
-        // A table header: toml++ 3.3 assumes a key follows (#294).
-        in_header_ = true;
-        size_t j = i_ + 1;
-        if (at(j) == '[') ++j;
-        while (at(j) == ' ' || at(j) == '\t') ++j;
-        unsigned char k = at(j);
-        if (!(isBareKeyChar(k) || k == '"' || k == '\'' || k == ']')) {
-          line_start_ = false;
-          step(j - i_);
-          return PrescanError{here(), "expected a table name after '['"};
-        }
-      } else if (!in_header_) {
-        ++depth_;
+    } else if (c == '[' && line_start_ && nesting_.empty()) {
+      // A table header: toml++ 3.3 assumes a key follows (#294).
+      in_header_ = true;
+      size_t j = i_ + 1;
+      if (at(j) == '[') ++j;
+      while (at(j) == ' ' || at(j) == '\t') ++j;
+      unsigned char k = at(j);
+      if (!(isBareKeyChar(k) || k == '"' || k == '\'' || k == ']')) {
+        line_start_ = false;
+        step(j - i_);
+        return PrescanError{here(), "expected a table name after '['"};
       }
-    } else if (c == '{' && !in_header_) {
-      ++depth_;
-    } else if ((c == ']' || c == '}') && !in_header_ && depth_ > 0) {
-      --depth_;
+    } else if ((c == '[' || c == '{') && !in_header_) {
+      nesting_.push_back(static_cast<char>(c));
+      settleContext();
+    } else if ((c == ']' || c == '}') && !in_header_ && !nesting_.empty()) {
+      nesting_.pop_back();
+      settleContext();
+    } else if (c == ',' && !in_header_) {
+      settleContext();
+    } else if (c == '=' && !in_header_) {
+      value_ = true;
+    } else if (value_ && !endsBareValue(c)) {
+      // A bare value (number, date, true, or garbage): toml++ scans it up to 127 characters
+      // ahead, quotes included, testing each for whitespace, which is undefined for most
+      // non-ASCII characters (#295). So a quote here does not open a string.
+      state_ = State::kBare;
     }
     if (c != ' ' && c != '\t' && c != '\r') line_start_ = false;
+    step();
+    return std::nullopt;
+  }
+
+  std::optional<PrescanError> bare() {
+    unsigned char c = text_[i_];
+    if (endsBareValue(c)) {
+      state_ = State::kNormal;   // the terminator is Normal's
+      settleContext();
+      return std::nullopt;
+    }
+    if (c >= 0x80) return nonAscii();
     step();
     return std::nullopt;
   }
@@ -165,7 +197,8 @@ class Scanner {
   State state_ = State::kNormal;
   bool line_start_ = true;   // only whitespace so far on this line
   bool in_header_ = false;
-  int depth_ = 0;            // open '[' and '{' of values
+  std::string nesting_;      // the open '[' and '{' of values, innermost last
+  bool value_ = false;       // a value, not a key, comes next
 };
 
 }  // namespace

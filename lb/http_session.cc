@@ -64,6 +64,7 @@ HttpSession::~HttpSession() {
   releaseBlock(&in_);
   releaseBlock(&upin_);
   worker_->buffers().put(out_);
+  worker_->buffers().put(rout_);
 }
 
 void HttpSession::start() noexcept {
@@ -148,7 +149,11 @@ void HttpSession::setDownReading(bool on) noexcept {
 
 void HttpSession::handleDownRead(ssize_t n) noexcept {
   if (closing_) return;
-  if (n == 0 || n == UV_ENOBUFS) return;
+  if (n == 0) return;
+  if (n == UV_ENOBUFS) {   // the block is full: wait until it drains (never spin on it)
+    setDownReading(false);
+    return;
+  }
   if (n < 0) {
     down_eof_ = true;
     down_reading_ = false;
@@ -161,12 +166,9 @@ void HttpSession::handleDownRead(ssize_t n) noexcept {
         return;
       case State::kConnecting:
       case State::kProxying:
-        // A client that half-closes after a complete request still gets its answer; one that
-        // goes away mid-request abandons the exchange.
-        if (n == UV_EOF && req_done_) {
-          keep_down_ = false;
-          return;
-        }
+        // The client went away (or half-closed, which HTTP/1.1 clients do not do while
+        // waiting): abandon the exchange so the backend's slot frees up now, as nginx does
+        // without proxy_ignore_client_abort.
         closeAll();
         return;
       case State::kTunnel:
@@ -189,6 +191,12 @@ void HttpSession::handleDownRead(ssize_t n) noexcept {
       return;
     case State::kProxying:
       touch(lst_->config->timeouts.idle.count());
+      if (req_done_) {
+        // Pipelined bytes of the next request: they wait, unparsed. Reading goes on only to
+        // see the client leave; a full block stops it.
+        if (in_.len >= BufferPool::kBlockSize) setDownReading(false);
+        return;
+      }
       pumpRequest();
       return;
     case State::kTunnel:
@@ -348,7 +356,9 @@ void HttpSession::pumpRequest() noexcept {
     }
   }
   if (req_done_) {
-    setDownReading(false);
+    // Keep reading, to notice a client that leaves while the backend works (handleDownRead
+    // queues pipelined bytes without parsing them).
+    setDownReading(in_.len < BufferPool::kBlockSize);
     if (resp_done_ && !down_writing_) finishExchange();
   }
 }

@@ -189,7 +189,11 @@ void HttpSession::onUpstreamAlloc(uv_buf_t* buf) noexcept {
 }
 
 void HttpSession::onUpstreamRead(ssize_t n, const uv_buf_t*) noexcept {
-  if (closing_ || n == 0 || n == UV_ENOBUFS) return;
+  if (closing_ || n == 0) return;
+  if (n == UV_ENOBUFS) {   // the block is full: wait until it drains (never spin on it)
+    setUpReading(false);
+    return;
+  }
   if (n < 0) {
     up_reading_ = false;
     if (up_ != nullptr) up_->stopRead();

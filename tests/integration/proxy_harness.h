@@ -80,7 +80,9 @@ class ProxyHarness {
     std::ofstream(config_path_) << config;
     lb_ = std::make_unique<Process>(
         std::vector<std::string>{builtBinary("lb"), "--config", config_path_});
-    bool up = lb_->waitForOutput("listening on", 10s) && waitForPort(port_, 5s);
+    bool up = lb_->waitForOutput("listening on", 10s) && waitForPort(port_, 5s) &&
+              (config.find("127.0.0.1:" + std::to_string(admin_port_)) == std::string::npos ||
+               waitForPort(admin_port_, 5s));
     if (!up && why) *why = lb_->output();
     return up;
   }

@@ -30,6 +30,21 @@ TEST(PrescanTest, RejectsNonAsciiOutsideStringsWithItsColumnInCodePoints) {
   EXPECT_EQ(rejected("x = 1\nhashŏ = 2\n").substr(0, 5), "2:5: ");
 }
 
+TEST(PrescanTest, AQuoteInsideABareValueDoesNotOpenAString) {
+  // Found by config_fuzz: toml++ scans a bare value ahead, quotes included, testing each
+  // character for whitespace.
+  EXPECT_EQ(rejected("[lb]\nworkers = 2$\"ŏ\"\n").substr(0, 5), "2:14:");
+  EXPECT_EQ(rejected("a = [1\"ŏ\"]\n").substr(0, 4), "1:8:");
+  EXPECT_EQ(rejected("t = { a = 1\"ŏ\" }\n").substr(0, 5), "1:13:");
+}
+
+TEST(PrescanTest, QuotedValuesAndKeysAfterBareOnesStillOpenStrings) {
+  EXPECT_EQ(rejected("a = [1, \"é\", 2.5, 'ŏ']\n"), "accepted");
+  EXPECT_EQ(rejected("t = { a = 1, \"é\" = \"ŏ\" }\nb = true # é\n"), "accepted");
+  EXPECT_EQ(rejected("a.\"é\".b = 1\nd = 1979-05-27 07:32:00 # é\n"), "accepted");
+  EXPECT_EQ(rejected("a = [\n  1,\n  \"é\",\n]\n"), "accepted");
+}
+
 TEST(PrescanTest, RejectsATableHeaderWithoutAName) {
   // Found by config_fuzz ("[\0"), and upstream #294 ("[&").
   EXPECT_EQ(rejected("[&\n"), "1:2: expected a table name after '['");
