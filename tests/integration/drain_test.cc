@@ -18,11 +18,11 @@ namespace lb::test {
 namespace {
 
 std::string drainConfig(uint16_t port, const std::string& backends, const std::string& timeout,
-                        const std::string& extra = "") {
+                        uint16_t admin = 0) {
   return "[lb]\nworkers = 2\naccess_log = \"\"\ndrain_timeout = \"" + timeout +
-         "\"\n[admin]\nlisten = \"127.0.0.1:" + std::to_string(freePort()) +
+         "\"\n[admin]\nlisten = \"127.0.0.1:" + std::to_string(admin ? admin : freePort()) +
          "\"\n[listeners.web]\nlisten = \"127.0.0.1:" + std::to_string(port) +
-         "\"\nprotocol = \"http\"\ncluster = \"origins\"\nhash = [ { path = true } ]\n" + extra +
+         "\"\nprotocol = \"http\"\ncluster = \"origins\"\nhash = [ { path = true } ]\n"
          "[clusters.origins]\nselector = \"maglev\"\nbackends = [\n" + backends + "]\n";
 }
 
@@ -83,6 +83,34 @@ TEST(DrainTest, NewConnectionsAreRefusedWhileDraining) {
   EXPECT_TRUE(lb.process().running()) << "lb exited with a request in flight";
   HttpResponse r = readHttpResponse(slow, false, 10s);
   EXPECT_EQ(r.status, 200) << r.error;
+  auto code = lb.process().waitExit(10s);
+  ASSERT_TRUE(code.has_value());
+  EXPECT_EQ(*code, 0);
+}
+
+TEST(DrainTest, ReadyAnswers503WhileDraining) {
+  OriginFleet fleet(1);
+  ASSERT_TRUE(fleet.ok()) << fleet.error();
+  LbProcess lb;
+  uint16_t port = freePort(), admin = freePort();
+  ASSERT_TRUE(lb.start(drainConfig(port, fleet.backends(1), "20s", admin), {port, admin}))
+      << lb.output();
+  EXPECT_EQ(httpExchange(admin, httpRequest("GET", "/ready")).status, 200);
+  TcpClient slow;
+  ASSERT_TRUE(slow.connect(port));
+  ASSERT_TRUE(slow.send(httpRequest("GET", "/?delay_ms=1500")));
+  ASSERT_TRUE(waitServed(fleet, 1));
+  kill(lb.process().pid(), SIGTERM);
+  // A load balancer in front polls /ready: it must see 503 while the request finishes.
+  auto deadline = std::chrono::steady_clock::now() + 5s;
+  int status = 0;
+  while (std::chrono::steady_clock::now() < deadline) {
+    status = httpExchange(admin, httpRequest("GET", "/ready")).status;
+    if (status == 503) break;
+    std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_EQ(status, 503) << lb.output();
+  EXPECT_EQ(readHttpResponse(slow, false, 10s).status, 200);
   auto code = lb.process().waitExit(10s);
   ASSERT_TRUE(code.has_value());
   EXPECT_EQ(*code, 0);
