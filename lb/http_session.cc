@@ -1,6 +1,7 @@
 // The downstream half of HttpSession: accept, request heads, request bodies, errors, close.
 #include "lb/http_session.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "lb/http_rewrite.h"
@@ -63,6 +64,7 @@ HttpSession::~HttpSession() {
   releaseBlock(&in_);
   releaseBlock(&upin_);
   worker_->buffers().put(out_);
+  worker_->buffers().put(rout_);
 }
 
 void HttpSession::start() noexcept {
@@ -77,6 +79,14 @@ void HttpSession::start() noexcept {
   else
     uv_ip4_name(reinterpret_cast<sockaddr_in*>(&peer_), client_ip_, sizeof client_ip_);
   client_ip_len_ = static_cast<uint32_t>(strlen(client_ip_));
+  // limits.max_connections, split evenly over the workers (each enforces its share without
+  // talking to the others): past it, 503 and close, as HAProxy answers past maxconn.
+  const uint32_t workers = lst_->state->workers == 0 ? 1 : lst_->state->workers;
+  const int64_t share = (lst_->config->limits.max_connections + workers - 1) / workers;
+  if (lstats_->connections_active.get() > share) {
+    sendError(503, HttpErrorReason::kNoBackend);
+    return;
+  }
   // A new connection owes a request head within the header timeout (slowloris).
   head_timer_ = true;
   armTimer(lst_->config->timeouts.header.count());
@@ -139,7 +149,11 @@ void HttpSession::setDownReading(bool on) noexcept {
 
 void HttpSession::handleDownRead(ssize_t n) noexcept {
   if (closing_) return;
-  if (n == 0 || n == UV_ENOBUFS) return;
+  if (n == 0) return;
+  if (n == UV_ENOBUFS) {   // the block is full: wait until it drains (never spin on it)
+    setDownReading(false);
+    return;
+  }
   if (n < 0) {
     down_eof_ = true;
     down_reading_ = false;
@@ -152,12 +166,9 @@ void HttpSession::handleDownRead(ssize_t n) noexcept {
         return;
       case State::kConnecting:
       case State::kProxying:
-        // A client that half-closes after a complete request still gets its answer; one that
-        // goes away mid-request abandons the exchange.
-        if (n == UV_EOF && req_done_) {
-          keep_down_ = false;
-          return;
-        }
+        // The client went away (or half-closed, which HTTP/1.1 clients do not do while
+        // waiting): abandon the exchange so the backend's slot frees up now, as nginx does
+        // without proxy_ignore_client_abort.
         closeAll();
         return;
       case State::kTunnel:
@@ -180,6 +191,12 @@ void HttpSession::handleDownRead(ssize_t n) noexcept {
       return;
     case State::kProxying:
       touch(lst_->config->timeouts.idle.count());
+      if (req_done_) {
+        // Pipelined bytes of the next request: they wait, unparsed. Reading goes on only to
+        // see the client leave; a full block stops it.
+        if (in_.len >= BufferPool::kBlockSize) setDownReading(false);
+        return;
+      }
       pumpRequest();
       return;
     case State::kTunnel:
@@ -237,6 +254,15 @@ void HttpSession::onRequestHead() noexcept {
   start_ns_ = uv_hrtime();
   const ParsedHead& h = req_.head();
   const char* base = in_.buf;
+  {
+    std::string_view m = h.method.in(base), u = h.url.in(base);
+    log_method_len_ = static_cast<uint8_t>(std::min(m.size(), sizeof log_method_));
+    memcpy(log_method_, m.data(), log_method_len_);
+    log_path_len_ = static_cast<uint16_t>(std::min(u.size(), sizeof log_path_));
+    memcpy(log_path_, u.data(), log_path_len_);
+    log_in_ = head_end_;
+    log_out_ = 0;
+  }
   // What llhttp leaves to the application (RFC 9112 §3.2): exactly one Host in HTTP/1.1.
   int hosts = 0;
   for (uint32_t i = 0; i < h.header_count; ++i)
@@ -309,6 +335,7 @@ void HttpSession::pumpRequest() noexcept {
     if (consumed > 0) {
       body_sent_ = true;
       bstats_->bytes_tx.add(consumed);
+      log_in_ += consumed;
       int w = up_->write(chunk, consumed);
       if (w < 0) {
         upstreamFailed(false);
@@ -329,7 +356,9 @@ void HttpSession::pumpRequest() noexcept {
     }
   }
   if (req_done_) {
-    setDownReading(false);
+    // Keep reading, to notice a client that leaves while the backend works (handleDownRead
+    // queues pipelined bytes without parsing them).
+    setDownReading(in_.len < BufferPool::kBlockSize);
     if (resp_done_ && !down_writing_) finishExchange();
   }
 }
@@ -382,6 +411,7 @@ void HttpSession::nextRequest() noexcept {
 // ---- writing, errors, closing ------------------------------------------------------------
 
 int HttpSession::writeDown(const char* p, size_t n) noexcept {
+  log_out_ += n;
   uv_stream_t* s = reinterpret_cast<uv_stream_t*>(&down_);
   uv_buf_t b = uv_buf_init(const_cast<char*>(p), static_cast<unsigned>(n));
   int w = uv_try_write(s, &b, 1);

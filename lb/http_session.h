@@ -8,6 +8,38 @@
 // queued in libuv (write queue above zero), reading from the other side stops, and resumes
 // when it drains, so a slow reader never makes lb buffer more than a block.
 //
+// Behaviour choices (what a HAProxy/nginx/Envoy user should know):
+// - Framing passes through: Content-Length and chunked bodies are forwarded with their own
+//   framing, never re-chunked or buffered whole. llhttp (strict) rejects CL+TE, duplicate
+//   differing Content-Length and a Transfer-Encoding not ending in chunked; lb adds: exactly
+//   one Host in HTTP/1.1, no CONNECT. All 400, nothing forwarded.
+// - The request line goes up as received (HTTP/1.0 stays 1.0, with Connection: keep-alive
+//   added so the upstream connection can be pooled). Hop-by-hop headers (Connection,
+//   Keep-Alive, Proxy-Connection, TE, Trailer, Upgrade unless upgrading, and every header
+//   named in Connection) are dropped both ways; X-Forwarded-For is appended, X-Forwarded-Proto
+//   set to http, Host kept.
+// - Expect: 100-continue is forwarded; the backend's 100 comes back through (never to an
+//   HTTP/1.0 client). lb does not answer 100 itself.
+// - Upgrade: after the backend's 101, bytes flow both ways untouched until either side closes.
+// - Retries: a connect failure (or connect timeout) always moves to the next distinct host of
+//   the key's preference order, up to the cluster's `retries`. A reset or EOF before any
+//   response byte is retried only for idempotent bodiless requests; on a pooled connection it
+//   is first retried once on the same host over a fresh connection (the backend had closed
+//   the idle connection under us), without spending a retry.
+// - Statuses lb answers itself, all with Connection: close and a lingering close (half-close,
+//   then discard input for up to 1 s so the client reads the answer, not a reset):
+//   400 malformed or missing key (on_missing_key = reject), 408 request head not complete
+//   within timeouts.header (counted from the first byte of the request; from accept for a new
+//   connection), 413 a Content-Length or chunk of 1 TiB or more (no body limit is configurable),
+//   431 head over limits.max_header_bytes (at most one 64 KiB block) or over 128 headers,
+//   502 backend failed (refused, reset, malformed or oversized response head), 503 no usable
+//   backend or the listener at limits.max_connections (each worker enforces its share),
+//   504 no response head within timeouts.idle (there is no separate response timeout).
+// - timeouts.idle also closes a keep-alive connection between requests (quietly) and any
+//   exchange or tunnel with no traffic either way.
+// - A client that closes while its request is in flight abandons it (the upstream connection
+//   is closed, its live load released), as nginx does without proxy_ignore_client_abort.
+//
 // Lifetime: owns down_ and timer_ (and the UpstreamConn while it uses it); neither copied nor
 // moved; handle.data = this; counts pending callbacks and deletes itself after the last.
 #pragma once
@@ -158,6 +190,14 @@ class HttpSession final : public Session, public UpstreamOwner {
   bool keep_down_ = false;
   int status_ = 0;
   uint64_t start_ns_ = 0;
+  // For this request's access-log line (lb/access_log.h): bytes of the request as received
+  // (head + body), bytes written to the client, and the request line (path truncated).
+  uint64_t log_in_ = 0;
+  uint64_t log_out_ = 0;
+  char log_method_[16] = {};
+  uint8_t log_method_len_ = 0;
+  char log_path_[256] = {};
+  uint16_t log_path_len_ = 0;
   GeneratedCookie cookie_;
   HttpHeader view_headers_[ParsedHead::kMaxHeaders];
 };
