@@ -114,7 +114,8 @@ clean:
 # header-only there, so that the parser is instrumented too).
 #
 #   make fuzz                         build every target, run each for FUZZ_SECONDS (60) on a
-#                                     scratch copy of tests/fuzz/NAME_corpus/
+#                                     scratch copy of its seeds (tests/fuzz/NAME_corpus/ or
+#                                     tests/fuzz/corpus/NAME/)
 #   make fuzz FUZZ_TARGETS=config FUZZ_SECONDS=600
 FUZZ_BUILD := build-fuzz
 FUZZ_CXX := clang++
@@ -135,7 +136,8 @@ FUZZ_LIB_OBJS := $(LIB_SRCS:%.cc=$(FUZZ_BUILD)/obj/%.o) \
 fuzz: $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/%_fuzz)
 	@for t in $(FUZZ_TARGETS); do \
 	  rm -rf $(FUZZ_BUILD)/corpus/$$t && mkdir -p $(FUZZ_BUILD)/corpus/$$t && \
-	  cp tests/fuzz/$${t}_corpus/* $(FUZZ_BUILD)/corpus/$$t/ 2>/dev/null; \
+	  for d in tests/fuzz/$${t}_corpus tests/fuzz/corpus/$$t; do \
+	    [ -d $$d ] && cp $$d/* $(FUZZ_BUILD)/corpus/$$t/; done; \
 	  dict=; [ -f tests/fuzz/$$t.dict ] && dict=-dict=tests/fuzz/$$t.dict; \
 	  echo "=== $${t}_fuzz for $(FUZZ_SECONDS)s"; \
 	  $(FUZZ_BUILD)/$${t}_fuzz $$dict -max_total_time=$(FUZZ_SECONDS) -max_len=4096 \

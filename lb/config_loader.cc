@@ -137,7 +137,8 @@ void readHashEntry(WalkContext& ctx, const toml::node& node, const std::string& 
                              (arg.is_boolean() ? std::string("false") : typeName(arg)));
     }
   }
-  if (h->kind == "cookie") {
+  // Judged by the keys written, so that a second key source is not also blamed on `ttl`.
+  if (std::find(kinds.begin(), kinds.end(), "cookie") != kinds.end()) {
     w.duration("ttl", Duration{0}, &h->ttl);
   } else if (t->contains("ttl")) {
     w.get("ttl");

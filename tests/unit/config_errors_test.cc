@@ -82,6 +82,11 @@ const Mistake kMistakes[] = {
      "hash = [ { header = \"x\", cookie = \"lb\" } ]\n" CACHE_CLUSTER,
      "lb.toml:4:10: listeners.web.hash[0]: has both 'header' and 'cookie'; write one key source "
      "per entry"},
+    {"HashEntryTwoSourcesWithTtl",
+     "[listeners.web]\nlisten = \"127.0.0.1:8080\"\ncluster = \"cache\"\n"
+     "hash = [ { cookie = \"lb\", ttl = \"1h\", query = \"k\" } ]\n" CACHE_CLUSTER,
+     "lb.toml:4:10: listeners.web.hash[0]: has both 'cookie' and 'query'; write one key source "
+     "per entry"},
     {"HashEntryNoSource",
      "[listeners.web]\nlisten = \"127.0.0.1:8080\"\ncluster = \"cache\"\n"
      "hash = [ { terminal = true } ]\n" CACHE_CLUSTER,
