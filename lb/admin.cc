@@ -51,7 +51,10 @@ Admin* startAdmin(uv_loop_t* loop, const std::string& listen, AdminHooks hooks,
     delete admin;
     return nullptr;
   }
-  LB_INFO("admin: listening on %s (port %d)", listen.c_str(), admin->port());
+  // The bound port, not the configured one: with port 0, tests read it from this line.
+  const std::string bound =
+      listen.substr(0, listen.rfind(':') + 1) + std::to_string(admin->port());
+  LB_INFO("admin listening on %s", bound.c_str());
   return admin;
 }
 

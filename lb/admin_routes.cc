@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <cstdio>
+#include <vector>
 
 #include "lb/hash.h"
 
@@ -134,7 +135,13 @@ AdminResponse backendsResponse(const Snapshot& snap) {
   o = "{\"generation\":" + std::to_string(snap.generation) + ",\"clusters\":[";
   for (size_t ci = 0; ci < snap.clusters.size(); ++ci) {
     const ClusterSnapshot& c = snap.clusters[ci];
-    const uint64_t total = c.loads ? c.loads->totalLoad() : 0;
+    // One read per counter; total and caps from those reads (as the metrics do).
+    std::vector<int64_t> live;
+    uint64_t total = 0;
+    for (const BackendSnapshot& b : c.backends) {
+      live.push_back(b.state->live.load(std::memory_order_relaxed));
+      total += live.back() > 0 ? static_cast<uint64_t>(live.back()) : 0;
+    }
     if (ci > 0) o += ',';
     o += "{\"name\":";
     appendJsonString(o, c.config->name);
@@ -152,7 +159,7 @@ AdminResponse backendsResponse(const Snapshot& snap) {
       o += ",\"weight\":" + std::to_string(b.config->weight);
       o += ",\"healthy\":";
       o += b.state->healthy.load(std::memory_order_relaxed) ? "true" : "false";
-      o += ",\"load\":" + std::to_string(b.state->live.load(std::memory_order_relaxed));
+      o += ",\"load\":" + std::to_string(live[i]);
       o += ",\"cap\":";
       if (c.bounded)
         appendNumber(o, c.bounded->cap(i, total));

@@ -10,6 +10,7 @@
 
 #include "lb/address.h"
 #include "lb/config.h"
+#include "lb/config_prescan.h"
 #include "lb/config_validate.h"
 #include "lb/config_walker.h"
 
@@ -310,6 +311,10 @@ bool errorBefore(const ConfigError& a, const ConfigError& b) {
 Result<Config> loadConfigString(const std::string& text, const std::string& file) {
   WalkContext ctx;
   ctx.file = file;
+  if (auto bad = prescanToml(text)) {
+    ctx.error(bad->pos, "", bad->message);
+    return std::move(ctx.errors);
+  }
   toml::table root;
   try {
     root = toml::parse(std::string_view(text), std::string_view(file));

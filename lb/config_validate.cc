@@ -1,7 +1,6 @@
 #include "lb/config_validate.h"
 
 #include <algorithm>
-#include <array>
 
 #include "lb/address.h"
 #include "plugins/builtin.h"
@@ -9,13 +8,6 @@
 namespace lb {
 
 namespace {
-
-// Until the plugin registry in plugins/builtin.cc lists anything, the loader still knows the
-// names design.md promises, so that configs load while the plugins are being written.
-constexpr std::array<std::string_view, 5> kDesignSelectors = {"ring_hash", "maglev", "rendezvous",
-                                                              "jump", "ketama"};
-constexpr std::array<std::string_view, 6> kDesignKeyPlugins = {
-    "header", "cookie", "source_ip", "five_tuple", "query", "path"};
 
 // A ring larger than this costs more memory than any fleet justifies (Envoy caps its ring at
 // 8M entries); it almost always means a stray zero in vnodes or a weight.
@@ -164,20 +156,18 @@ void checkSelector(const ClusterConfig& c, const std::string& path, WalkContext&
 std::vector<std::string> selectorNames() {
   std::vector<std::string> names;
   for (const auto& s : allSelectors()) names.emplace_back(s.name);
-  if (names.empty()) names.assign(kDesignSelectors.begin(), kDesignSelectors.end());
   return names;
 }
 
 std::vector<std::string> keyPluginNames() {
   std::vector<std::string> names;
   for (const auto& k : allKeyPlugins()) names.emplace_back(k.name);
-  if (names.empty()) names.assign(kDesignKeyPlugins.begin(), kDesignKeyPlugins.end());
   return names;
 }
 
 bool keyPluginIsL7(std::string_view name) {
-  if (const KeyPluginInfo* k = findKeyPlugin(name)) return k->l7;
-  return name == "header" || name == "cookie" || name == "query" || name == "path";
+  const KeyPluginInfo* k = findKeyPlugin(name);
+  return k && k->l7;
 }
 
 void validateConfig(const Config& config, WalkContext& ctx) {

@@ -1,6 +1,7 @@
 // The downstream half of HttpSession: accept, request heads, request bodies, errors, close.
 #include "lb/http_session.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "lb/http_rewrite.h"
@@ -253,6 +254,15 @@ void HttpSession::onRequestHead() noexcept {
   start_ns_ = uv_hrtime();
   const ParsedHead& h = req_.head();
   const char* base = in_.buf;
+  {
+    std::string_view m = h.method.in(base), u = h.url.in(base);
+    log_method_len_ = static_cast<uint8_t>(std::min(m.size(), sizeof log_method_));
+    memcpy(log_method_, m.data(), log_method_len_);
+    log_path_len_ = static_cast<uint16_t>(std::min(u.size(), sizeof log_path_));
+    memcpy(log_path_, u.data(), log_path_len_);
+    log_in_ = head_end_;
+    log_out_ = 0;
+  }
   // What llhttp leaves to the application (RFC 9112 §3.2): exactly one Host in HTTP/1.1.
   int hosts = 0;
   for (uint32_t i = 0; i < h.header_count; ++i)
@@ -325,6 +335,7 @@ void HttpSession::pumpRequest() noexcept {
     if (consumed > 0) {
       body_sent_ = true;
       bstats_->bytes_tx.add(consumed);
+      log_in_ += consumed;
       int w = up_->write(chunk, consumed);
       if (w < 0) {
         upstreamFailed(false);
@@ -400,6 +411,7 @@ void HttpSession::nextRequest() noexcept {
 // ---- writing, errors, closing ------------------------------------------------------------
 
 int HttpSession::writeDown(const char* p, size_t n) noexcept {
+  log_out_ += n;
   uv_stream_t* s = reinterpret_cast<uv_stream_t*>(&down_);
   uv_buf_t b = uv_buf_init(const_cast<char*>(p), static_cast<unsigned>(n));
   int w = uv_try_write(s, &b, 1);

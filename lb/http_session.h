@@ -190,6 +190,14 @@ class HttpSession final : public Session, public UpstreamOwner {
   bool keep_down_ = false;
   int status_ = 0;
   uint64_t start_ns_ = 0;
+  // For this request's access-log line (lb/access_log.h): bytes of the request as received
+  // (head + body), bytes written to the client, and the request line (path truncated).
+  uint64_t log_in_ = 0;
+  uint64_t log_out_ = 0;
+  char log_method_[16] = {};
+  uint8_t log_method_len_ = 0;
+  char log_path_[256] = {};
+  uint16_t log_path_len_ = 0;
   GeneratedCookie cookie_;
   HttpHeader view_headers_[ParsedHead::kMaxHeaders];
 };

@@ -416,6 +416,22 @@ void HttpSession::pumpTunnel() noexcept {
 void HttpSession::recordResponse(int status, bool from_backend) noexcept {
   const int cls = codeClassIndex(status);
   lstats_->requests[cls].add();
+  if (AccessLog* log = worker_->accessLog(); log != nullptr && log->enabled()) {
+    AccessRecord r;
+    r.listener = lst_->config->name;
+    r.http = true;
+    r.client = reinterpret_cast<const sockaddr*>(&peer_);
+    r.has_key = has_key_;
+    r.key_hash = hash_;
+    if (backend_ != nullptr) r.backend = backend_->config->name;
+    r.status = status;
+    r.bytes_in = log_in_;
+    r.bytes_out = log_out_;
+    r.duration_us = start_ns_ == 0 ? 0 : (uv_hrtime() - start_ns_) / 1000;
+    r.method = {log_method_, log_method_len_};
+    r.path = {log_path_, log_path_len_};
+    log->write(r);
+  }
   if (!from_backend || bstats_ == nullptr) return;
   bstats_->requests[cls].add();
   uint64_t us = (uv_hrtime() - start_ns_) / 1000;

@@ -9,6 +9,7 @@
 #include "lb/http_session.h"
 #include "lb/log.h"
 #include "lb/snapshot.h"
+#include "lb/tcp_session.h"
 #include "lb/worker.h"
 
 namespace lb {
@@ -79,17 +80,11 @@ void Listener::accept() noexcept {
     case Protocol::kHttp:
       HttpSession::accept(worker_, reinterpret_cast<uv_stream_t*>(&tcp_), snap, &ls);
       break;
-    case Protocol::kTcp: {
-      // TCP proxying (issue 4) dispatches here: TcpSession::accept(worker_, server, snap, &ls).
-      uv_tcp_t* t = new uv_tcp_t;
-      uv_tcp_init(worker_->loop(), t);
-      if (uv_accept(reinterpret_cast<uv_stream_t*>(&tcp_), reinterpret_cast<uv_stream_t*>(t)) ==
-          0)
-        LB_DEBUG("listener %s: tcp protocol not implemented yet", name_.c_str());
-      uv_close(reinterpret_cast<uv_handle_t*>(t),
-               [](uv_handle_t* h) { delete reinterpret_cast<uv_tcp_t*>(h); });
+    case Protocol::kTcp:
+      if (TcpSession::accept(worker_->tcpEnv(), snap, index_,
+                             reinterpret_cast<uv_stream_t*>(&tcp_)) != nullptr)
+        worker_->noteAccepted();
       break;
-    }
   }
 }
 

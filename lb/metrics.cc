@@ -4,7 +4,8 @@
 
 #include <algorithm>
 #include <chrono>
-#include <sstream>
+#include <ostream>
+#include <streambuf>
 
 namespace lb {
 
@@ -128,9 +129,18 @@ std::vector<MetricFamily> collectSnapshotMetrics(const Snapshot& snap) {
                             "bounded loads (hash_balance_factor); absent when off.",
                             MetricType::Gauge, n);
 
+  std::vector<int64_t> live;
   for (const ClusterSnapshot& c : snap.clusters) {
     const std::string& cluster = c.config->name;
-    const uint64_t total = c.loads ? c.loads->totalLoad() : 0;
+    // Each live counter is read once, and the caps come from the sum of exactly those reads,
+    // so within one scrape the loads and caps agree (a second read for the total could see
+    // requests the per-backend reads did not).
+    live.clear();
+    uint64_t total = 0;
+    for (const BackendSnapshot& b : c.backends) {
+      live.push_back(b.state->live.load(std::memory_order_relaxed));
+      total += static_cast<uint64_t>(std::max<int64_t>(live.back(), 0));
+    }
     for (uint32_t i = 0; i < c.backends.size(); ++i) {
       const BackendSnapshot& b = c.backends[i];
       const BackendState& s = *b.state;
@@ -142,7 +152,7 @@ std::vector<MetricFamily> collectSnapshotMetrics(const Snapshot& snap) {
       auto labels3 = [&](const char* name, const char* value) -> std::vector<ClientMetric::Label> {
         return {{"backend", backend}, {"cluster", cluster}, {name, value}};
       };
-      addGauge(active, labels(), static_cast<double>(s.live.load(std::memory_order_relaxed)));
+      addGauge(active, labels(), static_cast<double>(live[i]));
       addGauge(conns, labels(), static_cast<double>(std::max<int64_t>(t.connections, 0)));
       for (int k = 0; k < kCodeClasses; ++k)
         addCounter(requests, labels3("code", kCodeNames[k]), static_cast<double>(t.requests[k]));
@@ -251,10 +261,38 @@ std::vector<MetricFamily> Metrics::collect() const {
   return out;
 }
 
+namespace {
+
+// An ostream target that appends to a string reserved up front: ostringstream would grow by
+// doubling and then copy the whole body out again in str().
+class StringSink final : public std::streambuf {
+ public:
+  explicit StringSink(std::string* s) : s_(s) {}
+
+ protected:
+  int_type overflow(int_type c) override {
+    if (c != traits_type::eof()) s_->push_back(static_cast<char>(c));
+    return c;
+  }
+  std::streamsize xsputn(const char* p, std::streamsize n) override {
+    s_->append(p, static_cast<size_t>(n));
+    return n;
+  }
+
+ private:
+  std::string* s_;
+};
+
+}  // namespace
+
 std::string Metrics::render() const {
-  std::ostringstream out;
+  std::string text;
+  text.reserve(last_size_ + last_size_ / 8 + 4096);
+  StringSink sink(&text);
+  std::ostream out(&sink);
   prometheus::TextSerializer().Serialize(out, collect());
-  return out.str();
+  last_size_ = text.size();
+  return text;
 }
 
 double wallClockSeconds() {

@@ -68,6 +68,7 @@ class Metrics {
   prometheus::Gauge& last_success_;
   SnapshotCollector snapshot_;
   ProcessCollector process_;
+  mutable size_t last_size_ = 0;   // the previous body's size: the next one's reservation
 };
 
 // The seconds since the epoch, from the realtime clock.

@@ -27,6 +27,10 @@ struct OriginShared {
   std::atomic<int64_t> connections_active{0};
 };
 
+// Shared by origin_conn.cc and origin_respond.cc.
+const char* reasonPhrase(int status);   // "OK" for 200; "Status" for codes it does not know
+std::string hexSize(uint64_t n);          // a chunk-size line's number: 1000 -> "3e8"
+
 class OriginConn {
  public:
   // Accepts one pending connection on `server` and starts reading. Registers itself in

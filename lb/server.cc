@@ -7,6 +7,7 @@
 
 #include "lb/admin.h"
 #include "lb/config.h"
+#include "lb/lifecycle.h"
 #include "lb/log.h"
 
 namespace lb {
@@ -48,25 +49,11 @@ void Server::stop() {
   for (auto& w : workers_) w->stop();
 }
 
-namespace {
-
-struct MainLoop {
-  uv_loop_t loop;
-  uv_signal_t sigint, sigterm;
-  Server* server = nullptr;
-  Admin* admin = nullptr;
-};
-
-void onStopSignal(uv_signal_t* s, int signum) {
-  auto* m = static_cast<MainLoop*>(s->data);
-  LB_INFO("signal %d: stopping", signum);
-  stopAdmin(m->admin);
-  m->admin = nullptr;
-  uv_close(reinterpret_cast<uv_handle_t*>(&m->sigint), nullptr);
-  uv_close(reinterpret_cast<uv_handle_t*>(&m->sigterm), nullptr);
+size_t Server::inFlight() const {
+  size_t n = 0;
+  for (const auto& w : workers_) n += w->inFlight();
+  return n;
 }
-
-}  // namespace
 
 int runServer(const std::string& config_path) {
   auto loaded = loadConfigFile(config_path);
@@ -85,34 +72,37 @@ int runServer(const std::string& config_path) {
     for (const auto& e : snap.errors()) fprintf(stderr, "%s\n", e.format().c_str());
     return 1;
   }
+  // SIGHUP reload and SIGTERM/SIGINT drain (lb/lifecycle.h); the loop ends with the drain.
+  // Handlers go in before any port opens, so a signal sent as soon as lb answers is never
+  // taken with its default action (SIGHUP would kill the process).
+  uv_loop_t loop;
+  uv_loop_init(&loop);
+  Lifecycle lifecycle(&loop, server, config_path, 1);
+  lifecycle.start();
   std::string error;
   if (!server.start(snap.value(), &error)) {
     LB_ERROR("%s", error.c_str());
+    lifecycle.finish();
+    uv_run(&loop, UV_RUN_DEFAULT);
+    uv_loop_close(&loop);
     return 1;
   }
   LB_INFO("lb %s: %u worker%s", LB_VERSION, workers, workers == 1 ? "" : "s");
 
-  MainLoop m;
-  uv_loop_init(&m.loop);
-  m.server = &server;
-  uv_signal_init(&m.loop, &m.sigint);
-  uv_signal_init(&m.loop, &m.sigterm);
-  m.sigint.data = m.sigterm.data = &m;
-  uv_signal_start(&m.sigint, onStopSignal, SIGINT);
-  uv_signal_start(&m.sigterm, onStopSignal, SIGTERM);
   AdminHooks hooks;
   hooks.snapshot = [&server] { return server.snapshot(); };
   hooks.draining = [&server] { return server.draining(); };
   if (!admin_listen.empty()) {
-    m.admin = startAdmin(&m.loop, admin_listen, std::move(hooks), &error);
-    if (m.admin == nullptr) LB_WARN("admin: %s (running without it)", error.c_str());
+    Admin* admin = startAdmin(&loop, admin_listen, std::move(hooks), &error);
+    if (admin == nullptr) LB_WARN("admin: %s (running without it)", error.c_str());
+    lifecycle.setAdmin(admin);
   }
-  uv_run(&m.loop, UV_RUN_DEFAULT);
+  uv_run(&loop, UV_RUN_DEFAULT);
   server.stop();
   for (unsigned i = 0; i < workers; ++i)
     LB_INFO("worker %u accepted %llu connections", i,
             static_cast<unsigned long long>(server.worker(i).accepted()));
-  uv_loop_close(&m.loop);
+  uv_loop_close(&loop);
   return 0;
 }
 

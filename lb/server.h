@@ -35,6 +35,8 @@ class Server {
   StateRegistry& registry() { return registry_; }
   std::shared_ptr<const Snapshot> snapshot() const { return snapshot_; }
   bool draining() const { return draining_; }
+  // Any thread. Sessions still open on all workers: a drain ends when this reaches 0.
+  size_t inFlight() const;
   unsigned workerCount() const { return static_cast<unsigned>(workers_.size()); }
   Worker& worker(unsigned i) { return *workers_[i]; }
 

@@ -2,6 +2,7 @@
 
 #include <uv.h>
 
+#include "lb/access_log.h"
 #include "lb/cluster_table.h"
 #include "plugins/builtin.h"
 
@@ -155,6 +156,11 @@ Result<std::shared_ptr<const Snapshot>> buildSnapshot(Config config, StateRegist
         errors.insert(errors.end(), chain.errors().begin(), chain.errors().end());
     }
 #endif
+  }
+  if (errors.empty()) {
+    std::string error;
+    snap->access_log = AccessLogSink::open(snap->config.access_log, &error);
+    if (!error.empty()) errors.push_back({file, {}, "lb.access_log", error});
   }
   if (!errors.empty()) return errors;
   return std::shared_ptr<const Snapshot>(std::move(snap));

@@ -57,7 +57,8 @@ struct ClusterSnapshot {
   }
 };
 
-class KeyChain;   // plugins/keys/key_chain.h
+class KeyChain;        // plugins/keys/key_chain.h
+class AccessLogSink;   // lb/access_log.h
 
 struct ListenerSnapshot {
   const ListenerConfig* config = nullptr;
@@ -73,6 +74,8 @@ struct Snapshot {
   std::vector<ClusterSnapshot> clusters;
   std::vector<ListenerSnapshot> listeners;
   uint64_t generation = 0;
+  // config.access_log opened (null = off); each snapshot reopens it, so SIGHUP rotates.
+  std::shared_ptr<AccessLogSink> access_log;
 
   const ClusterSnapshot* findCluster(const std::string& name) const;
   const ListenerSnapshot* findListener(const std::string& name) const;

@@ -47,6 +47,11 @@ void Worker::run() {
     std::lock_guard<std::mutex> lock(mu_);
     snapshot_ = std::move(pending_snapshot_);
   }
+  access_log_ = std::make_unique<AccessLog>(&loop_, snapshot_->access_log);
+  tcp_.loop = &loop_;
+  tcp_.worker = index_;
+  tcp_.buffers = &tcp_buffers_;
+  tcp_.access_log = access_log_.get();
   bool ok = reconcileListeners(&error);
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -108,6 +113,7 @@ void Worker::processMailbox() {
   }
   if (snap) {
     snapshot_ = std::move(snap);
+    access_log_->setSink(snapshot_->access_log);
     std::string error;
     if (!draining_ && !reconcileListeners(&error))
       LB_ERROR("worker %u: %s (listener left closed)", index_, error.c_str());
@@ -175,6 +181,8 @@ void Worker::shutdownLoop() {
     s->abort();
     s = next;
   }
+  TcpSession::closeAll(tcp_, TcpOutcome::kDraining);
+  access_log_->close();   // after the sessions: their last lines are in the buffer
   uv_close(reinterpret_cast<uv_handle_t*>(&async_), nullptr);
 }
 
@@ -183,7 +191,8 @@ void Worker::link(Session* s) noexcept {
   s->next_ = sessions_;
   if (sessions_ != nullptr) sessions_->prev_ = s;
   sessions_ = s;
-  ++session_count_;
+  session_count_.store(session_count_.load(std::memory_order_relaxed) + 1,
+                       std::memory_order_relaxed);
 }
 
 void Worker::unlink(Session* s) noexcept {
@@ -192,7 +201,8 @@ void Worker::unlink(Session* s) noexcept {
   else return;   // not linked
   if (s->next_ != nullptr) s->next_->prev_ = s->prev_;
   s->prev_ = s->next_ = nullptr;
-  --session_count_;
+  session_count_.store(session_count_.load(std::memory_order_relaxed) - 1,
+                       std::memory_order_relaxed);
 }
 
 }  // namespace lb

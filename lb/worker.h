@@ -6,6 +6,7 @@
 
 #include <uv.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
@@ -13,8 +14,10 @@
 #include <thread>
 #include <vector>
 
+#include "lb/access_log.h"
 #include "lb/buffer_pool.h"
 #include "lb/snapshot.h"
+#include "lb/tcp_session.h"
 
 namespace lb {
 
@@ -65,7 +68,16 @@ class Worker {
   bool draining() const noexcept { return draining_; }
   void link(Session* s) noexcept;
   void unlink(Session* s) noexcept;
-  size_t sessionCount() const noexcept { return session_count_; }
+  size_t sessionCount() const noexcept { return session_count_.load(std::memory_order_relaxed); }
+  // Any thread. HTTP and TCP sessions still open on this worker: what a drain waits for.
+  size_t inFlight() const noexcept {
+    return session_count_.load(std::memory_order_relaxed) +
+           tcp_.open_sessions.load(std::memory_order_relaxed);
+  }
+  // Loop thread. The TCP sessions' shared state, and the worker's access log (null until the
+  // loop runs).
+  TcpWorkerEnv& tcpEnv() noexcept { return tcp_; }
+  AccessLog* accessLog() noexcept { return access_log_.get(); }
   // Counts connections accepted by this worker (tests and logs prove both workers serve).
   uint64_t accepted() const noexcept { return accepted_; }
   void noteAccepted() noexcept { ++accepted_; }
@@ -88,7 +100,11 @@ class Worker {
   std::shared_ptr<const Snapshot> snapshot_;
   std::vector<std::unique_ptr<Listener>> listeners_;
   Session* sessions_ = nullptr;
-  size_t session_count_ = 0;
+  // Written by the loop thread only (load + store), read by the main thread during a drain.
+  std::atomic<size_t> session_count_{0};
+  BufferPoolSource tcp_buffers_{buffers_};
+  TcpWorkerEnv tcp_;
+  std::unique_ptr<AccessLog> access_log_;
   uint64_t accepted_ = 0;
   bool draining_ = false;
   bool stopping_ = false;

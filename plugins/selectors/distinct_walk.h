@@ -30,10 +30,11 @@ class FastMod {
     assert(d >= 2);
   }
   uint64_t operator()(uint64_t x) const noexcept {
-    unsigned __int128 low = m_ * x;  // the fractional part of x / d, scaled by 2^128
-    unsigned __int128 bottom = (static_cast<unsigned __int128>(static_cast<uint64_t>(low)) * d_) >> 64;
-    unsigned __int128 top = static_cast<unsigned __int128>(static_cast<uint64_t>(low >> 64)) * d_;
-    return static_cast<uint64_t>((bottom + top) >> 64);
+    using U = unsigned __int128;
+    const U low = m_ * x;   // the fractional part of x / d, scaled by 2^128
+    const U bottom = (U{static_cast<uint64_t>(low)} * d_) >> 64;
+    const U top = U{static_cast<uint64_t>(low >> 64)} * d_;
+    return static_cast<uint64_t>((bottom + top) >> 64);   // (low * d) >> 128
   }
   uint64_t divisor() const noexcept { return d_; }
 

@@ -68,7 +68,8 @@ KetamaServer splitKetamaServer(std::string_view server) noexcept {
   }
   for (size_t j = 0; j < server.size(); ++j) {
     const char c = server[server.size() - j - 1];
-    if (c == ':') return {server.substr(0, server.size() - j - 1), server.substr(server.size() - j)};
+    if (c == ':')
+      return {server.substr(0, server.size() - j - 1), server.substr(server.size() - j)};
     if (c < '0' || c > '9') break;
   }
   return {server, {}};

@@ -101,7 +101,10 @@ class RendezvousTable final : public SelectorTable {
       for (uint32_t h = 0; h < seeds_.size(); ++h) {
         const Score s = scoreOf(bytes, h);
         if (k > 0 && !before(prev, s)) continue;
-        if (!have || before(s, cur)) cur = s, have = true;
+        if (!have || before(s, cur)) {
+          cur = s;
+          have = true;
+        }
       }
       if (k == attempt) return cur.host;
       prev = cur;

@@ -5,8 +5,10 @@
 #include <signal.h>
 
 #include <string>
+#include <thread>
 
 #include "tests/support/http_client.h"
+#include "tests/support/origin.h"
 #include "tests/support/process.h"
 
 namespace lb::test {
@@ -172,6 +174,48 @@ TEST_F(OriginTest, PipelinedRequestsAreAnsweredInOrderEvenWhenTheFirstIsDelayed)
   EXPECT_EQ(r4.header("x-connection-id"), r1.header("x-connection-id"));
 }
 
+TEST_F(OriginTest, AThousandPipelinedRequestsComeBackInOrder) {
+  std::string batch;
+  for (int i = 1; i <= 1000; ++i) batch += httpRequest("GET", "/n?i=" + std::to_string(i));
+  TcpClient c;
+  ASSERT_TRUE(c.connect(port_));
+  ASSERT_TRUE(c.send(batch));
+  for (int i = 1; i <= 1000; ++i) {
+    auto r = readHttpResponse(c);
+    ASSERT_TRUE(r) << i << ": " << r.error;
+    ASSERT_EQ(r.header("x-request-number"), std::to_string(i));
+  }
+}
+
+TEST_F(OriginTest, ClientAbortMidStreamLeavesTheOriginServing) {
+  TcpClient c;
+  ASSERT_TRUE(c.connect(port_));
+  ASSERT_TRUE(c.send(httpRequest("GET", "/bytes?n=67108864")));
+  ASSERT_TRUE(c.readAtLeast(100000));
+  c.close(/*reset=*/true);
+  // Still serving; the aborted connection is freed (TearDown's clean exit checks for leaks).
+  auto r = httpExchange(port_, httpRequest("GET", "/"));
+  ASSERT_TRUE(r) << r.error;
+  EXPECT_EQ(r.body, "a\n");
+}
+
+TEST_F(OriginTest, ClosedConnectionsAreNoLongerActive) {
+  {
+    TcpClient c;
+    ASSERT_TRUE(c.connect(port_));
+    ASSERT_TRUE(c.send(httpRequest("GET", "/")));
+    ASSERT_TRUE(readHttpResponse(c));
+  }
+  // The origin frees the connection once it sees the close: wait for it, bounded.
+  std::string body;
+  for (int i = 0; i < 500; ++i) {
+    body = httpExchange(port_, httpRequest("GET", "/stats")).body;
+    if (body.find("\"connections_active\":1,") != std::string::npos) break;   // only /stats'
+    std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_NE(body.find("\"connections_active\":1,"), std::string::npos) << body;
+}
+
 TEST_F(OriginTest, CloseParameterResetsWithoutAnswering) {
   TcpClient c;
   ASSERT_TRUE(c.connect(port_));
@@ -241,6 +285,8 @@ TEST_F(OriginTest, MalformedRequestGets400AndClose) {
   EXPECT_EQ(r.status, 400);
   EXPECT_EQ(r.header("connection"), "close");
   EXPECT_TRUE(c.waitClosed());
+  // The unread "more garbage" must not turn the close into an RST (lingering close).
+  EXPECT_FALSE(c.sawReset());
 }
 
 TEST_F(OriginTest, OversizedHeadGets431) {
@@ -308,6 +354,18 @@ TEST_F(OriginTest, SeveralWorkersShareOnePortAndTheStats) {
   ASSERT_TRUE(r) << r.error;
   EXPECT_NE(r.body.find("\"connections_accepted\":7,"), std::string::npos) << r.body;
   EXPECT_EQ(origin_->stop(SIGTERM), 0);
+}
+
+TEST(OriginProcessTest, ReportsItsAddressAndStats) {
+  OriginProcess o("b");
+  ASSERT_TRUE(o.ok()) << o.output();
+  EXPECT_EQ(o.address(), "127.0.0.1:" + std::to_string(o.port()));
+  ASSERT_TRUE(httpExchange(o.port(), httpRequest("GET", "/")));
+  auto s = o.stats();
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->connections_accepted, 2u);
+  EXPECT_EQ(s->requests_served, 2u);
+  EXPECT_EQ(o.stop(), 0);
 }
 
 TEST(OriginCliTest, RefusesABadListenAddress) {

@@ -275,7 +275,8 @@ TEST(ConfigErrorsTest, AListenerWithABadValueIsNotAlsoReportedAsMissingIt) {
                             "lb.toml");
   ASSERT_FALSE(r.ok());
   ASSERT_EQ(r.errors().size(), 1u);
-  EXPECT_EQ(r.errors()[0].format(), "lb.toml:2:10: listeners.web.listen: must be a string, got integer");
+  EXPECT_EQ(r.errors()[0].format(),
+            "lb.toml:2:10: listeners.web.listen: must be a string, got integer");
 }
 
 TEST(ConfigErrorsTest, EmptyFileIsAValidConfigWithEveryDefault) {

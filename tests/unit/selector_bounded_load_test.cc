@@ -68,8 +68,8 @@ TEST(BoundedLoadCapTest, HugeTotalsDoNotOverflow) {
 
 TEST(BoundedLoadTest, EvenLoadsKeepEveryKeyOnItsOwner) {
   auto hosts = test::makeHosts(10);
-  for (const char* name : {"ring_hash", "maglev", "ketama"}) {
-    const SelectorInfo& info = test::selector(name);
+  for (const SelectorInfo& info : allSelectors()) {
+    const std::string name(info.name);
     auto table = info.build(hosts, {});
     BoundedLoad bounded(hosts, 125);
     for (uint64_t level : {0u, 1u, 7u, 1000u}) {

@@ -60,7 +60,9 @@ TEST(DISABLED_SelectorDigestHelper, WriteDigests) {
 // Runs the helper in a fresh process; waits for it with a bounded deadline.
 std::string digestInChild(const std::string& out_path) {
   std::vector<std::string> env_strings;
-  for (char** e = environ; *e != nullptr; ++e) env_strings.emplace_back(*e);
+  // Not the parent's GTEST_* settings (sharding, output, filters): the child runs one helper.
+  for (char** e = environ; *e != nullptr; ++e)
+    if (std::string_view(*e).substr(0, 6) != "GTEST_") env_strings.emplace_back(*e);
   env_strings.push_back(std::string(kOutEnv) + "=" + out_path);
   std::vector<char*> envp;
   for (auto& s : env_strings) envp.push_back(s.data());

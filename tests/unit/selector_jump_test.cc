@@ -32,7 +32,8 @@ TEST(JumpHashTest, SharesAreEven) {
   constexpr uint32_t kBuckets = 13;
   constexpr uint32_t kKeys = 260000;
   std::vector<uint32_t> count(kBuckets);
-  for (uint32_t k = 0; k < kKeys; ++k) ++count[jumpHash(test::keyHash(KeyHash::kXxh64, k), kBuckets)];
+  for (uint32_t k = 0; k < kKeys; ++k)
+    ++count[jumpHash(test::keyHash(KeyHash::kXxh64, k), kBuckets)];
   const auto [lo, hi] = std::minmax_element(count.begin(), count.end());
   // 20000 expected per bucket, binomial sd ~137: 3% is over 4 sd.
   EXPECT_GT(*lo, 19400u);

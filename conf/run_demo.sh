@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# `make run`: four lb-origin backends and lb with conf/demo.toml, in the foreground. Prints
+# what to curl; Ctrl-C (SIGINT) or SIGTERM stops everything it started, and it waits for
+# them to be gone before it exits 0.
+#
+#   conf/run_demo.sh BUILD_DIR          (the Makefile passes its build dir)
+#
+# The ports are conf/demo.toml's (8080 http, 8081 tcp, 9901 admin, 9001-9004 origins). To
+# use others (a test picks free ones), set any of:
+#   LB_DEMO_HTTP_PORT  LB_DEMO_TCP_PORT  LB_DEMO_ADMIN_PORT  LB_DEMO_BACKEND_PORTS="p1 p2 p3 p4"
+# and the script runs lb on a copy of demo.toml with those ports.
+set -euo pipefail
+
+build=${1:-build}
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+lb="$build/lb"
+origin="$build/lb-origin"
+for bin in "$lb" "$origin"; do
+  [ -x "$bin" ] || { echo "run_demo: $bin is missing; run 'make' first" >&2; exit 1; }
+done
+
+http_port=${LB_DEMO_HTTP_PORT:-8080}
+tcp_port=${LB_DEMO_TCP_PORT:-8081}
+admin_port=${LB_DEMO_ADMIN_PORT:-9901}
+read -r -a backend_ports <<<"${LB_DEMO_BACKEND_PORTS:-9001 9002 9003 9004}"
+names=(origin-a origin-b origin-c origin-d)
+[ "${#backend_ports[@]}" -eq 4 ] || { echo "run_demo: LB_DEMO_BACKEND_PORTS needs 4 ports" >&2; exit 1; }
+
+workdir=$(mktemp -d "${TMPDIR:-/tmp}/lb-demo-XXXXXX")
+pids=()
+
+stop_all() {
+  trap - INT TERM EXIT
+  local pid
+  # lb first, so it drains while the origins still answer.
+  for ((i = ${#pids[@]} - 1; i >= 0; i--)); do
+    kill -TERM "${pids[i]}" 2>/dev/null || true
+    for _ in $(seq 1 100); do   # up to 10 s each (lb's drain_timeout is 5 s)
+      kill -0 "${pids[i]}" 2>/dev/null || break
+      sleep 0.1
+    done
+    kill -KILL "${pids[i]}" 2>/dev/null || true
+  done
+  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+  rm -rf "$workdir"
+}
+on_signal() {
+  echo
+  echo "run_demo: stopping"
+  stop_all
+  exit 0
+}
+trap on_signal INT TERM
+trap stop_all EXIT
+
+# A copy of demo.toml with the chosen ports (identical when none was overridden).
+config="$workdir/demo.toml"
+sed -e "s/127\.0\.0\.1:8080\"/127.0.0.1:$http_port\"/" \
+    -e "s/127\.0\.0\.1:8081\"/127.0.0.1:$tcp_port\"/" \
+    -e "s/127\.0\.0\.1:9901\"/127.0.0.1:$admin_port\"/" \
+    -e "s/127\.0\.0\.1:9001\"/127.0.0.1:${backend_ports[0]}\"/" \
+    -e "s/127\.0\.0\.1:9002\"/127.0.0.1:${backend_ports[1]}\"/" \
+    -e "s/127\.0\.0\.1:9003\"/127.0.0.1:${backend_ports[2]}\"/" \
+    -e "s/127\.0\.0\.1:9004\"/127.0.0.1:${backend_ports[3]}\"/" \
+    "$here/demo.toml" >"$config"
+"$lb" --check --config "$config" >/dev/null
+
+# Waits up to 10 s for something to accept on 127.0.0.1:$1, while process $2 still runs.
+wait_port() {
+  for _ in $(seq 1 200); do
+    kill -0 "$2" 2>/dev/null || return 1
+    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
+    sleep 0.05
+  done
+  return 1
+}
+
+for i in 0 1 2 3; do
+  "$origin" --listen "127.0.0.1:${backend_ports[i]}" --name "${names[i]}" \
+    >"$workdir/${names[i]}.log" 2>&1 &
+  pids+=($!)
+done
+for i in 0 1 2 3; do
+  wait_port "${backend_ports[i]}" "${pids[i]}" || {
+    echo "run_demo: ${names[i]} did not start on 127.0.0.1:${backend_ports[i]}:" >&2
+    cat "$workdir/${names[i]}.log" >&2
+    exit 1
+  }
+done
+
+# lb's access log goes to this terminal (stdout), its own log lines to stderr.
+"$lb" --config "$config" &
+lb_pid=$!
+pids+=("$lb_pid")
+for p in "$http_port" "$tcp_port" "$admin_port"; do
+  wait_port "$p" "$lb_pid" || { echo "run_demo: lb did not start (port $p)" >&2; exit 1; }
+done
+
+cat <<EOF
+
+lb demo is running: lb on 127.0.0.1:$http_port (http) and :$tcp_port (tcp) in front of
+four lb-origin backends (${backend_ports[*]}). Try:
+
+  curl -si http://127.0.0.1:$http_port/hello | grep -i x-backend
+      the path is the key: the same path always answers from the same origin
+  curl -si -H 'x-cache-key: user42' http://127.0.0.1:$http_port/anything | grep -i x-backend
+      a header key wins over the path (terminal = true)
+  curl -si http://127.0.0.1:$tcp_port/ | grep -i x-backend
+      the tcp listener pipes bytes; its key is your source address
+  curl -s 'http://127.0.0.1:$admin_port/ring?cluster=origins&key=user42'
+  curl -s http://127.0.0.1:$admin_port/metrics | grep ^lb_backend
+      Prometheus metrics (lb_backend_active_requests, picks, bytes, ...)
+
+Edit $config and run 'kill -HUP $lb_pid' to reload it. Ctrl-C stops everything.
+
+EOF
+
+# Until lb exits by itself or a signal arrives (wait returns early then; the trap runs).
+wait "$lb_pid" || true
+echo "run_demo: lb exited" >&2
+exit 1

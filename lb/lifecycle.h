@@ -1,0 +1,62 @@
+// The config lifecycle on the main thread's loop (docs/operations.md):
+//   SIGHUP           reload: validate the whole file, build a snapshot, hand it to every
+//                    worker; a bad file logs every error and changes nothing.
+//   SIGTERM, SIGINT  drain: stop accepting, /ready turns 503, wait for the in-flight
+//                    requests and connections to finish or lb.drain_timeout to pass, then
+//                    let the main loop end (the caller stops the workers and exits 0).
+//                    A second signal during the drain ends it at once.
+#pragma once
+
+#include <uv.h>
+
+#include <cstdint>
+#include <string>
+
+namespace lb {
+
+class Admin;
+class Server;
+
+class Lifecycle {
+ public:
+  // Main thread. `generation` is the running snapshot's.
+  Lifecycle(uv_loop_t* loop, Server& server, std::string config_path, uint64_t generation);
+  Lifecycle(const Lifecycle&) = delete;
+  Lifecycle& operator=(const Lifecycle&) = delete;
+
+  // Main thread. Installs the signal handlers. The loop keeps running until the drain ends.
+  void start();
+  // Main thread. The admin server to tell about reloads and to stop when the drain ends
+  // (null allowed). Lifecycle stops it; the caller must not.
+  void setAdmin(Admin* admin) { admin_ = admin; }
+
+  // Main thread. One reload attempt; true when the new snapshot went to the workers.
+  bool reload();
+  // Main thread. Starts the drain (idempotent).
+  void beginDrain();
+  bool draining() const { return draining_; }
+  // Main thread. Closes every handle of ours (and the admin server); the main loop then
+  // ends. Idempotent.
+  void finish();
+
+ private:
+  static void onSignal(uv_signal_t* s, int signum);
+  static void onDrainTick(uv_timer_t* t);
+  void drainTick();
+
+  uv_loop_t* loop_;
+  Server& server_;
+  std::string config_path_;
+  uint64_t generation_;
+  Admin* admin_ = nullptr;
+  uv_signal_t sighup_;
+  uv_signal_t sigterm_;
+  uv_signal_t sigint_;
+  uv_timer_t drain_timer_;
+  bool started_ = false;
+  bool draining_ = false;
+  bool finished_ = false;
+  uint64_t drain_deadline_ = 0;   // uv_now() when the drain gives up waiting
+};
+
+}  // namespace lb

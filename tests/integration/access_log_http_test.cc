@@ -1,0 +1,53 @@
+// The access log of a real lb: one logfmt line per HTTP request, with the fields
+// docs/operations.md promises, flushed to the file without a request having to wait for it.
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "tests/integration/lb_fixture.h"
+#include "tests/integration/origin_fleet.h"
+#include "tests/support/http_client.h"
+#include "tests/support/process.h"
+
+namespace lb::test {
+namespace {
+
+TEST(AccessLogHttpTest, OneLinePerRequestWithListenerKeyBackendStatusBytesAndPath) {
+  OriginFleet fleet(1);
+  ASSERT_TRUE(fleet.ok()) << fleet.error();
+  LbProcess lb;
+  uint16_t port = freePort();
+  std::string toml = "[lb]\nworkers = 1\naccess_log = \"" + lb.accessLogPath() +
+                     "\"\n[admin]\nlisten = \"127.0.0.1:" + std::to_string(freePort()) +
+                     "\"\n[listeners.web]\nlisten = \"127.0.0.1:" + std::to_string(port) +
+                     "\"\nprotocol = \"http\"\ncluster = \"origins\"\n"
+                     "hash = [ { header = \"x-cache-key\" } ]\n"
+                     "[clusters.origins]\nselector = \"ring_hash\"\nbackends = [\n" +
+                     fleet.backends(1) + "]\n";
+  ASSERT_TRUE(lb.start(toml, {port})) << lb.output();
+  for (int i = 0; i < 3; ++i) {
+    HttpResponse r = httpExchange(port, httpRequest("GET", "/img/" + std::to_string(i) + "?v=1",
+                                                    "x-cache-key: k" + std::to_string(i) + "\r\n"));
+    ASSERT_EQ(r.status, 200) << r.error;
+  }
+  ASSERT_TRUE(lb.waitAccessLines(3)) << lb.accessLog();
+  auto got = lines(lb.accessLog());
+  ASSERT_EQ(got.size(), 3u) << lb.accessLog();
+  for (int i = 0; i < 3; ++i) {
+    const std::string& line = got[i];
+    EXPECT_EQ(line.rfind("ts=", 0), 0u) << line;
+    EXPECT_EQ(logField(line, "listener"), "web") << line;
+    EXPECT_EQ(logField(line, "proto"), "http") << line;
+    EXPECT_EQ(logField(line, "client").rfind("127.0.0.1:", 0), 0u) << line;
+    EXPECT_EQ(logField(line, "key").size(), 16u) << line;
+    EXPECT_EQ(logField(line, "backend"), "origin-a") << line;
+    EXPECT_EQ(logField(line, "status"), "200") << line;
+    EXPECT_GT(std::stoul(logField(line, "bytes_in")), 0u) << line;
+    EXPECT_GT(std::stoul(logField(line, "bytes_out")), 0u) << line;
+    EXPECT_EQ(logField(line, "method"), "GET") << line;
+    EXPECT_EQ(logField(line, "path"), "\"/img/" + std::to_string(i) + "?v=1\"") << line;
+  }
+}
+
+}  // namespace
+}  // namespace lb::test
