@@ -9,7 +9,6 @@
 // the same instant may overshoot a cap by up to N - 1 (no CAS loop on the request path).
 #include <gtest/gtest.h>
 
-#include <regex>
 
 #include "tests/integration/proxy_harness.h"
 
@@ -25,12 +24,20 @@ std::map<std::string, Load> backendLoads(uint16_t admin_port) {
   std::map<std::string, Load> out;
   auto r = httpExchange(admin_port, httpRequest("GET", "/backends"));
   EXPECT_TRUE(r.ok) << r.error;
-  static const std::regex kBackend(
-      "\\{\"name\":\"([^\"]+)\",\"address\":\"[^\"]*\",\"weight\":[0-9]+,\"healthy\":[a-z]+,"
-      "\"load\":(-?[0-9]+),\"cap\":([0-9]+|null)");
-  for (std::sregex_iterator it(r.body.begin(), r.body.end(), kBackend), end; it != end; ++it) {
-    const auto& m = *it;
-    out[m[1]] = {std::stol(m[2]), m[3] == "null" ? -1 : std::stol(m[3])};
+  // {"name":"a","address":"...","weight":1,"healthy":true,"load":3,"cap":7,...}
+  constexpr std::string_view kAddress = "\",\"address\"";
+  for (size_t at = 0; (at = r.body.find("{\"name\":\"", at)) != std::string::npos;) {
+    size_t nb = at + 9, ne = r.body.find('"', nb);
+    size_t lp = r.body.find("\"load\":", ne), cp = r.body.find("\"cap\":", ne);
+    if (ne == std::string::npos || lp == std::string::npos || cp == std::string::npos) break;
+    if (r.body.compare(ne, kAddress.size(), kAddress) != 0) {   // the cluster's own name
+      at = ne;
+      continue;
+    }
+    std::string cap = r.body.substr(cp + 6, 4);
+    out[r.body.substr(nb, ne - nb)] = {atol(r.body.c_str() + lp + 7),
+                                       cap.rfind("null", 0) == 0 ? -1 : atol(cap.c_str())};
+    at = cp;
   }
   return out;
 }

@@ -21,6 +21,12 @@ namespace lb::test {
 class ProxyHarness {
  public:
   ~ProxyHarness() {
+    // lb must stop cleanly on SIGTERM whatever the test left in flight: under SAN=1 this is
+    // where a leak or a sanitizer report at exit turns into a failure.
+    if (lb_ && lb_->running()) {
+      auto code = lb_->stop(15, 10s);
+      EXPECT_EQ(code, std::optional<int>(0)) << "lb did not exit cleanly:\n" << lb_->output();
+    }
     lb_.reset();
     origins_.clear();
     if (!config_path_.empty()) unlink(config_path_.c_str());
