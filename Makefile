@@ -37,11 +37,14 @@ LDLIBS := -ltomlplusplus -luv -lprometheus-cpp-core -lxxhash -lz -lpthread -ldl 
 TEST_LDLIBS := -lgmock -lgtest -lgtest_main
 BENCH_LDLIBS := -lbenchmark -lbenchmark_main
 
-# Sources by wildcard so that adding a file needs no Makefile edit.
-LIB_SRCS := $(filter-out lb/main.cc lb/origin_main.cc,$(wildcard lb/*.cc)) \
-  $(wildcard plugins/*.cc) $(wildcard plugins/selectors/*.cc) $(wildcard plugins/keys/*.cc)
-LIB_OBJS := $(LIB_SRCS:%.cc=$(BUILD)/obj/%.o) \
-  $(patsubst $(LLHTTP_DIR)/%.c,$(BUILD)/obj/llhttp/%.o,$(wildcard $(LLHTTP_DIR)/*.c))
+# Sources by wildcard so that adding a file needs no Makefile edit. Every .cc under lb/ and
+# plugins/ goes into liblb.a except lb/app/main.cc; tools/origin/ is its own program.
+LIB_SRCS := $(filter-out lb/app/main.cc,$(shell find lb plugins -name '*.cc' | sort))
+ORIGIN_SRCS := $(wildcard tools/origin/*.cc)
+# llhttp's sources by name, not by wildcard: the wildcard would be read before `make deps`
+# installs node-llhttp and come back empty on a bare machine.
+LLHTTP_SRCS := api.c http.c llhttp.c
+LIB_OBJS := $(LIB_SRCS:%.cc=$(BUILD)/obj/%.o) $(LLHTTP_SRCS:%.c=$(BUILD)/obj/llhttp/%.o)
 UNIT_SRCS := $(wildcard tests/unit/*.cc)
 INTEG_SRCS := $(wildcard tests/integration/*.cc)
 INTEG_SUPPORT := $(wildcard tests/support/*.cc)
@@ -64,25 +67,35 @@ deps:
 	    (systemctl disable --now $$s 2>/dev/null || service $$s stop 2>/dev/null) >/dev/null 2>&1 || true; done; \
 	fi
 
-$(BUILD)/obj/%.o: %.cc
+# Every compile waits for `deps` (order-only: it never makes an object stale), so that with
+# -j2 no compiler starts before apt-get has put uv.h and llhttp in place.
+$(BUILD)/obj/%.o: %.cc | deps
 	@mkdir -p $(dir $@)
 	$(CXX) $(CXXFLAGS) -c $< -o $@
 
-$(BUILD)/obj/llhttp/%.o: $(LLHTTP_DIR)/%.c
+$(BUILD)/obj/llhttp/%.o: $(LLHTTP_DIR)/%.c | deps
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_LLHTTP) -c $< -o $@
+
+# Before `deps` ran on a bare machine these files do not exist yet; the empty rule lets make
+# plan the build anyway (the compile rule's order-only `deps` installs them first).
+$(LLHTTP_SRCS:%=$(LLHTTP_DIR)/%):
 
 $(LIB): $(LIB_OBJS)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(BUILD)/lb: $(BUILD)/obj/lb/main.o $(LIB)
+$(BUILD)/lb: $(BUILD)/obj/lb/app/main.o $(LIB)
 	$(CXX) $(SANLD) -pthread -o $@ $^ $(LDLIBS)
 
-$(BUILD)/lb-origin: $(BUILD)/obj/lb/origin_main.o $(LIB)
+$(BUILD)/lb-origin: $(ORIGIN_SRCS:%.cc=$(BUILD)/obj/%.o) $(LIB)
 	$(CXX) $(SANLD) -pthread -o $@ $^ $(LDLIBS)
 
-$(BUILD)/tests/unit_tests: $(UNIT_SRCS:%.cc=$(BUILD)/obj/%.o) $(INTEG_SUPPORT:%.cc=$(BUILD)/obj/%.o) $(LIB)
+# The include-direction check (tools/layers) runs as unit tests over this source tree.
+$(BUILD)/obj/tests/unit/layers_test.o: CXXFLAGS += -DLB_SOURCE_DIR=\"$(CURDIR)\"
+
+$(BUILD)/tests/unit_tests: $(UNIT_SRCS:%.cc=$(BUILD)/obj/%.o) $(INTEG_SUPPORT:%.cc=$(BUILD)/obj/%.o) \
+    $(BUILD)/obj/tools/layers/layers.o $(LIB)
 	@mkdir -p $(dir $@)
 	$(CXX) $(SANLD) -pthread -o $@ $^ $(TEST_LDLIBS) $(LDLIBS)
 
@@ -129,8 +142,7 @@ FUZZ_CXXFLAGS := -std=c++20 -O1 -g -fno-omit-frame-pointer $(FUZZ_SAN) -fsanitiz
 # "[\0" where the shipped build reports a parse error, and we fuzz what ships.
 FUZZ_CXXFLAGS += '-DTOML_ASSERT(expr)=static_assert(true)'
 FUZZ_TARGETS ?= $(patsubst tests/fuzz/%_fuzz.cc,%,$(wildcard tests/fuzz/*_fuzz.cc))
-FUZZ_LIB_OBJS := $(LIB_SRCS:%.cc=$(FUZZ_BUILD)/obj/%.o) \
-  $(patsubst $(LLHTTP_DIR)/%.c,$(FUZZ_BUILD)/obj/llhttp/%.o,$(wildcard $(LLHTTP_DIR)/*.c))
+FUZZ_LIB_OBJS := $(LIB_SRCS:%.cc=$(FUZZ_BUILD)/obj/%.o) $(LLHTTP_SRCS:%.c=$(FUZZ_BUILD)/obj/llhttp/%.o)
 
 .PHONY: fuzz
 fuzz: $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/%_fuzz)

@@ -89,7 +89,7 @@ void BM_KeyChainThreePolicies(benchmark::State& state) {
   b.kind = "cookie";
   b.name = "lb";
   c.kind = "source_ip";
-  auto chain = KeyChain::build(std::vector<HashPolicy>{a, b, c}, Protocol::kHttp);
+  auto chain = KeyChain::build(std::vector<HashPolicy>{a, b, c}, "http");
   uint64_t h = 0;
   for (auto _ : state) {
     benchmark::DoNotOptimize(chain.value().compute(f.ctx, KeyHash::kXxh64, &h));

@@ -1,15 +1,15 @@
 // The cost of a scrape (issue 5: rendering /metrics with 100 backends takes under 5 ms), and
 // the cost the request path pays for statistics: one relaxed load plus one relaxed store per
-// counter update (lb/stats.h), against an atomic fetch_add for comparison.
+// counter update (lb/core/stats.h), against an atomic fetch_add for comparison.
 #include <benchmark/benchmark.h>
 #include <prometheus/text_serializer.h>
 
 #include <atomic>
 #include <sstream>
 
-#include "lb/admin_routes.h"
-#include "lb/metrics.h"
-#include "lb/snapshot.h"
+#include "lb/admin/routes.h"
+#include "lb/admin/metrics.h"
+#include "lb/routing/snapshot.h"
 
 namespace lb {
 namespace {

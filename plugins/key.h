@@ -1,6 +1,6 @@
 // The key plugin interface: each derives affinity-key bytes from a request or a connection,
 // hashes them with the cluster's key hash, and the listener combines the results as Envoy's
-// hash policies do (design.md, "Key plugins").
+// hash policies do (docs/architecture.md, "Key plugins").
 #pragma once
 
 #include <sys/socket.h>
@@ -8,33 +8,24 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <string_view>
 
-#include "lb/config.h"
+#include "lb/core/duration.h"
+#include "lb/core/http_fields.h"
+#include "lb/core/result.h"
 #include "plugins/selector.h"
 
 namespace lb {
 
-struct HttpHeader {
-  std::string_view name;    // as received; compare case-insensitively
-  std::string_view value;
-};
-
-// A parsed request head, viewed in place in the session's buffer. Valid only during the call.
-struct HttpRequestView {
-  std::string_view method;
-  std::string_view target;  // request-target as sent: /path?query
-  std::span<const HttpHeader> headers;
-};
-
-// Where the cookie plugin writes a cookie it generated, for the session to send back as
-// Set-Cookie. Fixed storage: generating one must not allocate.
-struct GeneratedCookie {
-  std::string_view name;          // the policy's cookie name (lives in the plugin)
-  Duration ttl{0};
-  char value[32];
-  uint8_t value_len = 0;
-  bool set = false;
+// One entry of a listener's `hash = [...]` list: which key plugin, and its argument (the
+// config loader fills it; a plugin's builder reads it).
+struct HashPolicy {
+  std::string kind;        // header | cookie | source_ip | five_tuple | query | path
+  std::string name;        // header name, cookie name or query parameter; empty otherwise
+  Duration ttl{0};         // cookie only: > 0 means generate one when absent
+  bool terminal = false;   // stop at the first policy that yields a key
+  SourcePos pos;
 };
 
 struct KeyContext {

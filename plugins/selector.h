@@ -1,4 +1,4 @@
-// The selector plugin interface of design.md: a table built once per membership change from
+// The selector plugin interface (docs/architecture.md, "Selectors"): a table built once per membership change from
 // the cluster's hosts, then shared read-only by every worker thread.
 #pragma once
 
@@ -9,12 +9,13 @@
 #include <string>
 #include <string_view>
 
-#include "lb/result.h"
+#include "lb/core/hash.h"
+#include "lb/core/result.h"
 
 namespace lb {
 
 // What a selector builds from: a host's stable identity and weight. Never its address or its
-// position in the file (design.md: changing an address or reordering moves no key).
+// position in the file (changing an address or reordering the file moves no key).
 struct HostSpec {
   std::string hash_key;
   uint32_t weight = 1;
@@ -37,10 +38,6 @@ class SelectorTable {
   // Bytes the table holds, for `make bench`'s memory-per-host figure.
   virtual size_t memoryBytes() const noexcept = 0;
 };
-
-// How a selector hashes key bytes: XXH64 by default, CRC32 for ketama so that the same key
-// text lands where nginx would put it.
-enum class KeyHash { kXxh64, kCrc32 };
 
 using SelectorBuilder = std::unique_ptr<SelectorTable> (*)(std::span<const HostSpec> hosts,
                                                            const SelectorOptions& options);

@@ -9,34 +9,11 @@
 
 #include <cstring>
 
-#include "lb/hash.h"
+#include "lb/core/hash.h"
+#include "lb/core/strings.h"
 #include "plugins/keys/key_plugins.h"
 
 namespace lb {
-
-std::optional<std::string_view> findCookie(std::string_view header,
-                                           std::string_view name) noexcept {
-  // Worked example: "a=1; lb=\"x\";c" holds a="1" and lb="x" (quotes removed); "c" has no
-  // '=', so it names no cookie (browsers read it as a nameless value) and never matches.
-  while (!header.empty()) {
-    size_t semi = header.find(';');
-    std::string_view pair = header.substr(0, semi);
-    header = semi == std::string_view::npos ? std::string_view{} : header.substr(semi + 1);
-    while (!pair.empty() && (pair.front() == ' ' || pair.front() == '\t')) pair.remove_prefix(1);
-    size_t eq = pair.find('=');
-    if (eq == std::string_view::npos) continue;
-    std::string_view key = pair.substr(0, eq);
-    while (!key.empty() && (key.back() == ' ' || key.back() == '\t')) key.remove_suffix(1);
-    if (key != name) continue;
-    std::string_view value = pair.substr(eq + 1);
-    while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
-    while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
-    if (value.size() >= 2 && value.front() == '"' && value.back() == '"')
-      value = value.substr(1, value.size() - 2);
-    return value;
-  }
-  return std::nullopt;
-}
 
 namespace {
 
@@ -97,7 +74,7 @@ class CookieKey final : public KeyPlugin {
   bool extract(const KeyContext& ctx, KeyHash key_hash, uint64_t* hash) const noexcept override {
     if (ctx.request == nullptr) return false;
     for (const auto& h : ctx.request->headers) {
-      if (!equalsIgnoreCase(h.name, "cookie")) continue;
+      if (!equalsNoCase(h.name, "cookie")) continue;
       auto value = findCookie(h.value, name_);
       if (!value) continue;
       if (value->empty()) break;

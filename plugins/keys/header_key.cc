@@ -1,27 +1,9 @@
 // `header`: the affinity key is the value of a named request header, e.g. `x-cache-key`, as
 // Envoy's `header` hash policy and nginx's `hash $http_x_cache_key` do.
-#include <strings.h>
-
-#include "lb/hash.h"
+#include "lb/core/hash.h"
 #include "plugins/keys/key_plugins.h"
 
 namespace lb {
-
-bool equalsIgnoreCase(std::string_view a, std::string_view b) noexcept {
-  return a.size() == b.size() && strncasecmp(a.data(), b.data(), a.size()) == 0;
-}
-
-std::optional<std::string_view> findHeader(const HttpRequestView& request,
-                                           std::string_view name) noexcept {
-  for (const auto& h : request.headers) {
-    if (!equalsIgnoreCase(h.name, name)) continue;
-    std::string_view v = h.value;
-    while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
-    while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.remove_suffix(1);
-    return v;
-  }
-  return std::nullopt;
-}
 
 namespace {
 

@@ -1,12 +1,12 @@
 // Envoy-compatible combination of a listener's key plugins; see key_chain.h.
 #include "plugins/keys/key_chain.h"
 
-#include "lb/hash.h"
+#include "lb/core/hash.h"
 #include "plugins/builtin.h"
 
 namespace lb {
 
-Result<KeyChain> KeyChain::build(std::span<const HashPolicy> policies, Protocol protocol,
+Result<KeyChain> KeyChain::build(std::span<const HashPolicy> policies, std::string_view protocol,
                                  const std::string& file, const std::string& path_prefix) {
   KeyChain chain;
   Errors errors;
@@ -18,9 +18,10 @@ Result<KeyChain> KeyChain::build(std::span<const HashPolicy> policies, Protocol 
       errors.push_back({file, p.pos, path, "unknown key plugin '" + p.kind + "'"});
       continue;
     }
-    if (info->l7 && protocol == Protocol::kTcp) {
+    if (info->l7 && protocol != "http") {
       errors.push_back({file, p.pos, path,
-                        "'" + p.kind + "' needs an HTTP request; this listener is tcp"});
+                        "'" + p.kind + "' needs an HTTP request; this listener is " +
+                            std::string(protocol)});
       continue;
     }
     chain.needs_request_ |= info->l7;

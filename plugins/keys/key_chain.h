@@ -2,7 +2,7 @@
 // hash policies (envoy/source/common/router/config_impl.cc, HashPolicyImpl::generateHash):
 //
 //   for each policy in order:
-//     if it yields k:  h = have ? rotl(h, 1) ^ k : k      (combineKeyHash, lb/hash.h)
+//     if it yields k:  h = have ? rotl(h, 1) ^ k : k      (combineKeyHash, lb/core/hash.h)
 //     if it is terminal and some h exists: stop
 //
 // The rotation keeps two identical policies from cancelling out. With a single policy the
@@ -18,10 +18,11 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
+#include <string_view>
 #include <vector>
 
-#include "lb/config.h"
-#include "lb/result.h"
+#include "lb/core/result.h"
 #include "plugins/key.h"
 
 namespace lb {
@@ -29,9 +30,10 @@ namespace lb {
 class KeyChain {
  public:
   // Builds one plugin per policy through the registry (lb::findKeyPlugin). Errors, all at
-  // once, for an unknown kind and for an L7 kind on a tcp listener; each names the policy as
+  // once, for an unknown kind and for an L7 kind where `protocol` (the listener's, as the
+  // config spells it) is not "http"; each names the policy as
   // `<path_prefix>.hash[i]` with the policy's source position. Config-load time only.
-  static Result<KeyChain> build(std::span<const HashPolicy> policies, Protocol protocol,
+  static Result<KeyChain> build(std::span<const HashPolicy> policies, std::string_view protocol,
                                 const std::string& file = "",
                                 const std::string& path_prefix = "hash");
 

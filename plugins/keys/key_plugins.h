@@ -1,4 +1,4 @@
-// The built-in key plugins (design.md, "Key plugins"): one builder per plugin for
+// The built-in key plugins (docs/architecture.md, "Key plugins"): one builder per plugin for
 // plugins/builtin.cc, and the pure parsing helpers behind them, exposed so that unit tests
 // and the key fuzzer can drive them directly.
 //
@@ -13,7 +13,7 @@
 #include <optional>
 #include <string_view>
 
-#include "lb/config.h"
+#include "lb/core/http_fields.h"
 #include "plugins/key.h"
 
 namespace lb {
@@ -26,34 +26,6 @@ std::unique_ptr<KeyPlugin> buildSourceIpKey(const HashPolicy& policy);
 std::unique_ptr<KeyPlugin> buildFiveTupleKey(const HashPolicy& policy);
 std::unique_ptr<KeyPlugin> buildQueryKey(const HashPolicy& policy);
 std::unique_ptr<KeyPlugin> buildPathKey(const HashPolicy& policy);
-
-// ASCII case-insensitive equality (header names are case-insensitive, RFC 9110 §5.1).
-bool equalsIgnoreCase(std::string_view a, std::string_view b) noexcept;
-
-// The value of the first header named `name` (case-insensitive) with leading and trailing
-// spaces and tabs removed (RFC 9110 §5.5 OWS), or nullopt when no such header. A header that
-// is present with an empty value yields an empty view: present, not absent.
-std::optional<std::string_view> findHeader(const HttpRequestView& request,
-                                           std::string_view name) noexcept;
-
-// The value of cookie `name` in one Cookie header value ("a=b; c=d", RFC 6265 §4.2.1), with
-// one pair of surrounding double quotes removed (RFC 6265 §4.1.1 allows a quoted value), or
-// nullopt when absent. Cookie names are case-sensitive. The first occurrence wins.
-std::optional<std::string_view> findCookie(std::string_view cookie_header,
-                                           std::string_view name) noexcept;
-
-// The value of query parameter `name` in a request-target ("/p?a=1&b=2"): the first
-// occurrence wins; "?a" and "?a=" both give an empty value; a '#' fragment (which clients
-// should not send, but some do) ends the query. Names compare exactly (case-sensitive) and
-// nothing is percent-decoded: "?k=a%20b" yields "a%20b", and "?k%3D=1" does not match "k=".
-// That keeps it allocation-free and matches what a cache keyed on the raw URL sees.
-std::optional<std::string_view> findQueryParam(std::string_view target,
-                                               std::string_view name) noexcept;
-
-// The path of a request-target, without query or fragment and not percent-decoded:
-// "/a/b?x=1" -> "/a/b". An absolute-form target ("http://host:80/a?x", RFC 9112 §3.2.2) gives
-// its path ("/a", or "/" when it has none). "*" (OPTIONS) gives "*". Empty target -> empty.
-std::string_view targetPath(std::string_view target) noexcept;
 
 // An IP address as key bytes: 4 for IPv4 and for IPv4-mapped IPv6 (::ffff:a.b.c.d, what a
 // dual-stack socket reports for an IPv4 client, so one client hashes the same either way),

@@ -1,24 +1,9 @@
 // `path`: the affinity key is the request path without its query, so every variant of one
 // object's URL (?v=1, ?utm=...) lands on the cache that holds the object.
-#include "lb/hash.h"
+#include "lb/core/hash.h"
 #include "plugins/keys/key_plugins.h"
 
 namespace lb {
-
-std::string_view targetPath(std::string_view target) noexcept {
-  // Absolute form "http://host:port/path?q": skip scheme and authority.
-  size_t scheme = target.empty() || target.front() == '/' ? std::string_view::npos
-                                                          : target.find("://");
-  if (scheme != std::string_view::npos && scheme > 0) {
-    size_t slash = target.find_first_of("/?#", scheme + 3);
-    if (slash == std::string_view::npos || target[slash] != '/') return "/";
-    target.remove_prefix(slash);
-  }
-  // A plain loop: find_first_of("?#") costs a memchr per character in libstdc++.
-  size_t end = 0;
-  while (end < target.size() && target[end] != '?' && target[end] != '#') ++end;
-  return target.substr(0, end);
-}
 
 namespace {
 

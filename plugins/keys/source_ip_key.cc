@@ -4,7 +4,7 @@
 
 #include <cstring>
 
-#include "lb/hash.h"
+#include "lb/core/hash.h"
 #include "plugins/keys/key_plugins.h"
 
 namespace lb {

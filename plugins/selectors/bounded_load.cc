@@ -4,7 +4,7 @@
 //
 // Differences from HAProxy, on purpose:
 //  - W is the total weight of the table's hosts, healthy or not (HAProxy uses the weight of the
-//    servers currently up). Health changes never rebuild anything here (design.md), and summing
+//    servers currently up). Health changes never rebuild anything here (docs/architecture.md, "Threads and data"), and summing
 //    the usable weights per pick would cost O(hosts). With hosts down the healthy ones' caps are
 //    lower than HAProxy's; when all of them reach it, the least loaded takes the request
 //    (kFallback), so nothing is refused, the spread is just less bounded.

@@ -26,7 +26,7 @@
 #include <cassert>
 #include <numeric>
 
-#include "lb/hash.h"
+#include "lb/core/hash.h"
 #include "plugins/selectors/distinct_walk.h"
 #include "plugins/selectors/selectors.h"
 

@@ -20,7 +20,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "lb/hash.h"
+#include "lb/core/hash.h"
 #include "plugins/selectors/distinct_walk.h"
 #include "plugins/selectors/selectors.h"
 

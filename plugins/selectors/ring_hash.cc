@@ -14,7 +14,7 @@
 #include <charconv>
 #include <string>
 
-#include "lb/hash.h"
+#include "lb/core/hash.h"
 #include "plugins/selectors/point_ring.h"
 #include "plugins/selectors/selectors.h"
 

@@ -1,4 +1,4 @@
-// The builders of the selector plugins (design.md, "Selector plugins"), registered by name in
+// The builders of the selector plugins (docs/architecture.md, "Selectors"), registered by name in
 // plugins/builtin.cc, plus the pure pieces their tests pin down directly.
 //
 // Every builder: main thread, off the hot path; takes the cluster's hosts (validated by the

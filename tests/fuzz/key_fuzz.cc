@@ -76,7 +76,7 @@ const Plugins& plugins() {
       policies.push_back(hp);
     }
     policies[1].terminal = true;
-    auto chain = KeyChain::build(policies, Protocol::kHttp);
+    auto chain = KeyChain::build(policies, "http");
     check(chain.ok());
     out.chain = std::move(chain.value());
     return out;

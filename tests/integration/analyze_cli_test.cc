@@ -1,6 +1,6 @@
 // `lb analyze` as a user runs it: the real build/lb binary (next to this test's own binary),
 // its JSON parsed, its exit codes checked. The selector figures asserted here are the
-// properties design.md promises: mod_n remaps almost everything, the consistent selectors
+// properties docs/analyze.md promises: mod_n remaps almost everything, the consistent selectors
 // move only the changed host's keys.
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "lb/hash.h"
+#include "lb/core/hash.h"
 #include "plugins/builtin.h"
 #include "tests/support/process.h"
 #include "tests/unit/analyze_json_test_util.h"

@@ -3,7 +3,7 @@
 // Prometheus' HTTP API matching the traffic the test sent. Also promtool's linter on the live
 // process's /metrics, and the admin paths served by the real binary.
 //
-// Waits on the proxy: until lb/server.cc and lb-origin land on main, their placeholders exit
+// Waits on the proxy: until lb/app/server.cc and lb-origin land on main, their placeholders exit
 // at once and these tests skip with that reason.
 #include <gtest/gtest.h>
 

@@ -24,7 +24,7 @@ int remainingMs(Clock::time_point deadline) {
   return left < 0 ? 0 : static_cast<int>(left);
 }
 
-bool equalsIgnoreCase(std::string_view a, std::string_view b) {
+bool equalsNoCase(std::string_view a, std::string_view b) {
   return a.size() == b.size() && strncasecmp(a.data(), b.data(), a.size()) == 0;
 }
 
@@ -213,13 +213,13 @@ std::string TcpClient::take(size_t n) {
 
 std::optional<std::string> HttpResponse::header(std::string_view name) const {
   for (const auto& [k, v] : headers)
-    if (equalsIgnoreCase(k, name)) return v;
+    if (equalsNoCase(k, name)) return v;
   return std::nullopt;
 }
 
 size_t HttpResponse::headerCount(std::string_view name) const {
   size_t n = 0;
-  for (const auto& h : headers) n += equalsIgnoreCase(h.first, name) ? 1 : 0;
+  for (const auto& h : headers) n += equalsNoCase(h.first, name) ? 1 : 0;
   return n;
 }
 

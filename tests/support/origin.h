@@ -7,7 +7,7 @@
 //   EXPECT_EQ(a.stats()->connections_accepted, 1u);   // lb reused one upstream connection
 //
 // lb-origin's per-request behaviours (?delay_ms=, ?status=, /bytes?n=, echo, ...) are listed
-// at the top of lb/origin_main.cc. Test-thread only.
+// at the top of tools/origin/main.cc. Test-thread only.
 #pragma once
 
 #include <cstdint>

@@ -1,6 +1,6 @@
 // AccessLog: the line format, the escaping that keeps one record on one line, buffering
 // (nothing written per request), and what happens when the buffer fills.
-#include "lb/access_log.h"
+#include "lb/runtime/access_log.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>

@@ -4,9 +4,9 @@
 
 #include <atomic>
 
-#include "lb/admin.h"
-#include "lb/admin_server.h"
-#include "lb/metrics.h"
+#include "lb/admin/admin.h"
+#include "lb/admin/admin_server.h"
+#include "lb/admin/metrics.h"
 #include "tests/unit/admin_test_support.h"
 #include "tests/unit/json_reader.h"
 #include "tests/unit/metrics_test_snapshot.h"

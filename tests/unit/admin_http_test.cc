@@ -6,7 +6,7 @@
 #include <atomic>
 #include <stdexcept>
 
-#include "lb/admin_http.h"
+#include "lb/admin/admin_http.h"
 #include "tests/unit/admin_test_support.h"
 
 namespace lb {

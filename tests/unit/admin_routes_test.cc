@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <set>
 
-#include "lb/admin_routes.h"
-#include "lb/hash.h"
+#include "lb/admin/routes.h"
+#include "lb/core/hash.h"
 #include "tests/unit/json_reader.h"
 #include "tests/unit/metrics_test_snapshot.h"
 

@@ -1,4 +1,4 @@
-// The printed forms of `lb analyze`: design.md's JSON shape, valid JSON whatever the input,
+// The printed forms of `lb analyze`: the JSON shape of docs/analyze.md, valid JSON whatever the input,
 // and the per-key preference lines.
 #include <gtest/gtest.h>
 
@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "lb/analyze_format.h"
+#include "lb/analyze/format.h"
 #include "tests/unit/analyze_json_test_util.h"
 
 namespace lb {

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "lb/analyze_options.h"
+#include "lb/analyze/options.h"
 
 namespace lb {
 namespace {

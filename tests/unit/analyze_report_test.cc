@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "lb/analyze_report.h"
-#include "lb/hash.h"
+#include "lb/analyze/report.h"
+#include "lb/core/hash.h"
 
 namespace lb {
 namespace {

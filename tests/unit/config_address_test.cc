@@ -1,11 +1,11 @@
-// Numeric socket addresses as the config writes them (lb/address.h).
+// Numeric socket addresses as the config writes them (lb/core/address.h).
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 
 #include <string>
 
-#include "lb/address.h"
+#include "lb/core/address.h"
 
 namespace lb {
 namespace {

@@ -1,9 +1,9 @@
-// Durations as the config writes them (lb/duration.h).
+// Durations as the config writes them (lb/core/duration.h).
 #include <gtest/gtest.h>
 
 #include <string>
 
-#include "lb/duration.h"
+#include "lb/core/duration.h"
 
 namespace lb {
 namespace {

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "lb/config.h"
+#include "lb/config/config.h"
 
 namespace lb {
 namespace {

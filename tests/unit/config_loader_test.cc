@@ -1,4 +1,4 @@
-// The loader reads design.md's example with every field as written, and fills defaults for
+// The loader reads the full example config with every field as written, and fills defaults for
 // everything left out.
 #include <gtest/gtest.h>
 
@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <string>
 
-#include "lb/config.h"
+#include "lb/config/config.h"
 
 namespace lb {
 namespace {
@@ -16,7 +16,7 @@ using std::chrono::hours;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-// design.md "Config (TOML)", verbatim, plus the `memcached` cluster its tcp listener names
+// The full example config (README and docs/config.md), verbatim, plus the `memcached` cluster its tcp listener names
 // (the design's example leaves it out, and a listener naming an undefined cluster is an
 // error).
 const char kDesignExample[] = R"(

@@ -1,11 +1,11 @@
 // The pass that keeps toml++ 3.3 away from inputs where it has undefined behaviour
-// (lb/config_prescan.h): it rejects exactly those, with a position, and nothing valid besides.
+// (lb/config/prescan.h): it rejects exactly those, with a position, and nothing valid besides.
 #include <gtest/gtest.h>
 
 #include <string>
 
-#include "lb/config.h"
-#include "lb/config_prescan.h"
+#include "lb/config/config.h"
+#include "lb/config/prescan.h"
 
 namespace lb {
 namespace {

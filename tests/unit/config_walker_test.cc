@@ -1,7 +1,7 @@
-// The did-you-mean behind every "unknown key" and "not defined" message (lb/config_walker.h).
+// The did-you-mean behind every "unknown key" and "not defined" message (lb/config/walker.h).
 #include <gtest/gtest.h>
 
-#include "lb/config_walker.h"
+#include "lb/config/walker.h"
 
 namespace lb {
 namespace {

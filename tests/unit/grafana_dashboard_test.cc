@@ -12,7 +12,7 @@
 #include <set>
 #include <sstream>
 
-#include "lb/metrics.h"
+#include "lb/admin/metrics.h"
 #include "tests/unit/json_reader.h"
 #include "tests/unit/metrics_test_snapshot.h"
 

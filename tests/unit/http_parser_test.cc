@@ -1,4 +1,4 @@
-#include "lb/http_parser.h"
+#include "lb/http/parser.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "lb/http_rewrite.h"
+#include "lb/http/rewrite.h"
 
 #include <gtest/gtest.h>
 

@@ -8,7 +8,7 @@
 #include <chrono>
 #include <thread>
 
-#include "lb/server.h"
+#include "lb/app/server.h"
 #include "tests/support/http_client.h"
 #include "tests/support/process.h"
 

@@ -1,5 +1,6 @@
 // KeyChain: Envoy's combination of several hash policies, terminal semantics, and the ketama
 // invariant (one policy gives that policy's plain hash).
+#include "lb/config/config.h"
 #include "plugins/keys/key_chain.h"
 
 #include <gtest/gtest.h>
@@ -24,7 +25,7 @@ HashPolicy policy(std::string kind, std::string name = "", bool terminal = false
 }
 
 KeyChain chainOf(std::vector<HashPolicy> policies, Protocol proto = Protocol::kHttp) {
-  auto r = KeyChain::build(policies, proto);
+  auto r = KeyChain::build(policies, protocolName(proto));
   EXPECT_TRUE(r.ok());
   return r.ok() ? std::move(r.value()) : KeyChain{};
 }
@@ -146,7 +147,7 @@ TEST(KeyChainTest, AddressPoliciesWorkOnTcp) {
 TEST(KeyChainTest, RejectsL7PoliciesOnTcpAndUnknownKinds) {
   std::vector<HashPolicy> ps = {policy("header", "x"), policy("source_ip"), policy("uri")};
   ps[0].pos = {7, 3};
-  auto r = KeyChain::build(ps, Protocol::kTcp, "lb.toml", "listeners.mc.hash");
+  auto r = KeyChain::build(ps, "tcp", "lb.toml", "listeners.mc.hash");
   ASSERT_FALSE(r.ok());
   ASSERT_EQ(r.errors().size(), 2u);
   EXPECT_EQ(r.errors()[0].format(),

@@ -1,5 +1,5 @@
 // Shared fixtures for the key-plugin tests: requests and socket addresses built in place,
-// and expected hashes computed straight from the libraries (not through lb/hash.h), so a
+// and expected hashes computed straight from the libraries (not through lb/core/hash.h), so a
 // test fails if a plugin hashes the wrong bytes or the wrong function.
 #pragma once
 

@@ -1,10 +1,10 @@
-// The snapshot collector: every family of design.md's table, summed over workers, with the
+// The snapshot collector: every family of docs/architecture.md's metrics table, summed over workers, with the
 // labels and values the per-worker slots and shared counters hold.
 #include <gtest/gtest.h>
 
 #include <set>
 
-#include "lb/metrics.h"
+#include "lb/admin/metrics.h"
 #include "tests/unit/metrics_test_snapshot.h"
 
 namespace lb {

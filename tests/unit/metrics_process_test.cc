@@ -5,7 +5,7 @@
 
 #include <chrono>
 
-#include "lb/process_metrics.h"
+#include "lb/admin/process_metrics.h"
 #include "tests/unit/metrics_test_snapshot.h"
 
 namespace lb {

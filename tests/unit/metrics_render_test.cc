@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <fstream>
 
-#include "lb/metrics.h"
+#include "lb/admin/metrics.h"
 #include "tests/unit/metrics_test_snapshot.h"
 
 namespace lb {

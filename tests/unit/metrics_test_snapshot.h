@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "lb/snapshot.h"
+#include "lb/routing/snapshot.h"
 
 namespace lb::testing {
 

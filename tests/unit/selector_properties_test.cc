@@ -1,4 +1,4 @@
-// Properties every selector promises (design.md, "Selector plugins"), checked on each
+// Properties every selector promises (docs/architecture.md, "Selectors"), checked on each
 // registered selector: the replica walk is a permutation, removing a host moves only its keys,
 // adding a host of weight w takes about w / (W + w) of the keys, weighted shares follow the
 // weights, and the backends' order does not matter (jump excepted, by design).

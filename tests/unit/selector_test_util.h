@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "lb/hash.h"
+#include "lb/core/hash.h"
 #include "plugins/builtin.h"
 #include "plugins/selector.h"
 

@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
 
-#include "lb/hash.h"
-#include "lb/result.h"
+#include "lb/core/hash.h"
+#include "lb/core/result.h"
 
 namespace lb {
 namespace {

@@ -21,8 +21,8 @@
 
 #include <gtest/gtest.h>
 
-#include "lb/access_log.h"
-#include "lb/tcp_session.h"
+#include "lb/runtime/access_log.h"
+#include "lb/proxy/tcp/tcp_session.h"
 #include "tests/unit/tcp_test_servers.h"
 
 namespace lb {
@@ -120,7 +120,7 @@ class ProxyLoop {
     });
     thread_.join();
     EXPECT_EQ(uv_loop_close(&loop_), 0) << "a handle was left open";
-    EXPECT_EQ(env_.open_sessions.load(), 0u);
+    EXPECT_EQ(env_.sessions.count(), 0u);
     EXPECT_EQ(buffers_.outstanding(), 0u) << "a chunk was not returned to the pool";
   }
 
@@ -227,7 +227,7 @@ TEST(TcpSessionTest, LiveLoadCountsTheOpenConnectionUntilItCloses) {
     ASSERT_EQ(c.readExactly(1), "x");
     EXPECT_EQ(liveOf(*snap, 0), 1);
   }
-  EXPECT_TRUE(proxy.waitFor([&] { return proxy.env().open_sessions == 0; }));
+  EXPECT_TRUE(proxy.waitFor([&] { return proxy.env().sessions.count() == 0; }));
   EXPECT_EQ(liveOf(*snap, 0), 0);
 }
 
@@ -244,7 +244,7 @@ TEST(TcpSessionTest, ClientHalfCloseReachesTheBackendAndTheReplyStillArrives) {
   ASSERT_TRUE(c.send("abcdef"));
   c.shutdownWrite();
   EXPECT_EQ(c.readToEof(), "got 6 bytes");
-  EXPECT_TRUE(proxy.waitFor([&] { return proxy.env().open_sessions == 0; }));
+  EXPECT_TRUE(proxy.waitFor([&] { return proxy.env().sessions.count() == 0; }));
 }
 
 TEST(TcpSessionTest, BackendHalfCloseReachesTheClientWhichCanStillSend) {
@@ -348,7 +348,7 @@ TEST(TcpSessionTest, WritesOneAccessLogLinePerConnection) {
     ASSERT_TRUE(c.send("12345"));
     ASSERT_EQ(c.readExactly(5), "12345");
     c.close();
-    ASSERT_TRUE(proxy.waitFor([&] { return proxy.env().open_sessions == 0; }));
+    ASSERT_TRUE(proxy.waitFor([&] { return proxy.env().sessions.count() == 0; }));
   }   // stop(): the final flush
   std::ifstream in(path);
   std::stringstream ss;

@@ -1,0 +1,50 @@
+// The admin listener (/metrics /ready /backends /ring?cluster=C&key=K; docs/operations.md), on the
+// main thread's loop. The metrics and admin work lives behind this small entry point so the
+// server wires it in one place.
+//
+// What it serves (GET or HEAD; any other method 405 with Allow; unknown paths 404):
+//   /metrics   Prometheus text format 0.0.4: every metric of docs/architecture.md's table plus
+//              lb_build_info, lb_config_last_reload_success_timestamp_seconds and process_*.
+//   /ready     200 "ready", or 503 "draining" once a drain began (take lb out of rotation).
+//   /backends  {"generation":N,"clusters":[{"name","selector","hash_balance_factor",
+//              "total_load","backends":[{"name","address","weight","healthy","load",
+//              "cap" (null when bounded loads are off),"keyspace_share"}]}]}
+//   /ring?cluster=C&key=K
+//              {"cluster","key","hash","owner","order":[every backend, preference order],
+//               "pick","reason"}: owner and order come from the table alone (as `lb analyze`
+//              prints them); pick and reason are where a request would go right now, given
+//              health and live loads. Query values are percent-decoded, '+' as a space (as
+//              HTML forms and curl --data-urlencode send them). 400 when a parameter is
+//              missing or malformed, 404 for an unknown cluster.
+// Limits: 16 KiB per request (431 beyond), 64 connections, 30 s to send each request.
+#pragma once
+
+#include <uv.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "lb/routing/snapshot.h"
+
+namespace lb {
+
+struct AdminHooks {
+  std::function<std::shared_ptr<const Snapshot>()> snapshot;   // the live snapshot
+  std::function<bool()> draining;                              // /ready answers 503 when true
+};
+
+class Admin;
+
+// Main thread only. Starts listening on `listen` ("127.0.0.1:9901"); nullptr with *error set
+// when it cannot bind.
+Admin* startAdmin(uv_loop_t* loop, const std::string& listen, AdminHooks hooks,
+                  std::string* error);
+// Main thread only. Closes the listener and every admin connection; frees itself after the
+// last close callback. Null is allowed.
+void stopAdmin(Admin* admin);
+// Main thread only. Records a reload attempt (lb_config_reloads_total{result},
+// lb_config_last_reload_success_timestamp_seconds). Null is allowed.
+void noteReload(Admin* admin, bool ok);
+
+}  // namespace lb

@@ -1,0 +1,68 @@
+#include "lb/admin/admin_server.h"
+
+#include "lb/admin/routes.h"
+#include "lb/core/log.h"
+
+namespace lb {
+
+namespace {
+
+AdminResponse text(int status, std::string body) {
+  AdminResponse r;
+  r.status = status;
+  r.body = std::move(body);
+  return r;
+}
+
+}  // namespace
+
+Admin::Admin(AdminHooks hooks)
+    : hooks_(std::move(hooks)), metrics_(hooks_.snapshot, wallClockSeconds()) {}
+
+AdminResponse Admin::handle(const AdminRequest& req) {
+  if (req.path == "/metrics") {
+    AdminResponse r;
+    r.content_type = kMetricsContentType;
+    r.body = metrics_.render();
+    return r;
+  }
+  if (req.path == "/ready") {
+    // Load balancers in front of lb poll this: 503 while draining takes lb out of rotation
+    // before its listeners close.
+    const bool draining = hooks_.draining && hooks_.draining();
+    return draining ? text(503, "draining\n") : text(200, "ready\n");
+  }
+  if (req.path == "/backends" || req.path == "/ring") {
+    auto snap = hooks_.snapshot ? hooks_.snapshot() : nullptr;
+    if (!snap) return text(503, "no configuration loaded\n");
+    return req.path == "/backends" ? backendsResponse(*snap) : ringResponse(*snap, req.query);
+  }
+  return text(404, "not found; try /metrics /ready /backends /ring?cluster=C&key=K\n");
+}
+
+Admin* startAdmin(uv_loop_t* loop, const std::string& listen, AdminHooks hooks,
+                  std::string* error) {
+  auto* admin = new Admin(std::move(hooks));
+  admin->server_ = AdminHttpServer::start(
+      loop, listen, [admin](const AdminRequest& r) { return admin->handle(r); },
+      [admin] { delete admin; }, error);
+  if (admin->server_ == nullptr) {
+    delete admin;
+    return nullptr;
+  }
+  // The bound port, not the configured one: with port 0, tests read it from this line.
+  const std::string bound =
+      listen.substr(0, listen.rfind(':') + 1) + std::to_string(admin->port());
+  LB_INFO("admin listening on %s", bound.c_str());
+  return admin;
+}
+
+void stopAdmin(Admin* admin) {
+  if (admin != nullptr) admin->server_->stop();
+}
+
+void noteReload(Admin* admin, bool ok) {
+  if (admin != nullptr) admin->metrics().noteReload(ok, wallClockSeconds());
+}
+
+}  // namespace lb

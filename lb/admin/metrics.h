@@ -1,0 +1,77 @@
+// lb's Prometheus metrics (docs/architecture.md, "Metrics"). Workers keep plain single-writer counters
+// (lb/core/stats.h); at scrape time SnapshotCollector reads the live snapshot and sums every
+// worker's slot into prometheus-cpp MetricFamily objects, so counting costs the request path
+// no atomic read-modify-write: this file only loads.
+#pragma once
+
+#include <prometheus/collectable.h>
+#include <prometheus/counter.h>
+#include <prometheus/gauge.h>
+#include <prometheus/metric_family.h>
+#include <prometheus/registry.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "lb/admin/process_metrics.h"
+#include "lb/routing/snapshot.h"
+
+namespace lb {
+
+using SnapshotSource = std::function<std::shared_ptr<const Snapshot>()>;
+
+// The Content-Type of the text exposition format this renders.
+inline constexpr const char* kMetricsContentType = "text/plain; version=0.0.4; charset=utf-8";
+
+// Every lb_backend_* and listener family of the table in docs/architecture.md, from one snapshot. Backends
+// appear in config order, clusters and listeners too; lb_backend_load_cap only for clusters
+// with bounded loads on. Any thread; reads the shared counters with relaxed loads.
+std::vector<prometheus::MetricFamily> collectSnapshotMetrics(const Snapshot& snapshot);
+
+// Collectable over whatever snapshot is live when Prometheus scrapes. A null snapshot yields
+// no families.
+class SnapshotCollector final : public prometheus::Collectable {
+ public:
+  explicit SnapshotCollector(SnapshotSource source) : source_(std::move(source)) {}
+  std::vector<prometheus::MetricFamily> Collect() const override;
+
+ private:
+  SnapshotSource source_;
+};
+
+// Everything /metrics serves: the snapshot families, the process_* families, and a
+// prometheus::Registry for what the main thread itself records (lb_build_info, reloads).
+// Main thread only (noteReload and render are called from the admin loop).
+class Metrics {
+ public:
+  // start_seconds: the time the first config was loaded, the initial value of
+  // lb_config_last_reload_success_timestamp_seconds (as Prometheus' own metric starts).
+  Metrics(SnapshotSource source, double start_seconds);
+  Metrics(const Metrics&) = delete;
+  Metrics& operator=(const Metrics&) = delete;
+
+  // Records one reload attempt at `now_seconds` (seconds since the epoch).
+  void noteReload(bool ok, double now_seconds);
+
+  // All families, registry first, then snapshot, then process.
+  std::vector<prometheus::MetricFamily> collect() const;
+  // The text exposition format 0.0.4 of collect().
+  std::string render() const;
+
+ private:
+  prometheus::Registry registry_;
+  prometheus::Family<prometheus::Counter>& reloads_;
+  prometheus::Counter& reload_success_;
+  prometheus::Counter& reload_failure_;
+  prometheus::Gauge& last_success_;
+  SnapshotCollector snapshot_;
+  ProcessCollector process_;
+  mutable size_t last_size_ = 0;   // the previous body's size: the next one's reservation
+};
+
+// The seconds since the epoch, from the realtime clock.
+double wallClockSeconds();
+
+}  // namespace lb

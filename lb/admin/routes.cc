@@ -1,0 +1,220 @@
+#include "lb/admin/routes.h"
+
+#include <charconv>
+#include <cstdio>
+#include <vector>
+
+#include "lb/core/hash.h"
+
+namespace lb {
+
+namespace {
+
+constexpr const char* kJson = "application/json";
+
+int hexValue(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// Length of the valid UTF-8 sequence at s[i] (RFC 3629: no overlongs, no surrogates, at most
+// U+10FFFF), or 0 when the bytes there are not one.
+size_t utf8Length(std::string_view s, size_t i) {
+  auto b = [&](size_t k) { return static_cast<unsigned char>(s[i + k]); };
+  auto cont = [&](size_t k) { return i + k < s.size() && (b(k) & 0xC0) == 0x80; };
+  unsigned char c = b(0);
+  if (c < 0x80) return 1;
+  if (c >= 0xC2 && c <= 0xDF) return cont(1) ? 2 : 0;
+  if (c >= 0xE0 && c <= 0xEF) {
+    if (!cont(1) || !cont(2)) return 0;
+    if (c == 0xE0 && b(1) < 0xA0) return 0;   // overlong
+    if (c == 0xED && b(1) > 0x9F) return 0;   // surrogate
+    return 3;
+  }
+  if (c >= 0xF0 && c <= 0xF4) {
+    if (!cont(1) || !cont(2) || !cont(3)) return 0;
+    if (c == 0xF0 && b(1) < 0x90) return 0;   // overlong
+    if (c == 0xF4 && b(1) > 0x8F) return 0;   // above U+10FFFF
+    return 4;
+  }
+  return 0;
+}
+
+void appendNumber(std::string& out, double v) {
+  char buf[32];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), v);
+  out.append(buf, ec == std::errc() ? end : buf);
+}
+
+void appendNumber(std::string& out, uint64_t v) { out += std::to_string(v); }
+
+AdminResponse jsonError(int status, const std::string& message) {
+  AdminResponse r;
+  r.status = status;
+  r.content_type = kJson;
+  r.body = "{\"error\":";
+  appendJsonString(r.body, message);
+  r.body += "}\n";
+  return r;
+}
+
+}  // namespace
+
+std::optional<std::string> percentDecode(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '+') {
+      out += ' ';
+    } else if (s[i] == '%') {
+      if (i + 2 >= s.size()) return std::nullopt;
+      int hi = hexValue(s[i + 1]), lo = hexValue(s[i + 2]);
+      if (hi < 0 || lo < 0) return std::nullopt;
+      out += static_cast<char>(hi * 16 + lo);
+      i += 2;
+    } else {
+      out += s[i];
+    }
+  }
+  return out;
+}
+
+std::optional<std::map<std::string, std::string>> parseQuery(std::string_view query) {
+  std::map<std::string, std::string> out;
+  while (!query.empty()) {
+    size_t amp = query.find('&');
+    std::string_view part = query.substr(0, amp);
+    query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
+    if (part.empty()) continue;
+    size_t eq = part.find('=');
+    auto name = percentDecode(part.substr(0, eq));
+    auto value = eq == std::string_view::npos ? std::optional<std::string>("")
+                                              : percentDecode(part.substr(eq + 1));
+    if (!name || !value) return std::nullopt;
+    out.emplace(std::move(*name), std::move(*value));   // keeps the first
+  }
+  return out;
+}
+
+void appendJsonString(std::string& out, std::string_view s) {
+  out += '"';
+  for (size_t i = 0; i < s.size();) {
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+      ++i;
+    } else if (c < 0x20) {
+      char buf[8];
+      switch (c) {
+        case '\n': out += "\\n"; break;
+        case '\r': out += "\\r"; break;
+        case '\t': out += "\\t"; break;
+        default:
+          snprintf(buf, sizeof(buf), "\\u%04x", c);
+          out += buf;
+      }
+      ++i;
+    } else if (size_t n = utf8Length(s, i); n > 0) {
+      out.append(s.data() + i, n);
+      i += n;
+    } else {
+      out += "\\ufffd";
+      ++i;
+    }
+  }
+  out += '"';
+}
+
+AdminResponse backendsResponse(const Snapshot& snap) {
+  AdminResponse r;
+  r.content_type = kJson;
+  std::string& o = r.body;
+  o = "{\"generation\":" + std::to_string(snap.generation) + ",\"clusters\":[";
+  for (size_t ci = 0; ci < snap.clusters.size(); ++ci) {
+    const ClusterSnapshot& c = snap.clusters[ci];
+    // One read per counter; total and caps from those reads (as the metrics do).
+    std::vector<int64_t> live;
+    uint64_t total = 0;
+    for (const BackendSnapshot& b : c.backends) {
+      live.push_back(b.state->live.load(std::memory_order_relaxed));
+      total += live.back() > 0 ? static_cast<uint64_t>(live.back()) : 0;
+    }
+    if (ci > 0) o += ',';
+    o += "{\"name\":";
+    appendJsonString(o, c.config->name);
+    o += ",\"selector\":";
+    appendJsonString(o, c.config->selector);
+    o += ",\"hash_balance_factor\":" + std::to_string(c.config->hash_balance_factor);
+    o += ",\"total_load\":" + std::to_string(total) + ",\"backends\":[";
+    for (uint32_t i = 0; i < c.backends.size(); ++i) {
+      const BackendSnapshot& b = c.backends[i];
+      if (i > 0) o += ',';
+      o += "{\"name\":";
+      appendJsonString(o, b.config->name);
+      o += ",\"address\":";
+      appendJsonString(o, b.config->address);
+      o += ",\"weight\":" + std::to_string(b.config->weight);
+      o += ",\"healthy\":";
+      o += b.state->healthy.load(std::memory_order_relaxed) ? "true" : "false";
+      o += ",\"load\":" + std::to_string(live[i]);
+      o += ",\"cap\":";
+      if (c.bounded)
+        appendNumber(o, c.bounded->cap(i, total));
+      else
+        o += "null";
+      o += ",\"keyspace_share\":";
+      appendNumber(o, b.keyspace_share);
+      o += '}';
+    }
+    o += "]}";
+  }
+  o += "]}\n";
+  return r;
+}
+
+AdminResponse ringResponse(const Snapshot& snap, std::string_view query) {
+  auto params = parseQuery(query);
+  if (!params) return jsonError(400, "malformed query string");
+  auto cluster_it = params->find("cluster");
+  auto key_it = params->find("key");
+  if (cluster_it == params->end()) return jsonError(400, "missing parameter 'cluster'");
+  if (key_it == params->end()) return jsonError(400, "missing parameter 'key'");
+  const ClusterSnapshot* c = snap.findCluster(cluster_it->second);
+  if (c == nullptr) return jsonError(404, "unknown cluster '" + cluster_it->second + "'");
+  const std::string& key = key_it->second;
+
+  AdminResponse r;
+  r.content_type = kJson;
+  std::string& o = r.body;
+  o = "{\"cluster\":";
+  appendJsonString(o, c->config->name);
+  o += ",\"key\":";
+  appendJsonString(o, key);
+  const uint32_t hosts = c->table ? c->table->hostCount() : 0;
+  if (hosts == 0) {
+    o += ",\"hash\":null,\"owner\":null,\"order\":[],\"pick\":null,\"reason\":null}\n";
+    return r;
+  }
+  const uint64_t hash = hashKeyBytes(c->selector->key_hash, key);
+  o += ",\"hash\":";
+  appendNumber(o, hash);
+  o += ",\"owner\":";
+  appendJsonString(o, c->backends[c->table->pick(hash, 0)].config->name);
+  o += ",\"order\":[";
+  for (uint32_t a = 0; a < hosts; ++a) {
+    if (a > 0) o += ',';
+    appendJsonString(o, c->backends[c->table->pick(hash, a)].config->name);
+  }
+  const Pick p = c->pick(hash);
+  o += "],\"pick\":";
+  appendJsonString(o, c->backends[p.host].config->name);
+  o += ",\"reason\":";
+  appendJsonString(o, pickReasonName(p.reason));
+  o += "}\n";
+  return r;
+}
+
+}  // namespace lb

@@ -1,0 +1,190 @@
+#include "lb/analyze/report.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace lb {
+
+namespace {
+
+// Hash mod total weight, host i owning slots [cumulative[i-1], cumulative[i]).
+class ModNTable final : public SelectorTable {
+ public:
+  explicit ModNTable(std::span<const HostSpec> hosts) {
+    cumulative_.reserve(hosts.size());
+    uint64_t total = 0;
+    for (const auto& h : hosts) {
+      total += h.weight;
+      cumulative_.push_back(total);
+    }
+  }
+
+  uint32_t pick(uint64_t hash, uint32_t attempt) const noexcept override {
+    const uint64_t slot = hash % cumulative_.back();
+    const auto owner = static_cast<uint32_t>(
+        std::upper_bound(cumulative_.begin(), cumulative_.end(), slot) - cumulative_.begin());
+    return static_cast<uint32_t>((uint64_t{owner} + attempt) % cumulative_.size());
+  }
+  uint32_t hostCount() const noexcept override {
+    return static_cast<uint32_t>(cumulative_.size());
+  }
+  size_t memoryBytes() const noexcept override {
+    return sizeof(*this) + cumulative_.capacity() * sizeof(uint64_t);
+  }
+
+ private:
+  std::vector<uint64_t> cumulative_;
+};
+
+std::vector<HostSpec> specsOf(std::span<const AnalyzeHost> hosts) {
+  std::vector<HostSpec> specs;
+  specs.reserve(hosts.size());
+  for (const auto& h : hosts) specs.push_back({h.name, h.weight});
+  return specs;
+}
+
+// Builds and checks that the table covers exactly `hosts`, so picks can index per-host arrays.
+std::unique_ptr<SelectorTable> buildChecked(const std::string& selector,
+                                            const AnalyzeTableBuilder& build,
+                                            std::span<const HostSpec> hosts,
+                                            std::string& error) {
+  auto table = build(hosts);
+  if (!table) {
+    error = selector + ": cannot build a table over " + std::to_string(hosts.size()) + " hosts";
+    return nullptr;
+  }
+  if (table->hostCount() != hosts.size()) {
+    error = selector + ": table built over " + std::to_string(hosts.size()) + " hosts reports " +
+            std::to_string(table->hostCount());
+    return nullptr;
+  }
+  return table;
+}
+
+MoveFigures moveFigures(std::string backend, uint64_t moved, uint64_t collateral,
+                        double ideal, uint64_t keys) {
+  MoveFigures m;
+  m.backend = std::move(backend);
+  m.moved_keys = moved;
+  m.collateral_keys = collateral;
+  m.moved = static_cast<double>(moved) / static_cast<double>(keys);
+  m.collateral = static_cast<double>(collateral) / static_cast<double>(keys);
+  m.ideal = ideal;
+  return m;
+}
+
+}  // namespace
+
+BalanceFigures balanceOf(std::span<const uint64_t> keys_per_host,
+                         std::span<const uint32_t> weights) {
+  BalanceFigures b;
+  b.keys.assign(keys_per_host.begin(), keys_per_host.end());
+  uint64_t total_keys = 0;
+  uint64_t total_weight = 0;
+  for (size_t i = 0; i < keys_per_host.size(); ++i) {
+    total_keys += keys_per_host[i];
+    total_weight += weights[i];
+  }
+  if (total_keys == 0 || total_weight == 0) return b;
+  // Worked example: weights 1,1,2 (W = 4) and 1000 keys split 250/240/510. Fair shares are
+  // 250/250/500, loads 1.00/0.96/1.02: max_over_mean 1.02, stddev_pct
+  // 100 * sqrt((0 + 0.0016 + 0.0004) / 3) = 2.58.
+  double max_load = 0;
+  double sum_sq = 0;
+  for (size_t i = 0; i < keys_per_host.size(); ++i) {
+    const double keys = static_cast<double>(keys_per_host[i]);
+    b.shares.push_back(keys / static_cast<double>(total_keys));
+    const double fair = static_cast<double>(total_keys) * weights[i] /
+                        static_cast<double>(total_weight);
+    const double load = keys / fair;
+    max_load = std::max(max_load, load);
+    sum_sq += (load - 1) * (load - 1);
+  }
+  b.max_over_mean = max_load;
+  b.stddev_pct = 100 * std::sqrt(sum_sq / static_cast<double>(keys_per_host.size()));
+  return b;
+}
+
+std::optional<SelectorFigures> analyzeSelector(const std::string& selector,
+                                               const AnalyzeTableBuilder& build,
+                                               std::span<const AnalyzeHost> hosts,
+                                               const AnalyzeHost& added,
+                                               std::span<const uint64_t> key_hashes,
+                                               std::string& error) {
+  if (hosts.size() < 2 || key_hashes.empty()) {
+    error = selector + ": need at least 2 hosts and 1 key";
+    return std::nullopt;
+  }
+  // The three host lists are prefixes of one another, so a host keeps its index in all three
+  // tables and owners compare as plain indices.
+  std::vector<HostSpec> grown = specsOf(hosts);
+  grown.push_back({added.name, added.weight});
+  const auto n = static_cast<uint32_t>(hosts.size());
+  const std::span<const HostSpec> before(grown.data(), n);
+  const std::span<const HostSpec> shrunk(grown.data(), n - 1);
+
+  auto base = buildChecked(selector, build, before, error);
+  if (!base) return std::nullopt;
+  auto removed = buildChecked(selector, build, shrunk, error);
+  if (!removed) return std::nullopt;
+  auto grew = buildChecked(selector, build, grown, error);
+  if (!grew) return std::nullopt;
+
+  std::vector<uint64_t> owned(n, 0);
+  uint64_t rm_moved = 0, rm_collateral = 0, add_moved = 0, add_collateral = 0;
+  const uint32_t last = n - 1;
+  for (const uint64_t h : key_hashes) {
+    const uint32_t o = base->pick(h, 0);
+    const uint32_t r = removed->pick(h, 0);
+    const uint32_t a = grew->pick(h, 0);
+    if (o >= n || r >= n - 1 || a >= n + 1) {
+      error = selector + ": pick returned a host index outside the table";
+      return std::nullopt;
+    }
+    ++owned[o];
+    // Removal: every key of the removed host must move; one that moved from a host still
+    // present is collateral damage.
+    if (r != o) {
+      ++rm_moved;
+      if (o != last) ++rm_collateral;
+    }
+    // Addition: only keys taken by the new host need to move.
+    if (a != o) {
+      ++add_moved;
+      if (a != n) ++add_collateral;
+    }
+  }
+
+  uint64_t total_weight = 0;
+  std::vector<uint32_t> weights;
+  SelectorFigures f;
+  f.selector = selector;
+  f.keys = key_hashes.size();
+  for (const auto& h : hosts) {
+    f.backends.push_back(h.name);
+    weights.push_back(h.weight);
+    total_weight += h.weight;
+  }
+  f.balance = balanceOf(owned, weights);
+  const double w_last = hosts.back().weight;
+  const double w_new = added.weight;
+  const double w = static_cast<double>(total_weight);
+  f.remove = moveFigures(hosts.back().name, rm_moved, rm_collateral, w_last / w, f.keys);
+  f.add = moveFigures(added.name, add_moved, add_collateral, w_new / (w + w_new), f.keys);
+  return f;
+}
+
+std::unique_ptr<SelectorTable> buildModNTable(std::span<const HostSpec> hosts,
+                                              const SelectorOptions&) {
+  if (hosts.empty()) return nullptr;
+  for (const auto& h : hosts)
+    if (h.weight == 0) return nullptr;
+  return std::make_unique<ModNTable>(hosts);
+}
+
+const SelectorInfo& modNSelector() {
+  static const SelectorInfo kModN{"mod_n", &buildModNTable, KeyHash::kXxh64};
+  return kModN;
+}
+
+}  // namespace lb

@@ -1,0 +1,130 @@
+#include "lb/app/lifecycle.h"
+
+#include <signal.h>
+
+#include "lb/admin/admin.h"
+#include "lb/config/config.h"
+#include "lb/core/log.h"
+#include "lb/app/server.h"
+#include "lb/routing/snapshot.h"
+
+namespace lb {
+
+namespace {
+// How often the drain looks at the in-flight count: a drain ends at most this late.
+constexpr uint64_t kDrainPollMs = 20;
+}  // namespace
+
+Lifecycle::Lifecycle(uv_loop_t* loop, Server& server, std::string config_path,
+                     uint64_t generation)
+    : loop_(loop), server_(server), config_path_(std::move(config_path)), generation_(generation) {}
+
+void Lifecycle::start() {
+  if (started_) return;
+  started_ = true;
+  struct {
+    uv_signal_t* handle;
+    int signum;
+  } signals[] = {{&sighup_, SIGHUP}, {&sigterm_, SIGTERM}, {&sigint_, SIGINT}};
+  for (auto& s : signals) {
+    uv_signal_init(loop_, s.handle);
+    s.handle->data = this;
+    uv_signal_start(s.handle, onSignal, s.signum);
+  }
+  uv_timer_init(loop_, &drain_timer_);
+  drain_timer_.data = this;
+}
+
+void Lifecycle::onSignal(uv_signal_t* s, int signum) {
+  auto* self = static_cast<Lifecycle*>(s->data);
+  if (signum == SIGHUP) {
+    if (self->draining_) {
+      LB_WARN("SIGHUP during drain: ignored");
+      return;
+    }
+    LB_INFO("SIGHUP: reloading %s", self->config_path_.c_str());
+    self->reload();
+    return;
+  }
+  if (self->draining_) {
+    LB_WARN("%s during drain: stopping now", signum == SIGINT ? "SIGINT" : "SIGTERM");
+    self->finish();
+    return;
+  }
+  LB_INFO("%s: draining", signum == SIGINT ? "SIGINT" : "SIGTERM");
+  self->beginDrain();
+}
+
+bool Lifecycle::reload() {
+  auto fail = [&](const Errors& errors) {
+    for (const auto& e : errors) LB_ERROR("reload: %s", e.format().c_str());
+    LB_ERROR("reload failed (%zu error%s): still running generation %llu", errors.size(),
+             errors.size() == 1 ? "" : "s", static_cast<unsigned long long>(generation_));
+    noteReload(admin_, false);
+    return false;
+  };
+  auto loaded = loadConfigFile(config_path_);
+  if (!loaded.ok()) return fail(loaded.errors());
+  Config config = std::move(loaded.value());
+  const Config& running = server_.snapshot()->config;
+  // Worker threads and the admin socket are set up once; say so rather than half-apply.
+  if (config.workers != running.workers)
+    LB_WARN("reload: lb.workers changed (%u -> %u): takes effect on restart", running.workers,
+            config.workers);
+  if (config.admin_listen != running.admin_listen)
+    LB_WARN("reload: admin.listen changed (%s -> %s): takes effect on restart",
+            running.admin_listen.c_str(), config.admin_listen.c_str());
+  auto built = buildSnapshot(std::move(config), server_.registry(), generation_ + 1);
+  if (!built.ok()) return fail(built.errors());
+  std::shared_ptr<const Snapshot> snap = built.value();
+  ++generation_;
+  setLogLevel(snap->config.log_level);
+  server_.applySnapshot(snap);
+  noteReload(admin_, true);
+  LB_INFO("reloaded %s: generation %llu, %zu listener%s, %zu cluster%s", config_path_.c_str(),
+          static_cast<unsigned long long>(generation_), snap->listeners.size(),
+          snap->listeners.size() == 1 ? "" : "s", snap->clusters.size(),
+          snap->clusters.size() == 1 ? "" : "s");
+  return true;
+}
+
+void Lifecycle::beginDrain() {
+  if (draining_ || finished_) return;
+  draining_ = true;
+  const Duration timeout = server_.snapshot()->config.drain_timeout;
+  server_.beginDrain();
+  drain_deadline_ = uv_now(loop_) + static_cast<uint64_t>(timeout.count());
+  LB_INFO("draining: %zu in flight, waiting up to %lld ms", server_.inFlight(),
+          static_cast<long long>(timeout.count()));
+  drainTick();
+}
+
+void Lifecycle::onDrainTick(uv_timer_t* t) { static_cast<Lifecycle*>(t->data)->drainTick(); }
+
+void Lifecycle::drainTick() {
+  if (finished_) return;
+  size_t left = server_.inFlight();
+  if (left == 0) {
+    LB_INFO("drained: nothing in flight");
+    finish();
+    return;
+  }
+  if (uv_now(loop_) >= drain_deadline_) {
+    LB_WARN("drain timeout: closing %zu still in flight", left);
+    finish();
+    return;
+  }
+  uv_timer_start(&drain_timer_, onDrainTick, kDrainPollMs, 0);
+}
+
+void Lifecycle::finish() {
+  if (finished_) return;
+  finished_ = true;
+  stopAdmin(admin_);
+  admin_ = nullptr;
+  for (uv_signal_t* s : {&sighup_, &sigterm_, &sigint_})
+    uv_close(reinterpret_cast<uv_handle_t*>(s), nullptr);
+  uv_close(reinterpret_cast<uv_handle_t*>(&drain_timer_), nullptr);
+}
+
+}  // namespace lb

@@ -1,0 +1,66 @@
+// `lb --config FILE`: the process from config load to exit code (lb/app/server.h).
+#include <signal.h>
+#include <uv.h>
+
+#include <cstdio>
+
+#include "lb/admin/admin.h"
+#include "lb/app/lifecycle.h"
+#include "lb/app/server.h"
+#include "lb/config/config.h"
+#include "lb/core/log.h"
+
+namespace lb {
+
+int runServer(const std::string& config_path) {
+  auto loaded = loadConfigFile(config_path);
+  if (!loaded.ok()) {
+    for (const auto& e : loaded.errors()) fprintf(stderr, "%s\n", e.format().c_str());
+    return 1;
+  }
+  Config config = std::move(loaded.value());
+  setLogLevel(config.log_level);
+  signal(SIGPIPE, SIG_IGN);
+  const unsigned workers = resolveWorkerCount(config.workers);
+  Server server(workers);
+  const std::string admin_listen = config.admin_listen;
+  auto snap = buildSnapshot(std::move(config), server.registry(), 1);
+  if (!snap.ok()) {
+    for (const auto& e : snap.errors()) fprintf(stderr, "%s\n", e.format().c_str());
+    return 1;
+  }
+  // SIGHUP reload and SIGTERM/SIGINT drain (lb/app/lifecycle.h); the loop ends with the drain.
+  // Handlers go in before any port opens, so a signal sent as soon as lb answers is never
+  // taken with its default action (SIGHUP would kill the process).
+  uv_loop_t loop;
+  uv_loop_init(&loop);
+  Lifecycle lifecycle(&loop, server, config_path, 1);
+  lifecycle.start();
+  std::string error;
+  if (!server.start(snap.value(), &error)) {
+    LB_ERROR("%s", error.c_str());
+    lifecycle.finish();
+    uv_run(&loop, UV_RUN_DEFAULT);
+    uv_loop_close(&loop);
+    return 1;
+  }
+  LB_INFO("lb %s: %u worker%s", LB_VERSION, workers, workers == 1 ? "" : "s");
+
+  AdminHooks hooks;
+  hooks.snapshot = [&server] { return server.snapshot(); };
+  hooks.draining = [&server] { return server.draining(); };
+  if (!admin_listen.empty()) {
+    Admin* admin = startAdmin(&loop, admin_listen, std::move(hooks), &error);
+    if (admin == nullptr) LB_WARN("admin: %s (running without it)", error.c_str());
+    lifecycle.setAdmin(admin);
+  }
+  uv_run(&loop, UV_RUN_DEFAULT);
+  server.stop();
+  for (unsigned i = 0; i < workers; ++i)
+    LB_INFO("worker %u accepted %llu connections", i,
+            static_cast<unsigned long long>(server.worker(i).accepted()));
+  uv_loop_close(&loop);
+  return 0;
+}
+
+}  // namespace lb

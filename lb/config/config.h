@@ -1,0 +1,86 @@
+// The TOML configuration (docs/config.md) as plain typed structs. config_loader.cc fills them
+// from a file and validates the whole file before anything starts; everything else in lb
+// reads these structs and never touches TOML.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "lb/core/duration.h"
+#include "lb/core/log.h"
+#include "lb/core/result.h"
+#include "plugins/key.h"
+
+namespace lb {
+
+enum class Protocol { kHttp, kTcp };
+inline constexpr size_t kProtocolCount = 2;
+// As the config spells it: "http", "tcp".
+inline const char* protocolName(Protocol p) noexcept { return p == Protocol::kHttp ? "http" : "tcp"; }
+enum class OnMissingKey { kRandom, kRoundRobin, kReject };
+
+struct Timeouts {
+  Duration connect{1000};
+  Duration header{10000};
+  Duration idle{60000};
+};
+
+struct Limits {
+  uint32_t max_header_bytes = 65536;
+  uint32_t max_connections = 100000;
+};
+
+struct ListenerConfig {
+  std::string name;
+  std::string listen;      // "host:port" or "[v6]:port", validated by the loader
+  Protocol protocol = Protocol::kHttp;
+  std::string cluster;
+  std::vector<HashPolicy> hash;
+  OnMissingKey on_missing_key = OnMissingKey::kRandom;
+  Timeouts timeouts;
+  Limits limits;
+  SourcePos pos;
+};
+
+struct BackendConfig {
+  std::string name;
+  std::string address;     // "host:port"
+  uint32_t weight = 1;
+  std::string hash_key;    // defaults to name
+  SourcePos pos;
+};
+
+struct ClusterConfig {
+  std::string name;
+  std::string selector = "ring_hash";
+  uint32_t hash_balance_factor = 0;   // 0 = bounded loads off; else percent > 100
+  uint32_t retries = 2;
+  uint32_t vnodes = 160;              // ring_hash.vnodes
+  uint64_t table_size = 65537;        // maglev.table_size
+  std::vector<BackendConfig> backends;
+  SourcePos pos;
+};
+
+struct Config {
+  std::string file;                   // path it was loaded from ("" for in-memory)
+  uint32_t workers = 0;               // 0 = one per core
+  LogLevel log_level = LogLevel::kInfo;
+  std::string access_log = "-";
+  std::string admin_listen = "127.0.0.1:9901";
+  Duration drain_timeout{30000};
+  std::vector<ListenerConfig> listeners;   // in file order
+  std::vector<ClusterConfig> clusters;     // in file order
+
+  const ClusterConfig* findCluster(const std::string& name) const;
+};
+
+// Loads and validates a whole file. On failure the errors are all of them, in file order.
+Result<Config> loadConfigFile(const std::string& path);
+// Same for text already in memory; `file` is the name used in error messages.
+Result<Config> loadConfigString(const std::string& text, const std::string& file);
+
+}  // namespace lb

@@ -1,0 +1,363 @@
+// Reads a TOML file into lb::Config (lb/config/config.h) following docs/config.md: parse
+// the whole file, walk every section with a TableWalker that records each problem with its
+// file:line:column and key path, run the cross-reference checks (config_validate.cc), and
+// fail once with every error in file order.
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <utility>
+
+#include "lb/core/address.h"
+#include "lb/config/config.h"
+#include "lb/config/prescan.h"
+#include "lb/config/validate.h"
+#include "lb/config/walker.h"
+
+namespace lb {
+
+const ClusterConfig* Config::findCluster(const std::string& name) const {
+  for (const auto& c : clusters)
+    if (c.name == name) return &c;
+  return nullptr;
+}
+
+namespace {
+
+// A config larger than this is a mistake (a log file passed as --config), not a fleet.
+constexpr size_t kMaxFileBytes = 16 << 20;
+// Envoy's upper bound for a Maglev table; far beyond what any fleet needs.
+constexpr int64_t kMaxTableSize = 5000011;
+constexpr size_t kMaxNameLength = 64;
+
+bool isPrime(int64_t n) {
+  if (n < 2) return false;
+  for (int64_t d = 2; d * d <= n; ++d)
+    if (n % d == 0) return false;
+  return true;
+}
+
+// Listener and cluster names end up in metric labels and key paths: keep them plain.
+bool isPlainName(std::string_view name, std::string_view extra) {
+  if (name.empty() || name.size() > kMaxNameLength) return false;
+  for (char c : name) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '_' || c == '-' || extra.find(c) != std::string_view::npos;
+    if (!ok) return false;
+  }
+  return true;
+}
+
+// RFC 9110 token characters: what a header field name or a cookie name may hold.
+bool isToken(std::string_view s) {
+  if (s.empty()) return false;
+  for (unsigned char c : s) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              std::string_view("!#$%&'*+-.^_`|~").find(static_cast<char>(c)) !=
+                  std::string_view::npos;
+    if (!ok) return false;
+  }
+  return true;
+}
+
+void checkAddress(TableWalker& w, std::string_view key, const std::string& text) {
+  sockaddr_storage storage;
+  socklen_t len = 0;
+  std::string error;
+  if (!parseAddress(text, &storage, &len, &error)) w.errorAt(key, error);
+}
+
+void readLb(WalkContext& ctx, TableWalker& root, Config* c) {
+  const toml::table* t = root.subtable("lb");
+  if (!t) return;
+  TableWalker w(ctx, *t, "lb");
+  w.integer("workers", 0, 1024, &c->workers);
+  w.enumeration<LogLevel>("log_level",
+                          {{"error", LogLevel::kError}, {"warn", LogLevel::kWarn},
+                           {"info", LogLevel::kInfo}, {"debug", LogLevel::kDebug}},
+                          &c->log_level);
+  w.string("access_log", &c->access_log);
+  w.duration("drain_timeout", Duration{0}, &c->drain_timeout);
+  w.checkUnknownKeys();
+}
+
+void readAdmin(WalkContext& ctx, TableWalker& root, Config* c) {
+  const toml::table* t = root.subtable("admin");
+  if (!t) return;
+  TableWalker w(ctx, *t, "admin");
+  if (w.string("listen", &c->admin_listen)) checkAddress(w, "listen", c->admin_listen);
+  w.checkUnknownKeys();
+}
+
+// One entry of `hash = [...]`: exactly one key source, plus `terminal` and (cookie) `ttl`.
+void readHashEntry(WalkContext& ctx, const toml::node& node, const std::string& path,
+                   HashPolicy* h) {
+  h->pos = posOf(node);
+  const toml::table* t = node.as_table();
+  if (!t) {
+    ctx.error(posOf(node), path,
+              "must be a table such as { header = \"x-cache-key\" }, got " + typeName(node));
+    return;
+  }
+  TableWalker w(ctx, *t, path);
+  std::vector<std::string> kinds;
+  const std::vector<std::string> names = keyPluginNames();
+  for (const auto& name : names)
+    if (w.get(name)) kinds.push_back(name);
+  w.boolean("terminal", &h->terminal);
+  // An entry whose only keys are unknown gets just the unknown-key errors: their
+  // did-you-mean says more than "needs one key source" would.
+  bool only_unknown = !t->empty() && std::none_of(t->begin(), t->end(), [](const auto& kv) {
+    return kv.first.str() == "terminal" || kv.first.str() == "ttl";
+  });
+  if (kinds.empty()) {
+    if (!only_unknown) {
+      std::string list;
+      for (size_t i = 0; i < names.size(); ++i) list += (i ? ", " : "") + names[i];
+      w.error("needs one key source: " + list);
+    }
+  } else if (kinds.size() > 1) {
+    w.error("has both '" + kinds[0] + "' and '" + kinds[1] + "'; write one key source per entry");
+  } else {
+    h->kind = kinds[0];
+    const toml::node& arg = *t->get(h->kind);
+    bool takes_name = h->kind == "header" || h->kind == "cookie" || h->kind == "query";
+    if (takes_name) {
+      if (!arg.is_string()) {
+        w.errorAt(h->kind, "must be a string (the " + h->kind + " name), got " + typeName(arg));
+      } else {
+        h->name = arg.as_string()->get();
+        if (h->name.empty())
+          w.errorAt(h->kind, "must not be empty");
+        else if (h->kind != "query" && !isToken(h->name))
+          w.errorAt(h->kind, "'" + h->name + "' is not a valid " + h->kind + " name");
+      }
+    } else if (!arg.is_boolean() || !arg.as_boolean()->get()) {
+      w.errorAt(h->kind, "must be true (remove the entry to stop using it), got " +
+                             (arg.is_boolean() ? std::string("false") : typeName(arg)));
+    }
+  }
+  // Judged by the keys written, so that a second key source is not also blamed on `ttl`.
+  if (std::find(kinds.begin(), kinds.end(), "cookie") != kinds.end()) {
+    w.duration("ttl", Duration{0}, &h->ttl);
+  } else if (t->contains("ttl")) {
+    w.get("ttl");
+    w.errorAt("ttl", "applies only to cookie entries");
+  }
+  w.checkUnknownKeys();
+}
+
+void readListener(WalkContext& ctx, const toml::key& key, const toml::node& node,
+                  ListenerConfig* l) {
+  l->name = std::string(key.str());
+  std::string path = "listeners." + l->name;
+  l->pos = posOf(node);
+  if (!isPlainName(l->name, ""))
+    ctx.error(posOf(key), path,
+              "'" + l->name + "' is not a valid listener name (use letters, digits, '_' and "
+              "'-', at most 64)");
+  const toml::table* t = node.as_table();
+  if (!t) {
+    ctx.error(posOf(node), path, "must be a table ([listeners." + l->name + "]), got " +
+                                     typeName(node));
+    return;
+  }
+  TableWalker w(ctx, *t, path);
+  if (w.string("listen", &l->listen, true)) checkAddress(w, "listen", l->listen);
+  w.enumeration<Protocol>("protocol", {{"http", Protocol::kHttp}, {"tcp", Protocol::kTcp}},
+                          &l->protocol);
+  if (w.string("cluster", &l->cluster, true) && l->cluster.empty())
+    w.errorAt("cluster", "must not be empty");
+  if (const toml::array* a = w.array("hash")) {
+    for (size_t i = 0; i < a->size(); ++i) {
+      HashPolicy h;
+      readHashEntry(ctx, *a->get(i), path + ".hash[" + std::to_string(i) + "]", &h);
+      l->hash.push_back(std::move(h));
+    }
+  }
+  w.enumeration<OnMissingKey>("on_missing_key",
+                              {{"random", OnMissingKey::kRandom},
+                               {"round_robin", OnMissingKey::kRoundRobin},
+                               {"reject", OnMissingKey::kReject}},
+                              &l->on_missing_key);
+  if (const toml::table* tt = w.subtable("timeouts")) {
+    TableWalker tw(ctx, *tt, path + ".timeouts");
+    tw.duration("connect", Duration{1}, &l->timeouts.connect);
+    tw.duration("header", Duration{1}, &l->timeouts.header);
+    tw.duration("idle", Duration{1}, &l->timeouts.idle);
+    tw.checkUnknownKeys();
+  }
+  if (const toml::table* lt = w.subtable("limits")) {
+    TableWalker lw(ctx, *lt, path + ".limits");
+    // Below 1 KiB ordinary browsers' requests fail; above 1 MiB a header is an attack.
+    lw.integer("max_header_bytes", 1024, 1 << 20, &l->limits.max_header_bytes);
+    lw.integer("max_connections", 1, 10000000, &l->limits.max_connections);
+    lw.checkUnknownKeys();
+  }
+  w.checkUnknownKeys();
+}
+
+void readBackend(WalkContext& ctx, const toml::node& node, const std::string& path,
+                 BackendConfig* b) {
+  b->pos = posOf(node);
+  const toml::table* t = node.as_table();
+  if (!t) {
+    ctx.error(posOf(node), path,
+              "must be a table such as { name = \"cache-a\", address = \"127.0.0.1:9001\" }, "
+              "got " + typeName(node));
+    return;
+  }
+  TableWalker w(ctx, *t, path);
+  // Backend names may also hold '.' and ':' (host names, "10.0.0.1:11211").
+  if (w.string("name", &b->name, true) && !isPlainName(b->name, ".:"))
+    w.errorAt("name", "'" + b->name + "' is not a valid backend name (use letters, digits, "
+                                      "'_', '-', '.' and ':', at most 64)");
+  if (w.string("address", &b->address, true)) checkAddress(w, "address", b->address);
+  // 1000: a weight ratio beyond that is a typo, and keeps ring sizes in range.
+  w.integer("weight", 1, 1000, &b->weight);
+  if (w.string("hash_key", &b->hash_key) && b->hash_key.empty())
+    w.errorAt("hash_key", "must not be empty (leave it out to use the name)");
+  w.checkUnknownKeys();
+}
+
+void readCluster(WalkContext& ctx, const toml::key& key, const toml::node& node,
+                 ClusterConfig* c) {
+  c->name = std::string(key.str());
+  std::string path = "clusters." + c->name;
+  c->pos = posOf(node);
+  if (!isPlainName(c->name, ""))
+    ctx.error(posOf(key), path,
+              "'" + c->name + "' is not a valid cluster name (use letters, digits, '_' and "
+              "'-', at most 64)");
+  const toml::table* t = node.as_table();
+  if (!t) {
+    ctx.error(posOf(node), path, "must be a table ([clusters." + c->name + "]), got " +
+                                     typeName(node));
+    return;
+  }
+  TableWalker w(ctx, *t, path);
+  std::string selector;
+  if (w.string("selector", &selector)) {
+    std::vector<std::string> names = selectorNames();
+    if (std::find(names.begin(), names.end(), selector) != names.end())
+      c->selector = selector;
+    else
+      w.errorAt("selector", TableWalker::notOneOf(selector, names));
+  }
+  int64_t factor = 0;
+  if (w.integer("hash_balance_factor", 0, 100000, &factor)) {
+    if (factor > 0 && factor <= 100)
+      w.errorAt("hash_balance_factor",
+                "must be 0 (off) or > 100 (percent of the mean load), got " +
+                    std::to_string(factor));
+    else
+      c->hash_balance_factor = static_cast<uint32_t>(factor);
+  }
+  w.integer("retries", 0, 100, &c->retries);
+  if (const toml::table* mt = w.subtable("maglev")) {
+    TableWalker mw(ctx, *mt, path + ".maglev");
+    int64_t size = 0;
+    if (mw.integer("table_size", 1, kMaxTableSize, &size)) {
+      if (isPrime(size))
+        c->table_size = static_cast<uint64_t>(size);
+      else
+        // Maglev's permutations need a prime table size (NSDI 2016, §3.4).
+        mw.errorAt("table_size", "table size " + std::to_string(size) +
+                                     " is not prime (e.g. 251, 4099, 65537, 655373)");
+    }
+    mw.checkUnknownKeys();
+  }
+  if (const toml::table* rt = w.subtable("ring_hash")) {
+    TableWalker rw(ctx, *rt, path + ".ring_hash");
+    rw.integer("vnodes", 1, 10000, &c->vnodes);
+    rw.checkUnknownKeys();
+  }
+  if (const toml::array* a = w.array("backends", true)) {
+    for (size_t i = 0; i < a->size(); ++i) {
+      BackendConfig b;
+      readBackend(ctx, *a->get(i), path + ".backends[" + std::to_string(i) + "]", &b);
+      c->backends.push_back(std::move(b));
+    }
+  }
+  w.checkUnknownKeys();
+}
+
+// [listeners.NAME] and [clusters.NAME]: a table of named tables, kept in file order.
+template <typename T, typename Read>
+void readNamed(WalkContext& ctx, TableWalker& root, std::string_view section,
+               std::vector<T>* out, Read read) {
+  const toml::table* t = root.subtable(section);
+  if (!t) return;
+  for (auto&& [key, node] : *t) {
+    T item;
+    read(ctx, key, node, &item);
+    out->push_back(std::move(item));
+  }
+  // toml++ keeps keys sorted; the file order is what users expect to see everywhere.
+  std::stable_sort(out->begin(), out->end(), [](const T& a, const T& b) {
+    return std::pair(a.pos.line, a.pos.column) < std::pair(b.pos.line, b.pos.column);
+  });
+}
+
+bool errorBefore(const ConfigError& a, const ConfigError& b) {
+  // Errors without a position (none today) sort last.
+  auto key = [](const ConfigError& e) {
+    return std::pair(e.pos.line == 0 ? UINT32_MAX : e.pos.line, e.pos.column);
+  };
+  return key(a) < key(b);
+}
+
+}  // namespace
+
+Result<Config> loadConfigString(const std::string& text, const std::string& file) {
+  WalkContext ctx;
+  ctx.file = file;
+  if (auto bad = prescanToml(text)) {
+    ctx.error(bad->pos, "", bad->message);
+    return std::move(ctx.errors);
+  }
+  toml::table root;
+  try {
+    root = toml::parse(std::string_view(text), std::string_view(file));
+  } catch (const toml::parse_error& e) {
+    ctx.error({e.source().begin.line, e.source().begin.column}, "",
+              std::string(e.description()));
+    return std::move(ctx.errors);
+  }
+  Config config;
+  config.file = file;
+  TableWalker w(ctx, root, "");
+  readLb(ctx, w, &config);
+  readAdmin(ctx, w, &config);
+  readNamed(ctx, w, "listeners", &config.listeners, readListener);
+  readNamed(ctx, w, "clusters", &config.clusters, readCluster);
+  w.checkUnknownKeys();
+  validateConfig(config, ctx);
+  if (!ctx.errors.empty()) {
+    std::stable_sort(ctx.errors.begin(), ctx.errors.end(), errorBefore);
+    return std::move(ctx.errors);
+  }
+  return config;
+}
+
+Result<Config> loadConfigFile(const std::string& path) {
+  FILE* f = fopen(path.c_str(), "rb");
+  if (!f) return Errors{{path, {}, "", std::string("cannot open: ") + strerror(errno)}};
+  std::string text;
+  char buf[65536];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, f)) > 0) {
+    text.append(buf, n);
+    if (text.size() > kMaxFileBytes) {
+      fclose(f);
+      return Errors{{path, {}, "", "larger than 16 MiB; is this really a config file?"}};
+    }
+  }
+  bool failed = ferror(f);
+  int err = errno;
+  fclose(f);
+  if (failed) return Errors{{path, {}, "", std::string("cannot read: ") + strerror(err)}};
+  return loadConfigString(text, path);
+}
+
+}  // namespace lb

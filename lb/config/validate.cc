@@ -1,0 +1,183 @@
+#include "lb/config/validate.h"
+
+#include <algorithm>
+
+#include "lb/core/address.h"
+#include "plugins/builtin.h"
+
+namespace lb {
+
+namespace {
+
+// A ring larger than this costs more memory than any fleet justifies (Envoy caps its ring at
+// 8M entries); it almost always means a stray zero in vnodes or a weight.
+constexpr uint64_t kMaxRingPoints = 10000000;
+// Points per unit of weight in nginx's `hash ... consistent` (ngx_http_upstream_hash_module).
+constexpr uint64_t kKetamaPointsPerWeight = 160;
+
+std::string at(const std::string& path, size_t i) { return path + "[" + std::to_string(i) + "]"; }
+
+void checkListeners(const Config& config, WalkContext& ctx) {
+  std::vector<std::string> clusters;
+  for (const auto& c : config.clusters) clusters.push_back(c.name);
+  for (const auto& l : config.listeners) {
+    std::string path = "listeners." + l.name;
+    if (!l.cluster.empty() && !config.findCluster(l.cluster))
+      ctx.error(ctx.positionOf(path + ".cluster"), path + ".cluster",
+                "cluster '" + l.cluster + "' is not defined" + didYouMean(l.cluster, clusters));
+    if (l.protocol != Protocol::kTcp) continue;
+    for (size_t i = 0; i < l.hash.size(); ++i) {
+      const std::string& kind = l.hash[i].kind;
+      if (!kind.empty() && keyPluginIsL7(kind))
+        ctx.error(l.hash[i].pos, at(path + ".hash", i),
+                  "'" + kind + "' needs an HTTP request, but this listener has protocol = "
+                  "\"tcp\" (use source_ip or five_tuple)");
+    }
+    if (l.hash.empty() && !ctx.written(path + ".on_missing_key"))
+      ctx.error(l.pos, path,
+                "a tcp listener needs a key: set hash = [ { five_tuple = true } ] (or "
+                "source_ip), or on_missing_key to choose without one");
+  }
+}
+
+// Two sockets that would split one port's connections between them, including the admin one.
+void checkListenAddresses(const Config& config, WalkContext& ctx) {
+  struct Bound {
+    std::string path;
+    std::string text;
+    SourcePos pos;
+    sockaddr_storage addr;
+  };
+  std::vector<Bound> bound;
+  auto add = [&](const std::string& path, const std::string& text) {
+    Bound b{path, text, ctx.positionOf(path), {}};
+    socklen_t len = 0;
+    std::string error;
+    if (parseAddress(text, &b.addr, &len, &error)) bound.push_back(std::move(b));
+  };
+  add("admin.listen", config.admin_listen);
+  for (const auto& l : config.listeners) add("listeners." + l.name + ".listen", l.listen);
+  // Report the later of two in the file, naming the earlier.
+  std::stable_sort(bound.begin(), bound.end(), [](const Bound& a, const Bound& b) {
+    return std::pair(a.pos.line, a.pos.column) < std::pair(b.pos.line, b.pos.column);
+  });
+  for (size_t i = 0; i < bound.size(); ++i) {
+    for (size_t j = 0; j < i; ++j) {
+      const sockaddr* a = reinterpret_cast<const sockaddr*>(&bound[i].addr);
+      const sockaddr* b = reinterpret_cast<const sockaddr*>(&bound[j].addr);
+      if (!addressesOverlap(a, b)) continue;
+      std::string owner = bound[j].path.substr(0, bound[j].path.size() - 7);  // drop ".listen"
+      ctx.error(bound[i].pos, bound[i].path,
+                "'" + bound[i].text + "' overlaps " + owner + " ('" + bound[j].text +
+                    "', line " + std::to_string(bound[j].pos.line) + ")");
+      break;
+    }
+  }
+}
+
+void checkBackends(const ClusterConfig& c, const std::string& path, WalkContext& ctx) {
+  const std::string bpath = path + ".backends";
+  if (c.backends.empty()) {
+    if (ctx.written(bpath)) ctx.error(ctx.positionOf(bpath), bpath, "lists no backends");
+    return;
+  }
+  for (size_t i = 0; i < c.backends.size(); ++i) {
+    const BackendConfig& b = c.backends[i];
+    std::string p = at(bpath, i);
+    bool own_key = ctx.written(p + ".hash_key");
+    const std::string& key = own_key ? b.hash_key : b.name;
+    for (size_t j = 0; j < i; ++j) {
+      const BackendConfig& e = c.backends[j];
+      if (!b.name.empty() && b.name == e.name) {
+        ctx.error(ctx.positionOf(p + ".name"), p + ".name",
+                  "backend name '" + b.name + "' is already used by " + at("backends", j));
+        break;
+      }
+      const std::string& other = e.hash_key.empty() ? e.name : e.hash_key;
+      if (!key.empty() && key == other) {
+        // Two hosts with one identity would share every position in every table.
+        std::string what = own_key ? ".hash_key" : ".name";
+        ctx.error(ctx.positionOf(p + what), p + what,
+                  "hash_key '" + key + "' is already the hash_key of " + at("backends", j) +
+                      (own_key ? "" : " (a backend's hash_key defaults to its name)"));
+        break;
+      }
+    }
+  }
+}
+
+void checkSelector(const ClusterConfig& c, const std::string& path, WalkContext& ctx) {
+  const std::string bpath = path + ".backends";
+  uint64_t total_weight = 0;
+  for (const auto& b : c.backends) total_weight += b.weight;
+  if (c.selector == "maglev" && c.table_size < c.backends.size()) {
+    std::string p = path + ".maglev.table_size";
+    ctx.error(ctx.positionOf(p), p,
+              "table size " + std::to_string(c.table_size) + " is smaller than the " +
+                  std::to_string(c.backends.size()) + " backends");
+  }
+  if (c.selector == "jump") {
+    for (size_t i = 0; i < c.backends.size(); ++i) {
+      std::string p = at(bpath, i) + ".weight";
+      if (c.backends[i].weight != 1)
+        ctx.error(ctx.positionOf(p), p,
+                  "jump has no weights (shards are numbered); remove weight or use rendezvous");
+    }
+  }
+  if (c.selector == "ketama") {
+    for (size_t i = 0; i < c.backends.size(); ++i) {
+      const BackendConfig& b = c.backends[i];
+      const std::string& key = b.hash_key.empty() ? b.name : b.hash_key;
+      std::string p = at(bpath, i) + ".hash_key";
+      if (!key.empty() && key.find(':') == std::string::npos)
+        ctx.error(ctx.positionOf(p), p,
+                  "ketama places hosts by nginx's server string host:port; set hash_key = \"" +
+                      (b.address.empty() ? std::string("10.0.0.1:11211") : b.address) +
+                      "\" (got '" + key + "')");
+    }
+  }
+  uint64_t points = 0;
+  std::string p;
+  if (c.selector == "ring_hash") {
+    points = uint64_t{c.vnodes} * total_weight;
+    p = path + ".ring_hash.vnodes";
+  } else if (c.selector == "ketama") {
+    points = kKetamaPointsPerWeight * total_weight;
+    p = bpath;
+  }
+  if (points > kMaxRingPoints)
+    ctx.error(ctx.positionOf(p), p,
+              "the ring would hold " + std::to_string(points) + " points (at most " +
+                  std::to_string(kMaxRingPoints) + "); lower vnodes or the weights");
+}
+
+}  // namespace
+
+std::vector<std::string> selectorNames() {
+  std::vector<std::string> names;
+  for (const auto& s : allSelectors()) names.emplace_back(s.name);
+  return names;
+}
+
+std::vector<std::string> keyPluginNames() {
+  std::vector<std::string> names;
+  for (const auto& k : allKeyPlugins()) names.emplace_back(k.name);
+  return names;
+}
+
+bool keyPluginIsL7(std::string_view name) {
+  const KeyPluginInfo* k = findKeyPlugin(name);
+  return k && k->l7;
+}
+
+void validateConfig(const Config& config, WalkContext& ctx) {
+  checkListeners(config, ctx);
+  checkListenAddresses(config, ctx);
+  for (const auto& c : config.clusters) {
+    std::string path = "clusters." + c.name;
+    checkBackends(c, path, ctx);
+    checkSelector(c, path, ctx);
+  }
+}
+
+}  // namespace lb

@@ -1,0 +1,82 @@
+// Per-worker statistics. Each slot is written by exactly one worker thread and read by the
+// scraper, so an update is a relaxed load plus a relaxed store, never a read-modify-write
+// (docs/architecture.md, "Metrics": the hot path pays no atomic RMW for statistics).
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+
+namespace lb {
+
+class StatCounter {
+ public:
+  void add(uint64_t n = 1) noexcept {
+    v_.store(v_.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+  }
+  uint64_t get() const noexcept { return v_.load(std::memory_order_relaxed); }
+
+ private:
+  std::atomic<uint64_t> v_{0};
+};
+
+// A single-writer gauge (may go down): the writer's running value.
+class StatGauge {
+ public:
+  void add(int64_t n) noexcept {
+    v_.store(v_.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+  }
+  int64_t get() const noexcept { return v_.load(std::memory_order_relaxed); }
+
+ private:
+  std::atomic<int64_t> v_{0};
+};
+
+// Response-time buckets in seconds (Prometheus' defaults, with finer low end for caches).
+inline constexpr std::array<double, 14> kLatencyBuckets = {
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
+
+// Code classes 1xx..5xx: index = status / 100 - 1.
+inline constexpr int kCodeClasses = 5;
+inline int codeClassIndex(int status) noexcept {
+  int c = status / 100 - 1;
+  return c < 0 ? 0 : (c >= kCodeClasses ? kCodeClasses - 1 : c);
+}
+
+// Why lb answered an HTTP error itself; the label of lb_http_errors_total.
+enum class HttpErrorReason : uint8_t {
+  kMalformed,        // 400
+  kMissingKey,       // 400, on_missing_key = reject
+  kHeaderTimeout,    // 408
+  kBodyTooLarge,     // 413
+  kHeaderTooLarge,   // 431
+  kBackendFailed,    // 502
+  kNoBackend,        // 503
+  kBackendTimeout,   // 504
+  kCount
+};
+inline const char* httpErrorReasonName(HttpErrorReason r) noexcept {
+  static constexpr const char* kNames[] = {"malformed",        "missing_key",    "header_timeout",
+                                           "body_too_large",   "header_too_large",
+                                           "backend_failed",   "no_backend",     "backend_timeout"};
+  return kNames[static_cast<int>(r)];
+}
+
+struct alignas(64) BackendWorkerStats {
+  std::array<StatCounter, kCodeClasses> requests;     // by code class
+  std::array<StatCounter, 4> picks;                   // by PickReason
+  StatCounter bytes_rx;                               // from the backend
+  StatCounter bytes_tx;                               // to the backend
+  std::array<StatCounter, kLatencyBuckets.size()> latency_le;  // non-cumulative counts
+  StatCounter latency_count;
+  StatCounter latency_sum_us;
+  StatGauge connections;                              // upstream connections this worker holds
+};
+
+struct alignas(64) ListenerWorkerStats {
+  StatGauge connections_active;
+  std::array<StatCounter, kCodeClasses> requests;
+  std::array<StatCounter, static_cast<int>(HttpErrorReason::kCount)> http_errors;
+};
+
+}  // namespace lb

@@ -1,0 +1,164 @@
+#include "lb/routing/snapshot.h"
+
+#include <uv.h>
+
+#include "lb/core/log_sink.h"
+#include "lb/routing/cluster_table.h"
+#include "plugins/builtin.h"
+
+#include "plugins/keys/key_chain.h"
+
+namespace lb {
+
+uint64_t ClusterLoads::load(uint32_t host) const noexcept {
+  int64_t v = (*backends_)[host].state->live.load(std::memory_order_relaxed);
+  return v < 0 ? 0 : static_cast<uint64_t>(v);
+}
+
+// Reads every host's counter: O(hosts) per bounded pick. HAProxy keeps a running total under
+// its lock instead; a shared total would be a second RMW per request on a contended line,
+// and clusters are tens of hosts, so the scan is the cheaper of the two.
+uint64_t ClusterLoads::totalLoad() const noexcept {
+  uint64_t total = 0;
+  for (uint32_t i = 0; i < backends_->size(); ++i) total += load(i);
+  return total;
+}
+
+bool ClusterLoads::usable(uint32_t host) const noexcept {
+  return (*backends_)[host].state->healthy.load(std::memory_order_relaxed);
+}
+
+const ClusterSnapshot* Snapshot::findCluster(const std::string& name) const {
+  for (const auto& c : clusters)
+    if (c.config->name == name) return &c;
+  return nullptr;
+}
+
+const ListenerSnapshot* Snapshot::findListener(const std::string& name) const {
+  for (const auto& l : listeners)
+    if (l.config->name == name) return &l;
+  return nullptr;
+}
+
+std::shared_ptr<BackendState> StateRegistry::backend(const std::string& cluster,
+                                                     const std::string& name) {
+  auto& slot = backends_[{cluster, name}];
+  if (auto live = slot.lock()) return live;
+  auto fresh = std::make_shared<BackendState>(cluster, name, workers_);
+  slot = fresh;
+  return fresh;
+}
+
+std::shared_ptr<ListenerState> StateRegistry::listener(const std::string& name) {
+  auto& slot = listeners_[name];
+  if (auto live = slot.lock()) return live;
+  auto fresh = std::make_shared<ListenerState>(name, workers_);
+  slot = fresh;
+  return fresh;
+}
+
+std::vector<double> keyspaceShares(const SelectorTable& table, KeyHash key_hash) {
+  constexpr uint32_t kSamples = 1 << 16;
+  std::vector<double> shares(table.hostCount(), 0.0);
+  if (shares.empty()) return shares;
+  const int range_bits = key_hash == KeyHash::kCrc32 ? 32 : 64;
+  const uint64_t step = range_bits == 64 ? (~0ull / kSamples) + 1 : (1ull << 32) / kSamples;
+  for (uint32_t i = 0; i < kSamples; ++i) {
+    // The midpoint of each sample's interval, so the first sample is not pinned to hash 0.
+    uint64_t h = i * step + step / 2;
+    shares[table.pick(h, 0)] += 1.0 / kSamples;
+  }
+  return shares;
+}
+
+bool resolveAddress(const std::string& address, sockaddr_storage* out, socklen_t* len) {
+  // Numeric host:port or [v6]:port only; the loader has already validated the form.
+  auto colon = address.rfind(':');
+  if (colon == std::string::npos) return false;
+  std::string host = address.substr(0, colon);
+  int port = atoi(address.c_str() + colon + 1);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+    *len = sizeof(sockaddr_in6);
+    return uv_ip6_addr(host.c_str(), port, reinterpret_cast<sockaddr_in6*>(out)) == 0;
+  }
+  *len = sizeof(sockaddr_in);
+  return uv_ip4_addr(host.c_str(), port, reinterpret_cast<sockaddr_in*>(out)) == 0;
+}
+
+Result<std::shared_ptr<const Snapshot>> buildSnapshot(Config config, StateRegistry& registry,
+                                                      uint64_t generation) {
+  auto snap = std::make_shared<Snapshot>();
+  snap->config = std::move(config);
+  snap->generation = generation;
+  Errors errors;
+  const std::string& file = snap->config.file;
+
+  snap->clusters.reserve(snap->config.clusters.size());
+  for (const auto& cc : snap->config.clusters) {
+    ClusterSnapshot& cs = snap->clusters.emplace_back();
+    cs.config = &cc;
+    cs.selector = findSelector(cc.selector);
+    if (cs.selector == nullptr) {
+      errors.push_back({file, cc.pos, "clusters." + cc.name + ".selector",
+                        "unknown selector '" + cc.selector + "'"});
+      continue;
+    }
+    auto hosts = hostSpecsOf(cc);
+    // A cluster written without backends is valid: its listeners answer 503. No table then.
+    if (hosts.empty()) {
+      cs.loads = std::make_unique<ClusterLoads>(&cs.backends);
+      continue;
+    }
+    cs.table = cs.selector->build(hosts, selectorOptionsOf(cc));
+    if (cc.hash_balance_factor > 0) cs.bounded.emplace(hosts, cc.hash_balance_factor);
+    cs.backends.resize(cc.backends.size());
+    std::vector<double> shares = keyspaceShares(*cs.table, cs.selector->key_hash);
+    for (size_t i = 0; i < cc.backends.size(); ++i) {
+      BackendSnapshot& b = cs.backends[i];
+      b.config = &cc.backends[i];
+      b.state = registry.backend(cc.name, b.config->name);
+      b.keyspace_share = shares[i];
+      if (!resolveAddress(b.config->address, &b.address, &b.address_len))
+        errors.push_back({file, b.config->pos,
+                          "clusters." + cc.name + ".backends[" + std::to_string(i) + "].address",
+                          "cannot resolve '" + b.config->address + "'"});
+    }
+    cs.loads = std::make_unique<ClusterLoads>(&cs.backends);
+  }
+
+  snap->listeners.reserve(snap->config.listeners.size());
+  for (const auto& lc : snap->config.listeners) {
+    ListenerSnapshot& ls = snap->listeners.emplace_back();
+    ls.config = &lc;
+    ls.state = registry.listener(lc.name);
+    bool found = false;
+    for (uint32_t i = 0; i < snap->config.clusters.size(); ++i)
+      if (snap->config.clusters[i].name == lc.cluster) {
+        ls.cluster = i;
+        found = true;
+      }
+    if (!found)
+      errors.push_back({file, lc.pos, "listeners." + lc.name + ".cluster",
+                        "cluster '" + lc.cluster + "' is not defined"});
+    if (!resolveAddress(lc.listen, &ls.listen_address, &ls.listen_address_len))
+      errors.push_back({file, lc.pos, "listeners." + lc.name + ".listen",
+                        "cannot resolve '" + lc.listen + "'"});
+    if (!lc.hash.empty()) {
+      auto chain = KeyChain::build(lc.hash, protocolName(lc.protocol), file, "listeners." + lc.name + ".hash");
+      if (chain.ok())
+        ls.keys = std::make_shared<const KeyChain>(std::move(chain.value()));
+      else
+        errors.insert(errors.end(), chain.errors().begin(), chain.errors().end());
+    }
+  }
+  if (errors.empty()) {
+    std::string error;
+    snap->access_log = AccessLogSink::open(snap->config.access_log, &error);
+    if (!error.empty()) errors.push_back({file, {}, "lb.access_log", error});
+  }
+  if (!errors.empty()) return errors;
+  return std::shared_ptr<const Snapshot>(std::move(snap));
+}
+
+}  // namespace lb

@@ -1,0 +1,111 @@
+// An immutable view of everything a worker needs to route: clusters with their built selector
+// tables, listeners with their key plugins, and the long-lived per-backend state. Built on
+// the main thread (at start and on reload), handed to each worker, and held by every request
+// that started on it until that request ends (docs/architecture.md, "Threads and data").
+#pragma once
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "lb/routing/backend_state.h"
+#include "lb/config/config.h"
+#include "plugins/key.h"
+#include "plugins/selector.h"
+#include "plugins/selectors/bounded_load.h"
+
+namespace lb {
+
+struct BackendSnapshot {
+  const BackendConfig* config = nullptr;   // points into Snapshot::config
+  sockaddr_storage address{};
+  socklen_t address_len = 0;
+  std::shared_ptr<BackendState> state;
+  double keyspace_share = 0;                // fraction of the key space this backend owns
+};
+
+// LoadView over a cluster's shared live-load counters and health flags.
+class ClusterLoads final : public LoadView {
+ public:
+  explicit ClusterLoads(const std::vector<BackendSnapshot>* backends) : backends_(backends) {}
+  uint64_t load(uint32_t host) const noexcept override;
+  uint64_t totalLoad() const noexcept override;
+  bool usable(uint32_t host) const noexcept override;
+
+ private:
+  const std::vector<BackendSnapshot>* backends_;
+};
+
+struct ClusterSnapshot {
+  const ClusterConfig* config = nullptr;
+  const SelectorInfo* selector = nullptr;
+  std::unique_ptr<SelectorTable> table;
+  std::optional<BoundedLoad> bounded;       // set when hash_balance_factor > 0
+  std::vector<BackendSnapshot> backends;    // index = host index in table
+  std::unique_ptr<ClusterLoads> loads;
+
+  // The whole pick: bounded loads when on, else the health-aware preference walk.
+  Pick pick(uint64_t hash, uint32_t from_attempt = 0) const noexcept {
+    return bounded ? bounded->pick(*table, hash, *loads, from_attempt)
+                   : pickUsable(*table, hash, *loads, from_attempt);
+  }
+};
+
+class KeyChain;        // plugins/keys/key_chain.h
+class AccessLogSink;   // lb/core/log_sink.h
+
+struct ListenerSnapshot {
+  const ListenerConfig* config = nullptr;
+  uint32_t cluster = 0;                     // index into Snapshot::clusters
+  std::shared_ptr<const KeyChain> keys;     // the listener's hash policies, combined
+  std::shared_ptr<ListenerState> state;
+  sockaddr_storage listen_address{};        // config->listen, resolved
+  socklen_t listen_address_len = 0;
+};
+
+struct Snapshot {
+  Config config;
+  std::vector<ClusterSnapshot> clusters;
+  std::vector<ListenerSnapshot> listeners;
+  uint64_t generation = 0;
+  // config.access_log opened (null = off); each snapshot reopens it, so SIGHUP rotates.
+  std::shared_ptr<AccessLogSink> access_log;
+
+  const ClusterSnapshot* findCluster(const std::string& name) const;
+  const ListenerSnapshot* findListener(const std::string& name) const;
+};
+
+// Main thread only. Keeps BackendState and ListenerState alive across reloads so that a
+// backend (cluster, name) that stays keeps its live counter and statistics.
+class StateRegistry {
+ public:
+  explicit StateRegistry(unsigned workers) : workers_(workers) {}
+  std::shared_ptr<BackendState> backend(const std::string& cluster, const std::string& name);
+  std::shared_ptr<ListenerState> listener(const std::string& name);
+  unsigned workers() const { return workers_; }
+
+ private:
+  unsigned workers_;
+  std::map<std::pair<std::string, std::string>, std::weak_ptr<BackendState>> backends_;
+  std::map<std::string, std::weak_ptr<ListenerState>> listeners_;
+};
+
+// Numeric "host:port" or "[v6]:port" to a socket address; false when it does not parse.
+bool resolveAddress(const std::string& address, sockaddr_storage* out, socklen_t* len);
+
+// The fraction of the key space each host owns under `table`, by sampling evenly spaced
+// hashes over the key hash's range (32 bits for CRC32, 64 for XXH64).
+std::vector<double> keyspaceShares(const SelectorTable& table, KeyHash key_hash);
+
+// Builds tables, resolves addresses and key plugins. Errors only for what validation cannot
+// see (an address that does not resolve); the config itself was validated when loaded.
+Result<std::shared_ptr<const Snapshot>> buildSnapshot(Config config, StateRegistry& registry,
+                                                      uint64_t generation);
+
+}  // namespace lb

@@ -1,0 +1,49 @@
+// One listening socket of one worker. Every worker binds its own socket to the same address
+// with SO_REUSEPORT, so the kernel spreads new connections across workers with no shared
+// accept lock. At accept, the listener's protocol picks the session type (HTTP now; TCP is
+// the next dispatch case).
+#pragma once
+
+#include <uv.h>
+
+#include <string>
+
+#include "lb/config/config.h"
+
+namespace lb {
+
+class Worker;
+struct ListenerSnapshot;
+
+class Listener {
+ public:
+  // Loop thread. Binds and listens; nullptr with *error when the address cannot be bound.
+  static Listener* open(Worker* worker, const ListenerSnapshot& ls, uint32_t index,
+                        std::string* error);
+  ~Listener() = default;   // only from the close callback (owners release(), then close())
+  Listener(const Listener&) = delete;
+  Listener& operator=(const Listener&) = delete;
+
+  // Loop thread. Stops accepting and frees itself after the close callback.
+  void close() noexcept;
+
+  const std::string& name() const noexcept { return name_; }
+  const std::string& listen() const noexcept { return listen_; }
+  Protocol protocol() const noexcept { return protocol_; }
+  // Index of this listener in the worker's current snapshot (updated on every snapshot).
+  void setIndex(uint32_t index) noexcept { index_ = index; }
+
+ private:
+  Listener(Worker* worker, const ListenerSnapshot& ls, uint32_t index);
+  static void onConnection(uv_stream_t* server, int status);
+  void accept() noexcept;
+
+  Worker* worker_;
+  std::string name_;
+  std::string listen_;
+  Protocol protocol_;
+  uint32_t index_;
+  uv_tcp_t tcp_;
+};
+
+}  // namespace lb

@@ -1,0 +1,182 @@
+#include "lb/runtime/worker.h"
+
+#include "lb/runtime/listener.h"
+#include "lb/core/log.h"
+#include "lb/runtime/upstream_pool.h"
+
+namespace lb {
+
+namespace {
+// Idle keep-alive connections kept per backend per worker: enough for a wrk -c64 run to reuse
+// every connection, small enough that a fleet of 100 backends cannot pin thousands of sockets.
+constexpr size_t kMaxIdlePerBackend = 128;
+}  // namespace
+
+Worker::Worker(unsigned index, unsigned worker_count, const ProtocolTable& protocols)
+    : index_(index),
+      worker_count_(worker_count),
+      protocols_(protocols),
+      upstreams_(std::make_unique<UpstreamPool>(this, kMaxIdlePerBackend)) {}
+
+Worker::~Worker() { stop(); }
+
+bool Worker::start(std::shared_ptr<const Snapshot> snapshot, std::string* error) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    pending_snapshot_ = std::move(snapshot);
+  }
+  joined_ = false;
+  thread_ = std::thread([this] { run(); });
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [this] { return started_; });
+  if (!start_ok_) {
+    *error = start_error_;
+    lock.unlock();
+    thread_.join();
+    joined_ = true;
+    return false;
+  }
+  return true;
+}
+
+void Worker::run() {
+  uv_loop_init(&loop_);
+  uv_async_init(&loop_, &async_, onAsync);
+  async_.data = this;
+  std::string error;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    snapshot_ = std::move(pending_snapshot_);
+  }
+  access_log_ = std::make_unique<AccessLog>(&loop_, snapshot_->access_log);
+  tcp_.loop = &loop_;
+  tcp_.worker = index_;
+  tcp_.buffers = &tcp_buffers_;
+  tcp_.access_log = access_log_.get();
+  bool ok = reconcileListeners(&error);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    started_ = true;
+    start_ok_ = ok;
+    start_error_ = error;
+  }
+  cv_.notify_all();
+  if (!ok) shutdownLoop();
+  uv_run(&loop_, UV_RUN_DEFAULT);
+  // Every handle is closed once uv_run returns after shutdownLoop(); a non-zero result here
+  // would be a leaked handle.
+  if (uv_loop_close(&loop_) != 0) LB_WARN("worker %u: loop closed with live handles", index_);
+}
+
+void Worker::applySnapshot(std::shared_ptr<const Snapshot> snapshot) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    pending_snapshot_ = std::move(snapshot);
+  }
+  uv_async_send(&async_);
+}
+
+void Worker::beginDrain() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    pending_drain_ = true;
+  }
+  uv_async_send(&async_);
+}
+
+void Worker::stop() {
+  if (joined_) return;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    pending_stop_ = true;
+  }
+  uv_async_send(&async_);
+  thread_.join();
+  joined_ = true;
+}
+
+void Worker::onAsync(uv_async_t* a) { static_cast<Worker*>(a->data)->processMailbox(); }
+
+void Worker::processMailbox() {
+  std::shared_ptr<const Snapshot> snap;
+  bool drain, stop;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    snap = std::move(pending_snapshot_);
+    drain = pending_drain_;
+    stop = pending_stop_;
+    pending_drain_ = false;
+  }
+  if (stopping_) return;
+  if (stop) {
+    shutdownLoop();
+    return;
+  }
+  if (snap) {
+    snapshot_ = std::move(snap);
+    access_log_->setSink(snapshot_->access_log);
+    std::string error;
+    if (!draining_ && !reconcileListeners(&error))
+      LB_ERROR("worker %u: %s (listener left closed)", index_, error.c_str());
+  }
+  if (drain && !draining_) {
+    draining_ = true;
+    for (auto& l : listeners_) l.release()->close();
+    listeners_.clear();
+    upstreams_->closeAll();
+    sessions_.forEach([](Session* s) { s->drain(); });   // drain() may close and unlink s
+  }
+}
+
+bool Worker::reconcileListeners(std::string* error) {
+  const auto& ls = snapshot_->listeners;
+  std::vector<std::unique_ptr<Listener>> kept;
+  std::vector<bool> have(ls.size(), false);
+  // Keep a listener whose name, address and protocol are unchanged (its socket and queued
+  // connections survive a reload); close the others.
+  for (auto& l : listeners_) {
+    bool keep = false;
+    for (uint32_t i = 0; i < ls.size(); ++i) {
+      if (have[i] || ls[i].config->name != l->name() || ls[i].config->listen != l->listen() ||
+          ls[i].config->protocol != l->protocol())
+        continue;
+      l->setIndex(i);
+      have[i] = true;
+      keep = true;
+      break;
+    }
+    if (keep)
+      kept.push_back(std::move(l));
+    else
+      l.release()->close();
+  }
+  listeners_ = std::move(kept);
+  bool ok = true;
+  for (uint32_t i = 0; i < ls.size(); ++i) {
+    if (have[i]) continue;
+    std::string e;
+    Listener* l = Listener::open(this, ls[i], i, &e);
+    if (l == nullptr) {
+      if (ok) *error = e;
+      ok = false;
+      continue;
+    }
+    listeners_.emplace_back(l);
+    if (index_ == 0) LB_INFO("listener %s listening on %s", ls[i].config->name.c_str(),
+                             ls[i].config->listen.c_str());
+  }
+  return ok;
+}
+
+void Worker::shutdownLoop() {
+  stopping_ = true;
+  for (auto& l : listeners_) l.release()->close();
+  listeners_.clear();
+  upstreams_->closeAll();
+  sessions_.forEach([](Session* s) { s->abort(); });
+  tcp_.sessions.forEach([](Session* s) { s->abort(); });
+  access_log_->close();   // after the sessions: their last lines are in the buffer
+  uv_close(reinterpret_cast<uv_handle_t*>(&async_), nullptr);
+}
+
+}  // namespace lb

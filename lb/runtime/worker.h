@@ -1,0 +1,109 @@
+// One worker thread: its own uv_loop_t, its own SO_REUSEPORT listening sockets, its own
+// upstream keep-alive pools and I/O buffers (docs/architecture.md, "Threads and data"). The main thread
+// talks to it only through a mailbox woken by uv_async: a new snapshot, drain, stop. Nothing
+// on the request path takes a lock.
+#pragma once
+
+#include <uv.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "lb/runtime/access_log.h"
+#include "lb/runtime/buffer_pool.h"
+#include "lb/runtime/protocols.h"
+#include "lb/runtime/session.h"
+#include "lb/routing/snapshot.h"
+#include "lb/runtime/buffer_source.h"
+#include "lb/runtime/worker_env.h"
+
+namespace lb {
+
+class Listener;
+class UpstreamPool;
+class Worker;
+
+class Worker {
+ public:
+  // `protocols` outlives the worker (lb/app/protocols.cc holds the one table).
+  Worker(unsigned index, unsigned worker_count, const ProtocolTable& protocols);
+  ~Worker();   // joins the thread if still running
+  Worker(const Worker&) = delete;
+  Worker& operator=(const Worker&) = delete;
+
+  // Main thread. Starts the thread with the first snapshot and waits until its listeners
+  // are bound; false (with *error) when one could not be, and the thread is then gone.
+  bool start(std::shared_ptr<const Snapshot> snapshot, std::string* error);
+  // Main thread. Hands over a new snapshot; the worker opens/closes listeners to match it
+  // and new requests route with it. Requests in flight keep the one they started with.
+  void applySnapshot(std::shared_ptr<const Snapshot> snapshot);
+  // Main thread. Stop accepting; keep-alive connections close after their current response.
+  void beginDrain();
+  // Main thread. Close everything now and join the thread. Idempotent.
+  void stop();
+
+  // Loop thread accessors.
+  unsigned index() const noexcept { return index_; }
+  const ProtocolTable& protocols() const noexcept { return protocols_; }
+  uv_loop_t* loop() noexcept { return &loop_; }
+  BufferPool& buffers() noexcept { return buffers_; }
+  UpstreamPool& upstreams() noexcept { return *upstreams_; }
+  const std::shared_ptr<const Snapshot>& snapshot() const noexcept { return snapshot_; }
+  bool draining() const noexcept { return draining_; }
+  void link(Session* s) noexcept { sessions_.link(s); }
+  void unlink(Session* s) noexcept { sessions_.unlink(s); }
+  size_t sessionCount() const noexcept { return sessions_.count(); }
+  // Any thread. HTTP and TCP sessions still open on this worker: what a drain waits for.
+  size_t inFlight() const noexcept { return sessions_.count() + tcp_.sessions.count(); }
+  // Loop thread. The TCP sessions' shared state, and the worker's access log (null until the
+  // loop runs).
+  TcpWorkerEnv& tcpEnv() noexcept { return tcp_; }
+  AccessLog* accessLog() noexcept { return access_log_.get(); }
+  // Counts connections accepted by this worker (tests and logs prove both workers serve).
+  uint64_t accepted() const noexcept { return accepted_; }
+  void noteAccepted() noexcept { ++accepted_; }
+
+ private:
+  static void onAsync(uv_async_t* a);
+  void run();
+  void processMailbox();
+  // Opens listeners the snapshot has and this worker lacks, closes the ones it dropped.
+  bool reconcileListeners(std::string* error);
+  void shutdownLoop();
+
+  const unsigned index_;
+  const unsigned worker_count_;
+  const ProtocolTable& protocols_;
+  uv_loop_t loop_;
+  uv_async_t async_;
+  std::thread thread_;
+  BufferPool buffers_;
+  std::unique_ptr<UpstreamPool> upstreams_;
+  std::shared_ptr<const Snapshot> snapshot_;
+  std::vector<std::unique_ptr<Listener>> listeners_;
+  SessionList sessions_;
+  BufferPoolSource tcp_buffers_{buffers_};
+  TcpWorkerEnv tcp_;
+  std::unique_ptr<AccessLog> access_log_;
+  uint64_t accepted_ = 0;
+  bool draining_ = false;
+  bool stopping_ = false;
+
+  // Mailbox: main thread writes under mu_, the loop thread reads after the async wakes it.
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::shared_ptr<const Snapshot> pending_snapshot_;
+  bool pending_drain_ = false;
+  bool pending_stop_ = false;
+  bool started_ = false;      // start() result is ready
+  bool start_ok_ = false;
+  std::string start_error_;
+  bool joined_ = true;
+};
+
+}  // namespace lb
