@@ -125,6 +125,7 @@ Result<std::shared_ptr<const Snapshot>> buildSnapshot(Config config, StateRegist
                           "cannot resolve '" + b.config->address + "'"});
     }
     cs.loads = std::make_unique<ClusterLoads>(&cs.backends);
+    cs.rotation = Rotation(registry.workers());
   }
 
   snap->listeners.reserve(snap->config.listeners.size());

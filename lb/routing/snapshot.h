@@ -14,8 +14,9 @@
 #include <string>
 #include <vector>
 
-#include "lb/routing/backend_state.h"
 #include "lb/config/config.h"
+#include "lb/routing/backend_state.h"
+#include "lb/routing/rotation.h"
 #include "plugins/key.h"
 #include "plugins/selector.h"
 #include "plugins/selectors/bounded_load.h"
@@ -49,6 +50,9 @@ struct ClusterSnapshot {
   std::optional<BoundedLoad> bounded;       // set when hash_balance_factor > 0
   std::vector<BackendSnapshot> backends;    // index = host index in table
   std::unique_ptr<ClusterLoads> loads;
+  // Each worker's place in the round-robin rotation for keyless requests (on_missing_key =
+  // "round_robin"; lb/routing/rotation.h). Starts afresh with each snapshot.
+  Rotation rotation;
 
   // The whole pick: bounded loads when on, else the health-aware preference walk.
   Pick pick(uint64_t hash, uint32_t from_attempt = 0) const noexcept {
