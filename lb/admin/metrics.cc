@@ -173,6 +173,10 @@ std::vector<MetricFamily> collectSnapshotMetrics(const Snapshot& snap) {
   MetricFamily down_conns = family("lb_downstream_connections_active",
                                    "Client connections open on the listener.", MetricType::Gauge,
                                    nl);
+  MetricFamily over_limit = family("lb_downstream_connections_over_limit_total",
+                                   "Client connections turned away past limits.max_connections "
+                                   "(http: answered 503; tcp: closed at once).",
+                                   MetricType::Counter, nl);
   MetricFamily down_requests = family("lb_downstream_requests_total",
                                       "Responses sent to clients by status code class, "
                                       "including the ones lb answered itself.",
@@ -184,15 +188,18 @@ std::vector<MetricFamily> collectSnapshotMetrics(const Snapshot& snap) {
     const std::string& name = l.config->name;
     const ListenerState& s = *l.state;
     int64_t open = 0;
+    uint64_t refused = 0;
     uint64_t codes[kCodeClasses] = {};
     uint64_t reasons[kHttpErrorReasons] = {};
     for (unsigned w = 0; w < s.workers; ++w) {
       const ListenerWorkerStats& ws = s.per_worker[w];
       open += ws.connections_active.get();
+      refused += ws.connections_over_limit.get();
       for (int k = 0; k < kCodeClasses; ++k) codes[k] += ws.requests[k].get();
       for (int r = 0; r < kHttpErrorReasons; ++r) reasons[r] += ws.http_errors[r].get();
     }
     addGauge(down_conns, {{"listener", name}}, static_cast<double>(std::max<int64_t>(open, 0)));
+    addCounter(over_limit, {{"listener", name}}, static_cast<double>(refused));
     for (int k = 0; k < kCodeClasses; ++k)
       addCounter(down_requests, {{"code", kCodeNames[k]}, {"listener", name}},
                  static_cast<double>(codes[k]));
@@ -206,9 +213,9 @@ std::vector<MetricFamily> collectSnapshotMetrics(const Snapshot& snap) {
   }
 
   std::vector<MetricFamily> out;
-  out.reserve(13);
+  out.reserve(14);
   for (MetricFamily* f : {&active, &conns, &requests, &picks, &bytes, &latency, &healthy, &weight,
-                          &share, &cap, &down_conns, &down_requests, &errors})
+                          &share, &cap, &down_conns, &over_limit, &down_requests, &errors})
     if (!f->metric.empty()) out.push_back(std::move(*f));
   return out;
 }

@@ -2,21 +2,15 @@
 
 #include "lb/proxy/http/http_session.h"
 #include "lb/proxy/tcp/tcp_session.h"
-#include "lb/runtime/worker.h"
+#include "lb/runtime/worker_env.h"
 
 namespace lb {
 
 namespace {
 
-void acceptHttp(Worker& worker, uv_stream_t* server, const std::shared_ptr<const Snapshot>& snap,
-                uint32_t listener) {
-  HttpSession::accept(&worker, server, snap, &snap->listeners[listener]);
-}
-
-void acceptTcp(Worker& worker, uv_stream_t* server, const std::shared_ptr<const Snapshot>& snap,
-               uint32_t listener) {
-  if (TcpSession::accept(worker.tcpEnv(), snap, listener, server) != nullptr)
-    worker.noteAccepted();
+void acceptHttp(WorkerEnv& env, uv_stream_t* server, const std::shared_ptr<const Snapshot>& snap,
+                uint32_t listener, Admission admission) {
+  HttpSession::accept(&env, server, snap, &snap->listeners[listener], admission);
 }
 
 }  // namespace
@@ -25,7 +19,7 @@ const ProtocolTable& builtinProtocols() {
   static const ProtocolTable table = [] {
     ProtocolTable t{};
     t[static_cast<size_t>(Protocol::kHttp)] = acceptHttp;
-    t[static_cast<size_t>(Protocol::kTcp)] = acceptTcp;
+    t[static_cast<size_t>(Protocol::kTcp)] = TcpSession::accept;
     return t;
   }();
   return table;

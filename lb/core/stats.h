@@ -75,6 +75,9 @@ struct alignas(64) BackendWorkerStats {
 
 struct alignas(64) ListenerWorkerStats {
   StatGauge connections_active;
+  // Connections accepted past the worker's share of limits.max_connections (and answered
+  // 503 on http, closed at once on tcp).
+  StatCounter connections_over_limit;
   std::array<StatCounter, kCodeClasses> requests;
   std::array<StatCounter, static_cast<int>(HttpErrorReason::kCount)> http_errors;
 };

@@ -1,6 +1,8 @@
-// Fixed-size I/O blocks for one worker thread. Sessions take a block when bytes arrive and
-// give it back once it is empty, so an idle keep-alive connection holds no buffer memory and
-// the steady state allocates nothing (blocks are recycled through a free list).
+// Fixed-size I/O blocks for one worker thread, the one pool every protocol's sessions draw
+// from (WorkerEnv::buffers()). Sessions take a block when bytes arrive and give it back once
+// it is empty (HTTP: once parsed and forwarded; TCP: once the write carrying it is done), so
+// an idle connection holds no buffer memory and the steady state allocates nothing (blocks
+// are recycled through a free list).
 #pragma once
 
 #include <cstddef>

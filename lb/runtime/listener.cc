@@ -8,7 +8,7 @@
 
 #include "lb/core/log.h"
 #include "lb/routing/snapshot.h"
-#include "lb/runtime/worker.h"
+#include "lb/runtime/worker_env.h"
 
 namespace lb {
 
@@ -16,14 +16,14 @@ namespace {
 constexpr int kBacklog = 511;   // nginx's default; the kernel caps it at somaxconn
 }
 
-Listener::Listener(Worker* worker, const ListenerSnapshot& ls, uint32_t index)
-    : worker_(worker),
+Listener::Listener(WorkerEnv& env, const ListenerSnapshot& ls, uint32_t index)
+    : env_(env),
       name_(ls.config->name),
       listen_(ls.config->listen),
       protocol_(ls.config->protocol),
       index_(index) {}
 
-Listener* Listener::open(Worker* worker, const ListenerSnapshot& ls, uint32_t index,
+Listener* Listener::open(WorkerEnv& env, const ListenerSnapshot& ls, uint32_t index,
                          std::string* error) {
   const sockaddr* addr = reinterpret_cast<const sockaddr*>(&ls.listen_address);
   int fd = ::socket(addr->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -41,8 +41,8 @@ Listener* Listener::open(Worker* worker, const ListenerSnapshot& ls, uint32_t in
     ::close(fd);
     return nullptr;
   }
-  auto* l = new Listener(worker, ls, index);
-  uv_tcp_init(worker->loop(), &l->tcp_);
+  auto* l = new Listener(env, ls, index);
+  uv_tcp_init(env.loop(), &l->tcp_);
   l->tcp_.data = l;
   int rc = uv_tcp_open(&l->tcp_, fd);
   if (rc == 0) rc = uv_listen(reinterpret_cast<uv_stream_t*>(&l->tcp_), kBacklog, onConnection);
@@ -71,11 +71,20 @@ void Listener::onConnection(uv_stream_t* server, int status) {
 }
 
 void Listener::accept() noexcept {
-  const auto& snap = worker_->snapshot();
+  const auto& snap = env_.snapshot();
   if (snap == nullptr || index_ >= snap->listeners.size()) return;
-  worker_->protocols()[static_cast<size_t>(protocol_)](*worker_,
-                                                   reinterpret_cast<uv_stream_t*>(&tcp_), snap,
-                                                   index_);
+  const Admission admission = admitConnection(snap->listeners[index_], env_.index());
+  env_.protocols()[static_cast<size_t>(protocol_)](env_, reinterpret_cast<uv_stream_t*>(&tcp_),
+                                                   snap, index_, admission);
+}
+
+Admission admitConnection(const ListenerSnapshot& ls, unsigned worker) noexcept {
+  ListenerWorkerStats& stats = ls.state->per_worker[worker];
+  const int64_t workers = ls.state->workers == 0 ? 1 : ls.state->workers;
+  const int64_t share = (int64_t{ls.config->limits.max_connections} + workers - 1) / workers;
+  if (stats.connections_active.get() < share) return Admission::kAdmit;
+  stats.connections_over_limit.add();
+  return Admission::kOverLimit;
 }
 
 }  // namespace lb

@@ -1,7 +1,7 @@
 // One listening socket of one worker. Every worker binds its own socket to the same address
 // with SO_REUSEPORT, so the kernel spreads new connections across workers with no shared
-// accept lock. At accept, the listener's protocol picks the session type (HTTP now; TCP is
-// the next dispatch case).
+// accept lock. At accept, the listener applies limits.max_connections (the same for every
+// protocol) and hands the connection to its protocol's accept function (ProtocolTable).
 #pragma once
 
 #include <uv.h>
@@ -9,16 +9,18 @@
 #include <string>
 
 #include "lb/config/config.h"
+#include "lb/runtime/protocols.h"
 
 namespace lb {
 
-class Worker;
+class WorkerEnv;
 struct ListenerSnapshot;
 
 class Listener {
  public:
-  // Loop thread. Binds and listens; nullptr with *error when the address cannot be bound.
-  static Listener* open(Worker* worker, const ListenerSnapshot& ls, uint32_t index,
+  // Loop thread. Binds and listens on env's loop; nullptr with *error when the address cannot
+  // be bound.
+  static Listener* open(WorkerEnv& env, const ListenerSnapshot& ls, uint32_t index,
                         std::string* error);
   ~Listener() = default;   // only from the close callback (owners release(), then close())
   Listener(const Listener&) = delete;
@@ -34,16 +36,22 @@ class Listener {
   void setIndex(uint32_t index) noexcept { index_ = index; }
 
  private:
-  Listener(Worker* worker, const ListenerSnapshot& ls, uint32_t index);
+  Listener(WorkerEnv& env, const ListenerSnapshot& ls, uint32_t index);
   static void onConnection(uv_stream_t* server, int status);
   void accept() noexcept;
 
-  Worker* worker_;
+  WorkerEnv& env_;
   std::string name_;
   std::string listen_;
   Protocol protocol_;
   uint32_t index_;
   uv_tcp_t tcp_;
 };
+
+// Loop thread of `worker`. limits.max_connections for one new connection on `ls`: each worker
+// enforces its share, ceil(max / workers), on the listener's connections open on it (no
+// worker asks another: no lock, no shared counter). Past it the connection is counted
+// (lb_downstream_connections_over_limit_total) and kOverLimit returned.
+Admission admitConnection(const ListenerSnapshot& ls, unsigned worker) noexcept;
 
 }  // namespace lb

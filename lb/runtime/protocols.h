@@ -13,13 +13,25 @@
 
 namespace lb {
 
-class Worker;
+class WorkerEnv;
 struct Snapshot;
 
+// What the listener decided before handing a connection over.
+enum class Admission : uint8_t {
+  kAdmit,
+  // The listener is at limits.max_connections on this worker (each worker enforces
+  // ceil(max / workers)). Already counted (lb_downstream_connections_over_limit_total); the
+  // protocol accepts the connection and turns it away at once in its own terms: HTTP answers
+  // 503, TCP closes it without connecting to a backend.
+  kOverLimit,
+};
+
 // Loop thread. Accepts one pending connection from `server` for listener `listener` (an index
-// into snapshot->listeners) and starts serving it; the session frees itself.
-using AcceptFn = void (*)(Worker& worker, uv_stream_t* server,
-                          const std::shared_ptr<const Snapshot>& snapshot, uint32_t listener);
+// into snapshot->listeners) and starts serving it on `env`'s worker; the session links itself
+// into env, counts itself in env.noteAccepted() and frees itself.
+using AcceptFn = void (*)(WorkerEnv& env, uv_stream_t* server,
+                          const std::shared_ptr<const Snapshot>& snapshot, uint32_t listener,
+                          Admission admission);
 
 // Indexed by Protocol; every entry is set (lb/app/protocols.cc).
 using ProtocolTable = std::array<AcceptFn, kProtocolCount>;

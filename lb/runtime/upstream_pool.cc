@@ -4,21 +4,21 @@
 #include <cstring>
 
 #include "lb/routing/snapshot.h"
-#include "lb/runtime/worker.h"
 
 namespace lb {
 
 UpstreamConn::UpstreamConn(UpstreamPool* pool, std::shared_ptr<BackendState> state,
-                           const sockaddr* addr, socklen_t len)
-    : pool_(pool), state_(std::move(state)), address_len_(len) {
+                           const sockaddr* addr, socklen_t len, bool poolable)
+    : pool_(pool), state_(std::move(state)), address_len_(len), poolable_(poolable) {
   memcpy(&address_, addr, len);
   tcp_.data = this;
+  connect_timer_.data = this;
   connect_req_.data = this;
   write_req_.data = this;
-  state_->per_worker[pool_->worker_->index()].connections.add(1);
+  state_->per_worker[pool_->worker_].connections.add(1);
 }
 
-UpstreamConn::~UpstreamConn() { state_->per_worker[pool_->worker_->index()].connections.add(-1); }
+UpstreamConn::~UpstreamConn() { state_->per_worker[pool_->worker_].connections.add(-1); }
 
 int UpstreamConn::startRead() noexcept { return uv_read_start(stream(), onAlloc, onRead); }
 
@@ -29,11 +29,17 @@ void UpstreamConn::stopRead() noexcept {
 void UpstreamConn::close() noexcept {
   if (closing_) return;
   closing_ = true;
+  connecting_ = false;
   owner_ = nullptr;
   if (idle_) pool_->remove(this);
   uv_read_stop(stream());
-  uv_close(reinterpret_cast<uv_handle_t*>(&tcp_),
-           [](uv_handle_t* h) { delete static_cast<UpstreamConn*>(h->data); });
+  uv_close(reinterpret_cast<uv_handle_t*>(&tcp_), onClosed);
+  uv_close(reinterpret_cast<uv_handle_t*>(&connect_timer_), onClosed);
+}
+
+void UpstreamConn::onClosed(uv_handle_t* h) {
+  auto* c = static_cast<UpstreamConn*>(h->data);
+  if (--c->open_handles_ == 0) delete c;
 }
 
 int UpstreamConn::write(const char* p, size_t n) noexcept {
@@ -60,8 +66,19 @@ void UpstreamConn::onWrite(uv_write_t* req, int status) {
 
 void UpstreamConn::onConnect(uv_connect_t* req, int status) {
   auto* c = static_cast<UpstreamConn*>(req->data);
-  if (status == UV_ECANCELED || c->closing_) return;
+  if (status == UV_ECANCELED || c->closing_ || !c->connecting_) return;
+  c->connecting_ = false;
+  uv_timer_stop(&c->connect_timer_);
   if (c->owner_ != nullptr) c->owner_->onUpstreamConnect(status);
+}
+
+// The connect is still pending at the deadline. The owner closes the connection, which
+// cancels the connect (onConnect then sees UV_ECANCELED).
+void UpstreamConn::onConnectTimeout(uv_timer_t* t) {
+  auto* c = static_cast<UpstreamConn*>(t->data);
+  if (c->closing_ || !c->connecting_) return;
+  c->connecting_ = false;
+  if (c->owner_ != nullptr) c->owner_->onUpstreamConnect(UV_ETIMEDOUT);
 }
 
 void UpstreamConn::onAlloc(uv_handle_t* h, size_t, uv_buf_t* buf) {
@@ -119,16 +136,18 @@ UpstreamConn* UpstreamPool::take(const BackendSnapshot& backend, UpstreamOwner* 
 }
 
 UpstreamConn* UpstreamPool::connect(const BackendSnapshot& backend, UpstreamOwner* owner,
-                                    int* err) noexcept {
+                                    uint64_t timeout_ms, bool poolable, int* err) noexcept {
   auto* c = new (std::nothrow) UpstreamConn(this, backend.state,
                                             reinterpret_cast<const sockaddr*>(&backend.address),
-                                            backend.address_len);
+                                            backend.address_len, poolable);
   if (c == nullptr) {
     *err = UV_ENOMEM;
     return nullptr;
   }
   c->owner_ = owner;
-  uv_tcp_init(worker_->loop(), &c->tcp_);
+  uv_tcp_init(loop_, &c->tcp_);
+  uv_timer_init(loop_, &c->connect_timer_);
+  c->open_handles_ = 2;
   uv_tcp_nodelay(&c->tcp_, 1);
   int rc = uv_tcp_connect(&c->connect_req_, &c->tcp_,
                           reinterpret_cast<const sockaddr*>(&c->address_), UpstreamConn::onConnect);
@@ -137,18 +156,25 @@ UpstreamConn* UpstreamPool::connect(const BackendSnapshot& backend, UpstreamOwne
     c->close();
     return nullptr;
   }
+  c->connecting_ = true;
+  if (timeout_ms > 0)
+    uv_timer_start(&c->connect_timer_, UpstreamConn::onConnectTimeout, timeout_ms, 0);
   return c;
 }
 
 void UpstreamPool::put(UpstreamConn* c) noexcept {
   if (c->closing_) return;
   c->owner_ = nullptr;
+  if (!c->poolable_ || draining_) {
+    c->close();
+    return;
+  }
   Bucket* b = nullptr;
   try {
     b = &bucket(c->state());
   } catch (...) {
   }
-  if (b == nullptr || b->idle.size() >= max_idle_ || worker_->draining()) {
+  if (b == nullptr || b->idle.size() >= max_idle_) {
     c->close();
     return;
   }
@@ -170,6 +196,11 @@ void UpstreamPool::remove(UpstreamConn* c) noexcept {
     if (it != b.idle.end()) b.idle.erase(it);
     return;
   }
+}
+
+void UpstreamPool::drain() noexcept {
+  draining_ = true;
+  closeAll();
 }
 
 void UpstreamPool::closeAll() noexcept {

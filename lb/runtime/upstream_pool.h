@@ -1,12 +1,18 @@
-// Upstream connections of one worker and its idle keep-alive pool, per backend. A pooled
-// connection is watched while idle: EOF or any byte from the backend (it closed or sent
-// something unasked) drops it, so a request is never written into a dead socket it could have
-// known about. A connection that saw a broken exchange is closed, never pooled.
+// Upstream connections of one worker and its idle keep-alive pool, per backend. Every
+// session's connection to a backend is an UpstreamConn, whatever its protocol: HTTP's are
+// pooled between exchanges, TCP's belong to one client connection and are never pooled.
+//
+// A connect is bounded by a timeout (the listener's timeouts.connect): past it the owner hears
+// onUpstreamConnect(UV_ETIMEDOUT). A pooled connection is watched while idle: EOF or any byte
+// from the backend (it closed or sent something unasked) drops it, so a request is never
+// written into a dead socket it could have known about. A connection that saw a broken
+// exchange is closed, never pooled.
 #pragma once
 
 #include <sys/socket.h>
 #include <uv.h>
 
+#include <cstdint>
 #include <memory>
 #include <vector>
 
@@ -15,13 +21,21 @@
 namespace lb {
 
 class UpstreamPool;
-class Worker;
 struct BackendSnapshot;
 
-// Whoever uses an upstream connection (an HTTP session now, a TCP session later).
+// How a session uses the connection it asks for (BackendAttempt::connect).
+enum class Pooling : uint8_t {
+  kReuseIdle,     // request/response: an idle pooled one if any, else new; may be put() back
+  kNewPoolable,   // a new one even if idle ones exist (a retry after a stale one); may be put()
+  kNever,         // one client's own pipe (TCP): always new, never pooled (put() closes it)
+};
+
+// Whoever uses an upstream connection (a session of any protocol).
 class UpstreamOwner {
  public:
   virtual ~UpstreamOwner() = default;
+  // The connect finished: 0, or < 0 (refused, UV_ETIMEDOUT after the connect timeout, ...).
+  // After a failure the connection is of no further use: the owner close()s it.
   virtual void onUpstreamConnect(int status) noexcept = 0;
   virtual void onUpstreamAlloc(uv_buf_t* buf) noexcept = 0;
   virtual void onUpstreamRead(ssize_t n, const uv_buf_t* buf) noexcept = 0;
@@ -34,8 +48,11 @@ class UpstreamConn {
   UpstreamConn(const UpstreamConn&) = delete;
   UpstreamConn& operator=(const UpstreamConn&) = delete;
 
+  // The socket, for an owner that queues its own writes or shutdown on it (TCP pipes many
+  // writes at once); their callbacks come back with UV_ECANCELED if the connection closes.
   uv_stream_t* stream() noexcept { return reinterpret_cast<uv_stream_t*>(&tcp_); }
   BackendState* state() const noexcept { return state_.get(); }
+  // Came out of the idle pool (so is connected already: no onUpstreamConnect follows).
   bool reused() const noexcept { return reused_; }
   void setOwner(UpstreamOwner* owner) noexcept { owner_ = owner; }
   int startRead() noexcept;
@@ -46,16 +63,19 @@ class UpstreamConn {
   // close() (after which libuv never touches them again).
   int write(const char* p, size_t n) noexcept;
   bool writing() const noexcept { return writing_; }
-  // Loop thread. Idempotent; frees itself after the close callback. The owner gets no more
-  // callbacks.
+  // Loop thread. Idempotent; frees itself after the last close callback. The owner gets no
+  // more callbacks through UpstreamOwner (requests it queued itself on stream() come back
+  // cancelled).
   void close() noexcept;
 
  private:
   friend class UpstreamPool;
   UpstreamConn(UpstreamPool* pool, std::shared_ptr<BackendState> state, const sockaddr* addr,
-               socklen_t len);
+               socklen_t len, bool poolable);
   ~UpstreamConn();
   static void onConnect(uv_connect_t* req, int status);
+  static void onConnectTimeout(uv_timer_t* t);
+  static void onClosed(uv_handle_t* h);
   static void onAlloc(uv_handle_t* h, size_t suggested, uv_buf_t* buf);
   static void onRead(uv_stream_t* s, ssize_t n, const uv_buf_t* buf);
   static void onWrite(uv_write_t* req, int status);
@@ -66,8 +86,12 @@ class UpstreamConn {
   socklen_t address_len_ = 0;
   UpstreamOwner* owner_ = nullptr;
   uv_tcp_t tcp_;
+  uv_timer_t connect_timer_;
   uv_connect_t connect_req_;
   uv_write_t write_req_;
+  int open_handles_ = 0;   // freed when the last close callback brings it to 0
+  bool poolable_;
+  bool connecting_ = false;
   bool writing_ = false;
   bool idle_ = false;      // sits in the pool
   bool reused_ = false;    // came out of the pool
@@ -76,8 +100,10 @@ class UpstreamConn {
 
 class UpstreamPool {
  public:
-  // max_idle: idle connections kept per backend (per worker).
-  UpstreamPool(Worker* worker, size_t max_idle) : worker_(worker), max_idle_(max_idle) {}
+  // One per worker (WorkerEnv): `loop` is its loop, `worker` the index of its statistics
+  // slot. max_idle: idle connections kept per backend.
+  UpstreamPool(uv_loop_t* loop, unsigned worker, size_t max_idle)
+      : loop_(loop), worker_(worker), max_idle_(max_idle) {}
   ~UpstreamPool();
   UpstreamPool(const UpstreamPool&) = delete;
   UpstreamPool& operator=(const UpstreamPool&) = delete;
@@ -85,15 +111,21 @@ class UpstreamPool {
   // Loop thread. A pooled idle connection to this backend (most recently used first), owned by
   // `owner` from now on; nullptr when there is none.
   UpstreamConn* take(const BackendSnapshot& backend, UpstreamOwner* owner) noexcept;
-  // Loop thread. Starts a new connection; owner->onUpstreamConnect(status) follows. nullptr
-  // with *err when it cannot even start.
-  UpstreamConn* connect(const BackendSnapshot& backend, UpstreamOwner* owner, int* err) noexcept;
+  // Loop thread. Starts a new connection; owner->onUpstreamConnect(status) follows, with
+  // UV_ETIMEDOUT once `timeout_ms` passed without an answer (0: no timeout). A connection
+  // that is not `poolable` is never parked (put() closes it). nullptr with *err when it
+  // cannot even start. Sessions call this through BackendAttempt::connect.
+  UpstreamConn* connect(const BackendSnapshot& backend, UpstreamOwner* owner,
+                        uint64_t timeout_ms, bool poolable, int* err) noexcept;
   // Loop thread. Parks a healthy connection after a complete exchange (or closes it when the
-  // pool for its backend is full).
+  // pool for its backend is full, the worker drains, or the connection is not poolable).
   void put(UpstreamConn* conn) noexcept;
+  // Loop thread. Closes every idle connection and parks none from now on (drain).
+  void drain() noexcept;
   // Loop thread. Closes every idle connection (stop).
   void closeAll() noexcept;
   size_t idleCount() const noexcept;
+  unsigned worker() const noexcept { return worker_; }
 
  private:
   friend class UpstreamConn;
@@ -104,8 +136,10 @@ class UpstreamPool {
   Bucket& bucket(BackendState* backend);
   void remove(UpstreamConn* conn) noexcept;
 
-  Worker* worker_;
+  uv_loop_t* loop_;
+  unsigned worker_;
   size_t max_idle_;
+  bool draining_ = false;
   std::vector<Bucket> buckets_;
 };
 

@@ -1,22 +1,12 @@
 #include "lb/runtime/worker.h"
 
-#include "lb/runtime/listener.h"
 #include "lb/core/log.h"
-#include "lb/runtime/upstream_pool.h"
+#include "lb/runtime/listener.h"
 
 namespace lb {
 
-namespace {
-// Idle keep-alive connections kept per backend per worker: enough for a wrk -c64 run to reuse
-// every connection, small enough that a fleet of 100 backends cannot pin thousands of sockets.
-constexpr size_t kMaxIdlePerBackend = 128;
-}  // namespace
-
 Worker::Worker(unsigned index, unsigned worker_count, const ProtocolTable& protocols)
-    : index_(index),
-      worker_count_(worker_count),
-      protocols_(protocols),
-      upstreams_(std::make_unique<UpstreamPool>(this, kMaxIdlePerBackend)) {}
+    : worker_count_(worker_count), env_(&loop_, index, protocols) {}
 
 Worker::~Worker() { stop(); }
 
@@ -46,13 +36,10 @@ void Worker::run() {
   std::string error;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    snapshot_ = std::move(pending_snapshot_);
+    env_.setSnapshot(std::move(pending_snapshot_));
   }
-  access_log_ = std::make_unique<AccessLog>(&loop_, snapshot_->access_log);
-  tcp_.loop = &loop_;
-  tcp_.worker = index_;
-  tcp_.buffers = &tcp_buffers_;
-  tcp_.access_log = access_log_.get();
+  access_log_ = std::make_unique<AccessLog>(&loop_, env_.snapshot()->access_log);
+  env_.setAccessLog(access_log_.get());
   bool ok = reconcileListeners(&error);
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -65,7 +52,8 @@ void Worker::run() {
   uv_run(&loop_, UV_RUN_DEFAULT);
   // Every handle is closed once uv_run returns after shutdownLoop(); a non-zero result here
   // would be a leaked handle.
-  if (uv_loop_close(&loop_) != 0) LB_WARN("worker %u: loop closed with live handles", index_);
+  if (uv_loop_close(&loop_) != 0)
+    LB_WARN("worker %u: loop closed with live handles", env_.index());
 }
 
 void Worker::applySnapshot(std::shared_ptr<const Snapshot> snapshot) {
@@ -113,23 +101,24 @@ void Worker::processMailbox() {
     return;
   }
   if (snap) {
-    snapshot_ = std::move(snap);
-    access_log_->setSink(snapshot_->access_log);
+    env_.setSnapshot(std::move(snap));
+    access_log_->setSink(env_.snapshot()->access_log);
     std::string error;
-    if (!draining_ && !reconcileListeners(&error))
-      LB_ERROR("worker %u: %s (listener left closed)", index_, error.c_str());
+    if (!env_.draining() && !reconcileListeners(&error))
+      LB_ERROR("worker %u: %s (listener left closed)", env_.index(), error.c_str());
   }
-  if (drain && !draining_) {
-    draining_ = true;
+  if (drain && !env_.draining()) {
+    env_.beginDrain();
     for (auto& l : listeners_) l.release()->close();
     listeners_.clear();
-    upstreams_->closeAll();
-    sessions_.forEach([](Session* s) { s->drain(); });   // drain() may close and unlink s
+    // drain() may close and unlink s; a TCP session has no request boundary to stop at and
+    // runs on until it ends or the drain deadline stops the worker.
+    env_.sessions().forEach([](Session* s) { s->drain(); });
   }
 }
 
 bool Worker::reconcileListeners(std::string* error) {
-  const auto& ls = snapshot_->listeners;
+  const auto& ls = env_.snapshot()->listeners;
   std::vector<std::unique_ptr<Listener>> kept;
   std::vector<bool> have(ls.size(), false);
   // Keep a listener whose name, address and protocol are unchanged (its socket and queued
@@ -155,14 +144,14 @@ bool Worker::reconcileListeners(std::string* error) {
   for (uint32_t i = 0; i < ls.size(); ++i) {
     if (have[i]) continue;
     std::string e;
-    Listener* l = Listener::open(this, ls[i], i, &e);
+    Listener* l = Listener::open(env_, ls[i], i, &e);
     if (l == nullptr) {
       if (ok) *error = e;
       ok = false;
       continue;
     }
     listeners_.emplace_back(l);
-    if (index_ == 0) LB_INFO("listener %s listening on %s", ls[i].config->name.c_str(),
+    if (env_.index() == 0) LB_INFO("listener %s listening on %s", ls[i].config->name.c_str(),
                              ls[i].config->listen.c_str());
   }
   return ok;
@@ -172,9 +161,8 @@ void Worker::shutdownLoop() {
   stopping_ = true;
   for (auto& l : listeners_) l.release()->close();
   listeners_.clear();
-  upstreams_->closeAll();
-  sessions_.forEach([](Session* s) { s->abort(); });
-  tcp_.sessions.forEach([](Session* s) { s->abort(); });
+  env_.upstreams().closeAll();
+  env_.sessions().forEach([](Session* s) { s->abort(); });   // abort() may unlink s
   access_log_->close();   // after the sessions: their last lines are in the buffer
   uv_close(reinterpret_cast<uv_handle_t*>(&async_), nullptr);
 }

@@ -2,11 +2,13 @@
 // upstream keep-alive pools and I/O buffers (docs/architecture.md, "Threads and data"). The main thread
 // talks to it only through a mailbox woken by uv_async: a new snapshot, drain, stop. Nothing
 // on the request path takes a lock.
+//
+// What runs on the loop (listeners, sessions, the upstream pool) sees the worker only through
+// its WorkerEnv (lb/runtime/worker_env.h); this class is the thread and the mailbox around it.
 #pragma once
 
 #include <uv.h>
 
-#include <atomic>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
@@ -14,19 +16,14 @@
 #include <thread>
 #include <vector>
 
-#include "lb/runtime/access_log.h"
-#include "lb/runtime/buffer_pool.h"
-#include "lb/runtime/protocols.h"
-#include "lb/runtime/session.h"
 #include "lb/routing/snapshot.h"
-#include "lb/runtime/buffer_source.h"
+#include "lb/runtime/access_log.h"
+#include "lb/runtime/protocols.h"
 #include "lb/runtime/worker_env.h"
 
 namespace lb {
 
 class Listener;
-class UpstreamPool;
-class Worker;
 
 class Worker {
  public:
@@ -47,26 +44,11 @@ class Worker {
   // Main thread. Close everything now and join the thread. Idempotent.
   void stop();
 
-  // Loop thread accessors.
-  unsigned index() const noexcept { return index_; }
-  const ProtocolTable& protocols() const noexcept { return protocols_; }
-  uv_loop_t* loop() noexcept { return &loop_; }
-  BufferPool& buffers() noexcept { return buffers_; }
-  UpstreamPool& upstreams() noexcept { return *upstreams_; }
-  const std::shared_ptr<const Snapshot>& snapshot() const noexcept { return snapshot_; }
-  bool draining() const noexcept { return draining_; }
-  void link(Session* s) noexcept { sessions_.link(s); }
-  void unlink(Session* s) noexcept { sessions_.unlink(s); }
-  size_t sessionCount() const noexcept { return sessions_.count(); }
-  // Any thread. HTTP and TCP sessions still open on this worker: what a drain waits for.
-  size_t inFlight() const noexcept { return sessions_.count() + tcp_.sessions.count(); }
-  // Loop thread. The TCP sessions' shared state, and the worker's access log (null until the
-  // loop runs).
-  TcpWorkerEnv& tcpEnv() noexcept { return tcp_; }
-  AccessLog* accessLog() noexcept { return access_log_.get(); }
-  // Counts connections accepted by this worker (tests and logs prove both workers serve).
-  uint64_t accepted() const noexcept { return accepted_; }
-  void noteAccepted() noexcept { ++accepted_; }
+  unsigned index() const noexcept { return env_.index(); }
+  // Any thread. Sessions of every protocol still open on this worker: what a drain waits for.
+  size_t inFlight() const noexcept { return env_.sessionCount(); }
+  // After stop(). Connections this worker accepted (logged at exit).
+  uint64_t accepted() const noexcept { return env_.accepted(); }
 
  private:
   static void onAsync(uv_async_t* a);
@@ -76,22 +58,13 @@ class Worker {
   bool reconcileListeners(std::string* error);
   void shutdownLoop();
 
-  const unsigned index_;
   const unsigned worker_count_;
-  const ProtocolTable& protocols_;
   uv_loop_t loop_;
   uv_async_t async_;
   std::thread thread_;
-  BufferPool buffers_;
-  std::unique_ptr<UpstreamPool> upstreams_;
-  std::shared_ptr<const Snapshot> snapshot_;
+  WorkerEnv env_;
   std::vector<std::unique_ptr<Listener>> listeners_;
-  SessionList sessions_;
-  BufferPoolSource tcp_buffers_{buffers_};
-  TcpWorkerEnv tcp_;
   std::unique_ptr<AccessLog> access_log_;
-  uint64_t accepted_ = 0;
-  bool draining_ = false;
   bool stopping_ = false;
 
   // Mailbox: main thread writes under mu_, the loop thread reads after the async wakes it.

@@ -1,6 +1,6 @@
 // TcpSession on a real libuv loop with real loopback sockets: a proxy loop on its own thread
-// accepting into TcpSession, backends as blocking-socket servers on threads, and the test
-// thread as the client. The snapshot is built by hand over a table whose preference order is
+// (a WorkerEnv of its own, as a worker has) accepting into TcpSession, backends as
+// blocking-socket servers on threads, and the test thread as the client. The snapshot is built by hand over a table whose preference order is
 // host 0, 1, 2, ... for every key, so which host is tried first is known.
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -21,8 +21,10 @@
 
 #include <gtest/gtest.h>
 
-#include "lb/runtime/access_log.h"
 #include "lb/proxy/tcp/tcp_session.h"
+#include "lb/runtime/access_log.h"
+#include "lb/runtime/listener.h"
+#include "lb/runtime/worker_env.h"
 #include "tests/unit/tcp_test_servers.h"
 
 namespace lb {
@@ -45,7 +47,8 @@ class InOrderTable final : public SelectorTable {
 };
 
 std::shared_ptr<Snapshot> makeSnapshot(const std::vector<uint16_t>& ports, uint32_t retries,
-                                       Duration idle = Duration{10000}) {
+                                       Duration idle = Duration{10000},
+                                       Duration connect = Duration{1000}) {
   auto snap = std::make_shared<Snapshot>();
   ClusterConfig cc;
   cc.name = "c";
@@ -58,7 +61,7 @@ std::shared_ptr<Snapshot> makeSnapshot(const std::vector<uint16_t>& ports, uint3
   lc.protocol = Protocol::kTcp;
   lc.cluster = "c";
   lc.on_missing_key = OnMissingKey::kRoundRobin;
-  lc.timeouts.connect = Duration{1000};
+  lc.timeouts.connect = connect;
   lc.timeouts.idle = idle;
   snap->config.listeners.push_back(lc);
 
@@ -75,11 +78,22 @@ std::shared_ptr<Snapshot> makeSnapshot(const std::vector<uint16_t>& ports, uint3
     b.address_len = sizeof(sockaddr_in);
   }
   cs.loads = std::make_unique<ClusterLoads>(&cs.backends);
+  cs.rotation = Rotation(1);
   ListenerSnapshot& ls = snap->listeners.emplace_back();
   ls.config = &snap->config.listeners[0];
   ls.cluster = 0;
   ls.state = std::make_shared<ListenerState>("t", 1);
   return snap;
+}
+
+// Every protocol accepts as tcp here.
+const ProtocolTable& tcpOnly() {
+  static const ProtocolTable table = [] {
+    ProtocolTable t{};
+    t.fill(TcpSession::accept);
+    return t;
+  }();
+  return table;
 }
 
 // A worker in miniature: one loop thread with one tcp listener feeding TcpSession.
@@ -88,10 +102,9 @@ class ProxyLoop {
   ProxyLoop(std::shared_ptr<const Snapshot> snap, std::shared_ptr<AccessLogSink> sink = nullptr)
       : snap_(std::move(snap)) {
     uv_loop_init(&loop_);
-    env_.loop = &loop_;
-    env_.buffers = &buffers_;
+    env_.setSnapshot(snap_);
     access_log_ = std::make_unique<AccessLog>(&loop_, sink);
-    env_.access_log = access_log_.get();
+    env_.setAccessLog(access_log_.get());
     uv_tcp_init(&loop_, &server_);
     server_.data = this;
     sockaddr_in addr;
@@ -114,14 +127,15 @@ class ProxyLoop {
     if (!thread_.joinable()) return;
     run([this] {
       uv_close(reinterpret_cast<uv_handle_t*>(&server_), nullptr);
-      TcpSession::closeAll(env_, TcpOutcome::kDraining);
+      env_.sessions().forEach([](Session* s) { s->abort(); });
+      env_.upstreams().closeAll();
       access_log_->close();
       uv_close(reinterpret_cast<uv_handle_t*>(&async_), nullptr);
     });
     thread_.join();
     EXPECT_EQ(uv_loop_close(&loop_), 0) << "a handle was left open";
-    EXPECT_EQ(env_.sessions.count(), 0u);
-    EXPECT_EQ(buffers_.outstanding(), 0u) << "a chunk was not returned to the pool";
+    EXPECT_EQ(env_.sessionCount(), 0u);
+    EXPECT_EQ(env_.buffers().outstanding(), 0u) << "a chunk was not returned to the pool";
   }
 
   // Runs fn on the loop thread and waits for it.
@@ -156,14 +170,15 @@ class ProxyLoop {
   }
 
   uint16_t port() const { return port_; }
-  TcpWorkerEnv& env() { return env_; }
-  FreeListBuffers& buffers() { return buffers_; }
+  WorkerEnv& env() { return env_; }
   const Snapshot& snapshot() const { return *snap_; }
 
  private:
   static void onConnection(uv_stream_t* server, int status) {
     auto* self = static_cast<ProxyLoop*>(server->data);
-    if (status == 0) TcpSession::accept(self->env_, self->snap_, 0, server);
+    if (status == 0)
+      TcpSession::accept(self->env_, server, self->snap_, 0,
+                         admitConnection(self->snap_->listeners[0], 0));
   }
   static void onAsync(uv_async_t* a) {
     auto* self = static_cast<ProxyLoop*>(a->data);
@@ -179,8 +194,7 @@ class ProxyLoop {
   uv_loop_t loop_;
   uv_tcp_t server_;
   uv_async_t async_;
-  FreeListBuffers buffers_{16384, 64};
-  TcpWorkerEnv env_;
+  WorkerEnv env_{&loop_, 0, tcpOnly()};
   std::unique_ptr<AccessLog> access_log_;
   uint16_t port_ = 0;
   std::mutex mu_;
@@ -227,7 +241,7 @@ TEST(TcpSessionTest, LiveLoadCountsTheOpenConnectionUntilItCloses) {
     ASSERT_EQ(c.readExactly(1), "x");
     EXPECT_EQ(liveOf(*snap, 0), 1);
   }
-  EXPECT_TRUE(proxy.waitFor([&] { return proxy.env().sessions.count() == 0; }));
+  EXPECT_TRUE(proxy.waitFor([&] { return proxy.env().sessionCount() == 0; }));
   EXPECT_EQ(liveOf(*snap, 0), 0);
 }
 
@@ -244,7 +258,7 @@ TEST(TcpSessionTest, ClientHalfCloseReachesTheBackendAndTheReplyStillArrives) {
   ASSERT_TRUE(c.send("abcdef"));
   c.shutdownWrite();
   EXPECT_EQ(c.readToEof(), "got 6 bytes");
-  EXPECT_TRUE(proxy.waitFor([&] { return proxy.env().sessions.count() == 0; }));
+  EXPECT_TRUE(proxy.waitFor([&] { return proxy.env().sessionCount() == 0; }));
 }
 
 TEST(TcpSessionTest, BackendHalfCloseReachesTheClientWhichCanStillSend) {
@@ -281,6 +295,24 @@ TEST(TcpSessionTest, RefusedConnectFailsOverToTheNextHost) {
   EXPECT_EQ(b0.picks[static_cast<int>(PickReason::kOwner)].get(), 1u);
   EXPECT_EQ(b1.picks[static_cast<int>(PickReason::kFailover)].get(), 1u);
   EXPECT_EQ(liveOf(*snap, 0), 0) << "the failed attempt must give its live unit back";
+  EXPECT_EQ(liveOf(*snap, 1), 1);
+}
+
+TEST(TcpSessionTest, ConnectTimeoutFailsOverToTheNextHost) {
+  test::SilentPort silent;
+  ASSERT_TRUE(silent.swallowsConnects(200ms)) << "the kernel answered a SYN to a full queue";
+  BlockingServer echo(BlockingServer::echo);
+  auto snap = makeSnapshot({silent.port(), echo.port()}, 1, Duration{10000}, Duration{100});
+  ProxyLoop proxy(snap);
+  Client c;
+  ASSERT_TRUE(c.connect(proxy.port()));
+  ASSERT_TRUE(c.send("ping"));
+  EXPECT_EQ(c.readExactly(4), "ping");
+  const auto& b0 = snap->clusters[0].backends[0].state->per_worker[0];
+  const auto& b1 = snap->clusters[0].backends[1].state->per_worker[0];
+  EXPECT_EQ(b0.picks[static_cast<int>(PickReason::kOwner)].get(), 1u);
+  EXPECT_EQ(b1.picks[static_cast<int>(PickReason::kFailover)].get(), 1u);
+  EXPECT_EQ(liveOf(*snap, 0), 0) << "the timed-out attempt must give its live unit back";
   EXPECT_EQ(liveOf(*snap, 1), 1);
 }
 
@@ -324,8 +356,8 @@ TEST(TcpSessionTest, SlowBackendStopsTheClientSideReadingAtTheHighWatermark) {
   // lb stops reading rather than queueing everything in memory.
   size_t sent = c.sendUntilBlocked(64 << 20, 500ms);
   ASSERT_LT(sent, size_t{64} << 20) << "lb never pushed back";
-  size_t held = proxy.query<size_t>([&] { return proxy.buffers().outstanding(); });
-  size_t chunk = proxy.buffers().chunkSize();
+  size_t held = proxy.query<size_t>([&] { return proxy.env().buffers().outstanding(); });
+  size_t chunk = BufferPool::kBlockSize;
   EXPECT_LE(held * chunk, TcpSession::kHighWatermark + 4 * chunk);
   go.set_value();
   c.shutdownWrite();
@@ -348,7 +380,7 @@ TEST(TcpSessionTest, WritesOneAccessLogLinePerConnection) {
     ASSERT_TRUE(c.send("12345"));
     ASSERT_EQ(c.readExactly(5), "12345");
     c.close();
-    ASSERT_TRUE(proxy.waitFor([&] { return proxy.env().sessions.count() == 0; }));
+    ASSERT_TRUE(proxy.waitFor([&] { return proxy.env().sessionCount() == 0; }));
   }   // stop(): the final flush
   std::ifstream in(path);
   std::stringstream ss;

@@ -44,6 +44,54 @@ inline uint16_t closedPort() {
   return port;
 }
 
+// A loopback port where a connect is neither accepted nor refused: a listener with a backlog
+// of 0 whose one queue slot a connection already holds, so the kernel drops every further SYN
+// (Linux drops SYNs to a listener whose accept queue is full) and a connect waits until its
+// own timeout.
+class SilentPort {
+ public:
+  SilentPort() {
+    listen_fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (bind(listen_fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
+        listen(listen_fd_, 0) != 0)
+      return;
+    socklen_t len = sizeof a;
+    getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&a), &len);
+    port_ = ntohs(a.sin_port);
+    filler_fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    ::connect(filler_fd_, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  }
+  ~SilentPort() {
+    if (filler_fd_ >= 0) close(filler_fd_);
+    if (listen_fd_ >= 0) close(listen_fd_);
+  }
+  SilentPort(const SilentPort&) = delete;
+  SilentPort& operator=(const SilentPort&) = delete;
+  uint16_t port() const { return port_; }
+
+  // True when a connect to the port is still pending after `wait` (the kernel drops SYNs).
+  bool swallowsConnects(std::chrono::milliseconds wait) const {
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(port_);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    pollfd p{fd, POLLOUT, 0};
+    bool pending = poll(&p, 1, static_cast<int>(wait.count())) == 0;
+    close(fd);
+    return pending;
+  }
+
+ private:
+  int listen_fd_ = -1;
+  int filler_fd_ = -1;
+  uint16_t port_ = 0;
+};
+
 class BlockingServer {
  public:
   using Handler = std::function<void(int fd)>;

@@ -17,30 +17,21 @@ namespace {
 // client reads the answer instead of a reset caused by its own unread bytes (nginx's
 // lingering close).
 constexpr uint64_t kLingerMs = 1000;
-
-// Per-worker state for keyless requests: a xorshift generator and a round-robin counter.
-thread_local uint64_t t_rng = 0x9e3779b97f4a7c15ull;
-thread_local uint32_t t_rr = 0;
-uint64_t nextRandom() noexcept {
-  t_rng ^= t_rng << 13;
-  t_rng ^= t_rng >> 7;
-  t_rng ^= t_rng << 17;
-  return t_rng;
-}
 }  // namespace
 
-void HttpSession::accept(Worker* worker, uv_stream_t* server,
-                         const std::shared_ptr<const Snapshot>& snap, const ListenerSnapshot* ls) {
+void HttpSession::accept(WorkerEnv* worker, uv_stream_t* server,
+                         const std::shared_ptr<const Snapshot>& snap, const ListenerSnapshot* ls,
+                         Admission admission) {
   auto* s = new (std::nothrow) HttpSession(worker, snap, ls);
   if (s == nullptr) return;
   if (uv_accept(server, reinterpret_cast<uv_stream_t*>(&s->down_)) != 0) {
     s->closeAll();
     return;
   }
-  s->start();
+  s->start(admission);
 }
 
-HttpSession::HttpSession(Worker* worker, const std::shared_ptr<const Snapshot>& snap,
+HttpSession::HttpSession(WorkerEnv* worker, const std::shared_ptr<const Snapshot>& snap,
                          const ListenerSnapshot* ls)
     : worker_(worker),
       snap_(snap),
@@ -55,7 +46,6 @@ HttpSession::HttpSession(Worker* worker, const std::shared_ptr<const Snapshot>& 
   shutdown_req_.data = this;
   worker_->link(this);
   lstats_->connections_active.add(1);
-  if (t_rng == 0x9e3779b97f4a7c15ull) t_rng ^= uv_hrtime() + worker->index();
 }
 
 HttpSession::~HttpSession() {
@@ -65,7 +55,7 @@ HttpSession::~HttpSession() {
   worker_->buffers().put(rout_);
 }
 
-void HttpSession::start() noexcept {
+void HttpSession::start(Admission admission) noexcept {
   worker_->noteAccepted();
   uv_tcp_nodelay(&down_, 1);
   int len = sizeof peer_;
@@ -77,11 +67,9 @@ void HttpSession::start() noexcept {
   else
     uv_ip4_name(reinterpret_cast<sockaddr_in*>(&peer_), client_ip_, sizeof client_ip_);
   client_ip_len_ = static_cast<uint32_t>(strlen(client_ip_));
-  // limits.max_connections, split evenly over the workers (each enforces its share without
-  // talking to the others): past it, 503 and close, as HAProxy answers past maxconn.
-  const uint32_t workers = lst_->state->workers == 0 ? 1 : lst_->state->workers;
-  const int64_t share = (lst_->config->limits.max_connections + workers - 1) / workers;
-  if (lstats_->connections_active.get() > share) {
+  // limits.max_connections (the listener's admission, lb/runtime/listener.h): past it, 503
+  // and close, as HAProxy answers past maxconn.
+  if (admission == Admission::kOverLimit) {
     sendError(503, HttpErrorReason::kNoBackend);
     return;
   }
@@ -278,7 +266,6 @@ void HttpSession::onRequestHead() noexcept {
   // The affinity key, from the head viewed in place.
   cookie_.set = false;
   has_key_ = false;
-  round_robin_ = false;
   if (lst_->keys != nullptr) {
     HttpRequestView view = requestView(h, base, view_headers_);
     KeyContext ctx;
@@ -288,24 +275,21 @@ void HttpSession::onRequestHead() noexcept {
     ctx.cookie_out = &cookie_;
     has_key_ = lst_->keys->compute(ctx, cluster_->selector->key_hash, &hash_);
   }
-  if (!has_key_) {
-    switch (lst_->config->on_missing_key) {
-      case OnMissingKey::kReject:
-        sendError(400, HttpErrorReason::kMissingKey);
-        return;
-      case OnMissingKey::kRandom:
-        hash_ = nextRandom();
-        break;
-      case OnMissingKey::kRoundRobin:
-        round_robin_ = true;
-        rr_base_ = t_rr++;
-        break;
-    }
+  // Without a key: 400 (reject), or the runtime routes it (random, round_robin).
+  if (has_key_) {
+    attempt_.begin(*worker_, *lst_, *cluster_, hash_);
+  } else if (lst_->config->on_missing_key == OnMissingKey::kReject) {
+    sendError(400, HttpErrorReason::kMissingKey);
+    return;
+  } else {
+    attempt_.beginKeyless(*worker_, *lst_, *cluster_);
   }
-  attempt_ = 0;
-  tries_ = 0;
   fresh_retry_done_ = false;
-  pickAndConnect(0, false);
+  if (!attempt_.pickFirst()) {   // no backend, or every one down
+    sendError(503, HttpErrorReason::kNoBackend);
+    return;
+  }
+  connectUpstream(Pooling::kReuseIdle);
 }
 
 void HttpSession::pumpRequest() noexcept {

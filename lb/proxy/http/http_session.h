@@ -51,17 +51,20 @@
 #include "lb/http/parser.h"
 #include "lb/routing/snapshot.h"
 #include "lb/core/stats.h"
+#include "lb/runtime/backend_attempt.h"
 #include "lb/runtime/upstream_pool.h"
-#include "lb/runtime/worker.h"
+#include "lb/runtime/worker_env.h"
 #include "plugins/key.h"
 
 namespace lb {
 
 class HttpSession final : public Session, public UpstreamOwner {
  public:
-  // Loop thread. Accepts one connection from `server` and starts serving it.
-  static void accept(Worker* worker, uv_stream_t* server,
-                     const std::shared_ptr<const Snapshot>& snap, const ListenerSnapshot* ls);
+  // Loop thread. Accepts one connection from `server` and starts serving it (with a 503 when
+  // the listener's Admission says it is over limits.max_connections).
+  static void accept(WorkerEnv* worker, uv_stream_t* server,
+                     const std::shared_ptr<const Snapshot>& snap, const ListenerSnapshot* ls,
+                     Admission admission);
   HttpSession(const HttpSession&) = delete;
   HttpSession& operator=(const HttpSession&) = delete;
 
@@ -83,7 +86,7 @@ class HttpSession final : public Session, public UpstreamOwner {
     uint32_t pos = 0;
   };
 
-  HttpSession(Worker* worker, const std::shared_ptr<const Snapshot>& snap,
+  HttpSession(WorkerEnv* worker, const std::shared_ptr<const Snapshot>& snap,
               const ListenerSnapshot* ls);
   ~HttpSession();
 
@@ -96,7 +99,7 @@ class HttpSession final : public Session, public UpstreamOwner {
   static void onClosed(uv_handle_t* h);
 
   // Downstream side (http_session.cc).
-  void start() noexcept;
+  void start(Admission admission) noexcept;
   void handleDownRead(ssize_t n) noexcept;
   void handleDownWrite(int status) noexcept;
   void handleTimer() noexcept;
@@ -116,7 +119,7 @@ class HttpSession final : public Session, public UpstreamOwner {
   void releaseBlock(Block* b) noexcept;
 
   // Upstream side (http_session_upstream.cc).
-  void pickAndConnect(uint32_t from_attempt, bool same_host) noexcept;
+  void connectUpstream(Pooling pooling) noexcept;
   void sendRequestHead() noexcept;
   void upstreamFailed(bool connect_failure) noexcept;
   void pumpResponse() noexcept;
@@ -128,7 +131,7 @@ class HttpSession final : public Session, public UpstreamOwner {
   void recordResponse(int status, bool from_backend) noexcept;
   void afterRequestHeadWritten() noexcept;
 
-  Worker* worker_;
+  WorkerEnv* worker_;
   std::shared_ptr<const Snapshot> snap_;
   const ListenerSnapshot* lst_;
   const ClusterSnapshot* cluster_;
@@ -165,16 +168,11 @@ class HttpSession final : public Session, public UpstreamOwner {
   uint32_t head_end_ = 0;        // in_ offset just past the request head
   uint64_t hash_ = 0;
   bool has_key_ = false;
-  bool round_robin_ = false;
-  uint32_t rr_base_ = 0;
-  uint32_t attempt_ = 0;
-  uint32_t host_ = 0;            // index of backend_ in cluster_->backends
-  uint32_t tries_ = 0;           // failed attempts so far (retries used)
+  BackendAttempt attempt_;       // pick, live load, connect, retries (lb/runtime)
   bool fresh_retry_done_ = false;
-  const BackendSnapshot* backend_ = nullptr;
+  const BackendSnapshot* backend_ = nullptr;   // attempt_'s host
   BackendWorkerStats* bstats_ = nullptr;
   UpstreamConn* up_ = nullptr;
-  bool live_counted_ = false;
   bool retry_ok_ = false;        // idempotent and bodiless: safe to resend
   bool keep_req_ = false;        // the client allows keep-alive
   bool is_head_ = false;

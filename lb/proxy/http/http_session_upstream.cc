@@ -4,60 +4,32 @@
 #include "lb/http/rewrite.h"
 #include "lb/proxy/http/http_session.h"
 #include "lb/core/log.h"
+#include "lb/runtime/access_log.h"
 
 namespace lb {
 
-void HttpSession::pickAndConnect(uint32_t from_attempt, bool same_host) noexcept {
-  const auto& backends = cluster_->backends;
-  if (backends.empty()) {
-    sendError(503, HttpErrorReason::kNoBackend);
-    return;
-  }
-  Pick p{host_, attempt_, PickReason::kOwner};
-  if (!same_host) {
-    if (round_robin_) {
-      // No key and on_missing_key = round_robin: hosts in turn, skipping unusable ones.
-      const uint32_t n = static_cast<uint32_t>(backends.size());
-      p = {(rr_base_ + from_attempt) % n, from_attempt, PickReason::kOwner};
-      for (uint32_t k = 0; k < n; ++k) {
-        uint32_t h = (rr_base_ + from_attempt + k) % n;
-        if (cluster_->loads->usable(h)) {
-          p = {h, from_attempt + k, k == 0 ? PickReason::kOwner : PickReason::kFailover};
-          break;
-        }
-      }
-    } else {
-      p = cluster_->pick(hash_, from_attempt);
-    }
-    if (!cluster_->loads->usable(p.host)) {   // every host is down
-      sendError(503, HttpErrorReason::kNoBackend);
-      return;
-    }
-  }
-  host_ = p.host;
-  attempt_ = p.attempt;
-  backend_ = &backends[p.host];
-  bstats_ = &backend_->state->per_worker[worker_->index()];
-  if (!same_host) bstats_->picks[static_cast<int>(p.reason)].add();
-  backend_->state->live.fetch_add(1, std::memory_order_relaxed);
-  live_counted_ = true;
+// Connects to the host attempt_ picked (a pooled idle connection first, unless `pooling`
+// asks for a new one). The connect timeout (timeouts.connect) is the connection's own: it
+// reports UV_ETIMEDOUT through onUpstreamConnect, so the session's timer rests meanwhile.
+void HttpSession::connectUpstream(Pooling pooling) noexcept {
+  backend_ = attempt_.backend();
+  bstats_ = attempt_.stats();
   resp_.reset();
   resp_started_ = false;
   head_written_ = false;
-  up_ = same_host ? nullptr : worker_->upstreams().take(*backend_, this);
-  if (up_ != nullptr) {
-    sendRequestHead();
-    return;
-  }
   int err = 0;
-  up_ = worker_->upstreams().connect(*backend_, this, &err);
+  up_ = attempt_.connect(this, pooling, &err);
   if (up_ == nullptr) {
     LB_DEBUG("http: connect %s: %s", backend_->config->address.c_str(), uv_strerror(err));
     upstreamFailed(true);
     return;
   }
+  if (up_->reused()) {
+    sendRequestHead();
+    return;
+  }
   state_ = State::kConnecting;
-  armTimer(lst_->config->timeouts.connect.count());
+  uv_timer_stop(&timer_);
 }
 
 void HttpSession::onUpstreamConnect(int status) noexcept {
@@ -142,22 +114,20 @@ void HttpSession::upstreamFailed(bool connect_failure) noexcept {
   if (safe && reused && !connect_failure && !fresh_retry_done_) {
     // A pooled connection the backend had closed under us: the same host on a fresh one.
     fresh_retry_done_ = true;
-    pickAndConnect(attempt_, true);
+    attempt_.pickSameAgain();
+    connectUpstream(Pooling::kNewPoolable);
     return;
   }
-  if (safe && tries_ < cluster_->config->retries) {
-    ++tries_;
-    pickAndConnect(attempt_ + 1, false);
+  // The next distinct host of the key's order, while the cluster's retries last.
+  if (safe && attempt_.pickNext()) {
+    connectUpstream(Pooling::kReuseIdle);
     return;
   }
   sendError(502, HttpErrorReason::kBackendFailed);
 }
 
 void HttpSession::releaseUpstream(bool reusable) noexcept {
-  if (live_counted_) {
-    backend_->state->live.fetch_sub(1, std::memory_order_relaxed);
-    live_counted_ = false;
-  }
+  attempt_.release();
   if (up_ != nullptr) {
     if (reusable && !up_->writing())
       worker_->upstreams().put(up_);

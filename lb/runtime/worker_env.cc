@@ -1,0 +1,20 @@
+#include "lb/runtime/worker_env.h"
+
+namespace lb {
+
+WorkerEnv::WorkerEnv(uv_loop_t* loop, unsigned index, const ProtocolTable& protocols,
+                     size_t max_idle_per_backend)
+    : loop_(loop),
+      index_(index),
+      protocols_(protocols),
+      upstreams_(loop, index, max_idle_per_backend),
+      // Seeded per worker and per run, so that two workers (or two runs) do not walk their
+      // keyless requests through the same sequence. Never 0: xorshift would stay there.
+      random_((0x9E3779B97F4A7C15ull ^ (uv_hrtime() + index)) | 1) {}
+
+void WorkerEnv::beginDrain() noexcept {
+  draining_ = true;
+  upstreams_.drain();
+}
+
+}  // namespace lb
