@@ -375,6 +375,13 @@ void HttpSession::nextRequest() noexcept {
   req_done_ = req_resumed_ = body_sent_ = resp_started_ = resp_head_sent_ = resp_done_ = false;
   keep_down_ = false;
   status_ = 0;
+  // The next request's record starts empty: an error lb answers before its head is complete
+  // must not carry this request's key, request line or byte counts.
+  has_key_ = false;
+  start_ns_ = 0;
+  log_in_ = log_out_ = 0;
+  log_method_len_ = 0;
+  log_path_len_ = 0;
   // Between requests the connection moves to the newest snapshot, if its listener is there.
   const auto& current = worker_->snapshot();
   if (current != nullptr && current->generation != snap_->generation) {
@@ -449,11 +456,12 @@ void HttpSession::sendError(int status, HttpErrorReason reason) noexcept {
     closeAll();
     return;
   }
-  recordResponse(status, false);
   state_ = State::kLingering;
   setDownReading(false);
   std::string_view msg = errorResponse(status);
-  if (down_writing_ || writeDown(msg.data(), msg.size()) < 0) {
+  int w = down_writing_ ? -1 : writeDown(msg.data(), msg.size());
+  recordResponse(status, false);   // after the write: its line counts the answer's bytes
+  if (w < 0) {
     closeAll();
     return;
   }
