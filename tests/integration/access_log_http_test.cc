@@ -14,19 +14,24 @@
 namespace lb::test {
 namespace {
 
+// One worker, an http listener on `port` keyed by x-cache-key over the fleet's first origin,
+// the access log in lb's file.
+std::string webConfig(const LbProcess& lb, const OriginFleet& fleet, uint16_t port) {
+  return "[lb]\nworkers = 1\naccess_log = \"" + lb.accessLogPath() +
+         "\"\n[admin]\nlisten = \"127.0.0.1:" + std::to_string(freePort()) +
+         "\"\n[listeners.web]\nlisten = \"127.0.0.1:" + std::to_string(port) +
+         "\"\nprotocol = \"http\"\ncluster = \"origins\"\n"
+         "hash = [ { header = \"x-cache-key\" } ]\n"
+         "[clusters.origins]\nselector = \"ring_hash\"\nbackends = [\n" +
+         fleet.backends(1) + "]\n";
+}
+
 TEST(AccessLogHttpTest, OneLinePerRequestWithListenerKeyBackendStatusBytesAndPath) {
   OriginFleet fleet(1);
   ASSERT_TRUE(fleet.ok()) << fleet.error();
   LbProcess lb;
   uint16_t port = freePort();
-  std::string toml = "[lb]\nworkers = 1\naccess_log = \"" + lb.accessLogPath() +
-                     "\"\n[admin]\nlisten = \"127.0.0.1:" + std::to_string(freePort()) +
-                     "\"\n[listeners.web]\nlisten = \"127.0.0.1:" + std::to_string(port) +
-                     "\"\nprotocol = \"http\"\ncluster = \"origins\"\n"
-                     "hash = [ { header = \"x-cache-key\" } ]\n"
-                     "[clusters.origins]\nselector = \"ring_hash\"\nbackends = [\n" +
-                     fleet.backends(1) + "]\n";
-  ASSERT_TRUE(lb.start(toml, {port})) << lb.output();
+  ASSERT_TRUE(lb.start(webConfig(lb, fleet, port), {port})) << lb.output();
   for (int i = 0; i < 3; ++i) {
     HttpResponse r = httpExchange(port, httpRequest("GET", "/img/" + std::to_string(i) + "?v=1",
                                                     "x-cache-key: k" + std::to_string(i) + "\r\n"));
@@ -59,13 +64,7 @@ TEST(AccessLogHttpTest, ErrorAfterAKeepAliveRequestIsLoggedAsItsOwnRequest) {
   ASSERT_TRUE(fleet.ok()) << fleet.error();
   LbProcess lb;
   uint16_t port = freePort();
-  std::string toml = "[lb]\nworkers = 1\naccess_log = \"" + lb.accessLogPath() +
-                     "\"\n[admin]\nlisten = \"127.0.0.1:" + std::to_string(freePort()) +
-                     "\"\n[listeners.web]\nlisten = \"127.0.0.1:" + std::to_string(port) +
-                     "\"\nprotocol = \"http\"\ncluster = \"origins\"\n"
-                     "hash = [ { header = \"x-cache-key\" } ]\n"
-                     "[clusters.origins]\nbackends = [\n" + fleet.backends(1) + "]\n";
-  ASSERT_TRUE(lb.start(toml, {port})) << lb.output();
+  ASSERT_TRUE(lb.start(webConfig(lb, fleet, port), {port})) << lb.output();
   TcpClient c;
   ASSERT_TRUE(c.connect(port));
   ASSERT_TRUE(c.send(httpRequest("GET", "/first", "x-cache-key: k\r\n")));

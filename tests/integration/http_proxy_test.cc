@@ -32,6 +32,14 @@ class HttpProxyTest : public ::testing::Test {
                            &why))
         << why;
   }
+  // Connects c to lb and asks for a websocket upgrade (key k); the response.
+  HttpResponse upgrade(TcpClient& c) {
+    if (!c.connect(h_.port()) ||
+        !c.send("GET /ws HTTP/1.1\r\nHost: x\r\nx-key: k\r\nConnection: Upgrade\r\n"
+                "Upgrade: websocket\r\n\r\n"))
+      return {};
+    return readHttpResponse(c);
+  }
   ProxyHarness h_;
 };
 
@@ -198,10 +206,7 @@ TEST_F(HttpProxyTest, ExpectContinueLetsTheBackendsHundredThrough) {
 TEST_F(HttpProxyTest, UpgradedConnectionEchoesBothWays) {
   startLb("{ header = \"x-key\" }");
   TcpClient c;
-  ASSERT_TRUE(c.connect(h_.port()));
-  ASSERT_TRUE(c.send("GET /ws HTTP/1.1\r\nHost: x\r\nx-key: k\r\nConnection: Upgrade\r\n"
-                     "Upgrade: websocket\r\n\r\n"));
-  auto r = readHttpResponse(c);
+  auto r = upgrade(c);
   ASSERT_TRUE(r.ok) << r.error;
   ASSERT_EQ(r.status, 101);
   EXPECT_EQ(r.header("upgrade").value_or(""), "websocket");
@@ -216,10 +221,7 @@ TEST_F(HttpProxyTest, UpgradedConnectionEchoesBothWays) {
 TEST_F(HttpProxyTest, UpgradedConnectionClosesBothSidesWhenTheClientEndsIt) {
   startLb("{ header = \"x-key\" }");
   TcpClient c;
-  ASSERT_TRUE(c.connect(h_.port()));
-  ASSERT_TRUE(c.send("GET /ws HTTP/1.1\r\nHost: x\r\nx-key: k\r\nConnection: Upgrade\r\n"
-                     "Upgrade: websocket\r\n\r\n"));
-  auto r = readHttpResponse(c);
+  auto r = upgrade(c);
   ASSERT_TRUE(r.ok) << r.error;
   ASSERT_EQ(r.status, 101);
   const uint16_t origin = h_.originPort(r.header("x-backend").value_or("?"));
