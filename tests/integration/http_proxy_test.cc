@@ -2,7 +2,9 @@
 // affinity, keep-alive on both sides, pipelining, 100-continue and upgrades.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <set>
+#include <thread>
 
 #include "tests/integration/proxy_harness.h"
 
@@ -29,6 +31,14 @@ class HttpProxyTest : public ::testing::Test {
                                h_.backendsToml({"a", "b", "c"}),
                            &why))
         << why;
+  }
+  // Connects c to lb and asks for a websocket upgrade (key k); the response.
+  HttpResponse upgrade(TcpClient& c) {
+    if (!c.connect(h_.port()) ||
+        !c.send("GET /ws HTTP/1.1\r\nHost: x\r\nx-key: k\r\nConnection: Upgrade\r\n"
+                "Upgrade: websocket\r\n\r\n"))
+      return {};
+    return readHttpResponse(c);
   }
   ProxyHarness h_;
 };
@@ -196,10 +206,7 @@ TEST_F(HttpProxyTest, ExpectContinueLetsTheBackendsHundredThrough) {
 TEST_F(HttpProxyTest, UpgradedConnectionEchoesBothWays) {
   startLb("{ header = \"x-key\" }");
   TcpClient c;
-  ASSERT_TRUE(c.connect(h_.port()));
-  ASSERT_TRUE(c.send("GET /ws HTTP/1.1\r\nHost: x\r\nx-key: k\r\nConnection: Upgrade\r\n"
-                     "Upgrade: websocket\r\n\r\n"));
-  auto r = readHttpResponse(c);
+  auto r = upgrade(c);
   ASSERT_TRUE(r.ok) << r.error;
   ASSERT_EQ(r.status, 101);
   EXPECT_EQ(r.header("upgrade").value_or(""), "websocket");
@@ -209,6 +216,29 @@ TEST_F(HttpProxyTest, UpgradedConnectionEchoesBothWays) {
     ASSERT_TRUE(c.readAtLeast(msg.size())) << "echo " << i;
     EXPECT_EQ(c.take(msg.size()), msg);
   }
+}
+
+TEST_F(HttpProxyTest, UpgradedConnectionClosesBothSidesWhenTheClientEndsIt) {
+  startLb("{ header = \"x-key\" }");
+  TcpClient c;
+  auto r = upgrade(c);
+  ASSERT_TRUE(r.ok) << r.error;
+  ASSERT_EQ(r.status, 101);
+  const uint16_t origin = h_.originPort(r.header("x-backend").value_or("?"));
+  ASSERT_TRUE(c.send("last words"));
+  ASSERT_TRUE(c.readAtLeast(10));
+  EXPECT_EQ(c.take(10), "last words");
+  // The tunnel and this probe itself.
+  const long during = originStat(origin, "connections_active");
+  ASSERT_GE(during, 2);
+  c.shutdownWrite();
+  // The client's EOF ends the tunnel: lb closes the client side and its backend connection.
+  EXPECT_TRUE(c.waitClosed(3s));
+  auto deadline = std::chrono::steady_clock::now() + 3s;
+  while (originStat(origin, "connections_active") > during - 1 &&
+         std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(10ms);
+  EXPECT_EQ(originStat(origin, "connections_active"), during - 1);
 }
 
 TEST_F(HttpProxyTest, HeadAndBodilessStatusesCarryNoBodyAndKeepTheConnection) {

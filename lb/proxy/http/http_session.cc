@@ -1,14 +1,11 @@
-// The downstream half of HttpSession: accept, request heads, request bodies, errors, close.
+// HttpSession's connection to the client: accept, reads and writes, the timer each state
+// runs, the errors lb answers itself, the lingering close and the close. Each event handler
+// here is a switch over State, so what an event means in each state is in one place.
 #include "lb/proxy/http/http_session.h"
 
-#include <algorithm>
 #include <cstring>
 
-#include "lb/core/strings.h"
 #include "lb/http/rewrite.h"
-#include "lb/core/log.h"
-
-#include "plugins/keys/key_chain.h"
 
 namespace lb {
 
@@ -73,8 +70,8 @@ void HttpSession::start(Admission admission) noexcept {
     sendError(503, HttpErrorReason::kNoBackend);
     return;
   }
-  // A new connection owes a request head within the header timeout (slowloris).
-  head_timer_ = true;
+  // kHead from accept: a new connection owes a request head within the header timeout
+  // (slowloris).
   armTimer(lst_->config->timeouts.header.count());
   setDownReading(true);
 }
@@ -97,8 +94,8 @@ void HttpSession::onDownRead(uv_stream_t* st, ssize_t n, const uv_buf_t*) {
 void HttpSession::onDownWrite(uv_write_t* req, int status) {
   auto* s = static_cast<HttpSession*>(req->data);
   --s->pending_;
-  s->down_writing_ = false;
-  if (s->closing_) {
+  s->io_.down_writing = false;
+  if (s->state_ == State::kClosed) {
     s->maybeDelete();
     return;
   }
@@ -113,7 +110,7 @@ void HttpSession::onShutdown(uv_shutdown_t* req, int) {
 
 void HttpSession::onTimer(uv_timer_t* t) {
   auto* s = static_cast<HttpSession*>(t->data);
-  if (!s->closing_) s->handleTimer();
+  if (s->state_ != State::kClosed) s->handleTimer();
 }
 
 void HttpSession::onClosed(uv_handle_t* h) {
@@ -122,11 +119,11 @@ void HttpSession::onClosed(uv_handle_t* h) {
   s->maybeDelete();
 }
 
-// ---- reading requests --------------------------------------------------------------------
+// ---- reading from the client -------------------------------------------------------------
 
 void HttpSession::setDownReading(bool on) noexcept {
-  if (closing_ || on == down_reading_ || (on && down_eof_)) return;
-  down_reading_ = on;
+  if (state_ == State::kClosed || on == io_.down_reading || (on && io_.down_eof)) return;
+  io_.down_reading = on;
   if (on)
     uv_read_start(reinterpret_cast<uv_stream_t*>(&down_), onDownAlloc, onDownRead);
   else
@@ -134,56 +131,40 @@ void HttpSession::setDownReading(bool on) noexcept {
 }
 
 void HttpSession::handleDownRead(ssize_t n) noexcept {
-  if (closing_) return;
-  if (n == 0) return;
+  if (state_ == State::kClosed || n == 0) return;
   if (n == UV_ENOBUFS) {   // the block is full: wait until it drains (never spin on it)
     setDownReading(false);
     return;
   }
   if (n < 0) {
-    down_eof_ = true;
-    down_reading_ = false;
-    uv_read_stop(reinterpret_cast<uv_stream_t*>(&down_));
-    if (in_.buf != nullptr && in_.len == in_.pos) releaseBlock(&in_);
-    switch (state_) {
-      case State::kHead:
-      case State::kLingering:
-        closeAll();
-        return;
-      case State::kConnecting:
-      case State::kProxying:
-        // The client went away (or half-closed, which HTTP/1.1 clients do not do while
-        // waiting): abandon the exchange so the backend's slot frees up now, as nginx does
-        // without proxy_ignore_client_abort.
-        closeAll();
-        return;
-      case State::kTunnel:
-        close_after_write_ = true;
-        if (up_ == nullptr || !up_->writing()) closeAll();
-        return;
-      case State::kClosed:
-        return;
-    }
+    handleClientEof();
     return;
   }
   in_.len += static_cast<uint32_t>(n);
   switch (state_) {
-    case State::kHead:
-      if (!head_timer_) {
-        head_timer_ = true;
-        armTimer(lst_->config->timeouts.header.count());
-      }
+    case State::kIdle:
+      // The next request's first byte: from now on its head owes the header timeout.
+      state_ = State::kHead;
+      armTimer(lst_->config->timeouts.header.count());
       processHead();
       return;
-    case State::kProxying:
+    case State::kHead:
+      processHead();
+      return;
+    case State::kConnecting:
+      // Only a retry connects with reading on (the request was complete, and lb watches for
+      // the client leaving): the bytes are the next request's, and wait.
+      return;
+    case State::kExchange:
       touch(lst_->config->timeouts.idle.count());
-      if (req_done_) {
-        // Pipelined bytes of the next request: they wait, unparsed. Reading goes on only to
-        // see the client leave; a full block stops it.
-        if (in_.len >= BufferPool::kBlockSize) setDownReading(false);
+      if (ex_.request == RequestPhase::kBody) {
+        pumpRequest();
         return;
       }
-      pumpRequest();
+      // Pipelined bytes of the next request (or of this one, while its head is still being
+      // written): they wait, unparsed. Reading goes on only to see the client leave; a full
+      // block stops it.
+      if (in_.len >= BufferPool::kBlockSize) setDownReading(false);
       return;
     case State::kTunnel:
       touch(lst_->config->timeouts.idle.count());
@@ -192,206 +173,40 @@ void HttpSession::handleDownRead(ssize_t n) noexcept {
     case State::kLingering:
       in_.len = in_.pos = 0;   // discard
       return;
-    default:
-      // kConnecting reads nothing; bytes that arrive anyway stay queued.
+    case State::kClosed:
       return;
   }
 }
 
-void HttpSession::processHead() noexcept {
-  if (in_.len == in_.pos) return;
-  size_t consumed = 0;
-  auto r = req_.feed(in_.buf, in_.buf + in_.pos, in_.len - in_.pos, &consumed);
-  const uint32_t max_head =
-      std::min<uint32_t>(lst_->config->limits.max_header_bytes, BufferPool::kBlockSize);
-  switch (r) {
-    case HttpParser::Result::kNeedMore:
-      in_.pos = in_.len;
-      if (in_.len >= max_head) sendError(431, HttpErrorReason::kHeaderTooLarge);
-      return;
-    case HttpParser::Result::kHeadComplete:
-      in_.pos += static_cast<uint32_t>(consumed);
-      head_end_ = in_.pos;
-      if (head_end_ > max_head) {
-        sendError(431, HttpErrorReason::kHeaderTooLarge);
-        return;
-      }
-      onRequestHead();
-      return;
-    case HttpParser::Result::kMessageComplete:   // cannot happen before a head
-    case HttpParser::Result::kError:
-      switch (req_.error()) {
-        case HttpParser::Error::kTooManyHeaders:
-          sendError(431, HttpErrorReason::kHeaderTooLarge);
-          return;
-        case HttpParser::Error::kBodyTooLarge:
-          sendError(413, HttpErrorReason::kBodyTooLarge);
-          return;
-        default:
-          LB_DEBUG("http: malformed request: %s", req_.errorReason());
-          sendError(400, HttpErrorReason::kMalformed);
-          return;
-      }
-  }
-}
-
-void HttpSession::onRequestHead() noexcept {
-  setDownReading(false);
-  start_ns_ = uv_hrtime();
-  const ParsedHead& h = req_.head();
-  const char* base = in_.buf;
-  {
-    std::string_view m = h.method.in(base), u = h.url.in(base);
-    log_method_len_ = static_cast<uint8_t>(std::min(m.size(), sizeof log_method_));
-    memcpy(log_method_, m.data(), log_method_len_);
-    log_path_len_ = static_cast<uint16_t>(std::min(u.size(), sizeof log_path_));
-    memcpy(log_path_, u.data(), log_path_len_);
-    log_in_ = head_end_;
-    log_out_ = 0;
-  }
-  // What llhttp leaves to the application (RFC 9112 §3.2): exactly one Host in HTTP/1.1.
-  int hosts = 0;
-  for (uint32_t i = 0; i < h.header_count; ++i)
-    if (equalsNoCase(h.headers[i].name.in(base), "host")) ++hosts;
-  if (hosts > 1 || (hosts == 0 && h.http_minor >= 1) || req_.method() == HTTP_CONNECT) {
-    sendError(400, HttpErrorReason::kMalformed);
-    return;
-  }
-  is_head_ = req_.method() == HTTP_HEAD;
-  client_http10_ = h.http_major == 1 && h.http_minor == 0;
-  upgrade_req_ = req_.upgrade();
-  keep_req_ = req_.keepAlive();
-  retry_ok_ = isIdempotentMethod(req_.method()) && !req_.hasBody();
-
-  // The affinity key, from the head viewed in place.
-  cookie_.set = false;
-  has_key_ = false;
-  if (lst_->keys != nullptr) {
-    HttpRequestView view = requestView(h, base, view_headers_);
-    KeyContext ctx;
-    ctx.peer = reinterpret_cast<const sockaddr*>(&peer_);
-    ctx.local = reinterpret_cast<const sockaddr*>(&local_);
-    ctx.request = &view;
-    ctx.cookie_out = &cookie_;
-    has_key_ = lst_->keys->compute(ctx, cluster_->selector->key_hash, &hash_);
-  }
-  // Without a key: 400 (reject), or the runtime routes it (random, round_robin).
-  if (has_key_) {
-    attempt_.begin(*worker_, *lst_, *cluster_, hash_);
-  } else if (lst_->config->on_missing_key == OnMissingKey::kReject) {
-    sendError(400, HttpErrorReason::kMissingKey);
-    return;
-  } else {
-    attempt_.beginKeyless(*worker_, *lst_, *cluster_);
-  }
-  fresh_retry_done_ = false;
-  if (!attempt_.pickFirst()) {   // no backend, or every one down
-    sendError(503, HttpErrorReason::kNoBackend);
-    return;
-  }
-  connectUpstream(Pooling::kReuseIdle);
-}
-
-void HttpSession::pumpRequest() noexcept {
-  while (!closing_ && state_ == State::kProxying && !req_done_ && up_ != nullptr &&
-         !up_->writing()) {
-    size_t consumed = 0;
-    auto r = req_.feed(in_.buf, in_.buf + in_.pos, in_.len - in_.pos, &consumed);
-    if (r == HttpParser::Result::kError) {
-      // Bad framing mid-body: nothing more may reach the backend.
-      releaseUpstream(false);
-      if (!resp_head_sent_)
-        sendError(req_.error() == HttpParser::Error::kBodyTooLarge ? 413 : 400,
-                  req_.error() == HttpParser::Error::kBodyTooLarge
-                      ? HttpErrorReason::kBodyTooLarge
-                      : HttpErrorReason::kMalformed);
-      else
-        closeAll();
-      return;
-    }
-    const char* chunk = in_.buf + in_.pos;
-    in_.pos += static_cast<uint32_t>(consumed);
-    if (r == HttpParser::Result::kMessageComplete) req_done_ = true;
-    if (consumed > 0) {
-      body_sent_ = true;
-      bstats_->bytes_tx.add(consumed);
-      log_in_ += consumed;
-      int w = up_->write(chunk, consumed);
-      if (w < 0) {
-        upstreamFailed(false);
-        return;
-      }
-      if (w == 1) {
-        setDownReading(false);
-        return;   // onUpstreamWrite resumes
-      }
-    }
-    if (req_done_) break;
-    if (r == HttpParser::Result::kNeedMore) {
-      // Everything buffered went out: the head is no longer needed, reuse the block.
-      in_.len = in_.pos = 0;
-      head_end_ = 0;
-      setDownReading(true);
-      return;
-    }
-  }
-  if (req_done_) {
-    // Keep reading, to notice a client that leaves while the backend works (handleDownRead
-    // queues pipelined bytes without parsing them).
-    setDownReading(in_.len < BufferPool::kBlockSize);
-    if (resp_done_ && !down_writing_) finishExchange();
-  }
-}
-
-void HttpSession::nextRequest() noexcept {
-  req_.reset();
-  // Pipelined bytes move to the front: the next head is parsed from offset 0.
-  if (in_.buf != nullptr) {
-    uint32_t rest = in_.len - in_.pos;
-    if (rest > 0 && in_.pos > 0) memmove(in_.buf, in_.buf + in_.pos, rest);
-    in_.len = rest;
-    in_.pos = 0;
-    if (rest == 0) releaseBlock(&in_);
-  }
-  head_end_ = 0;
-  backend_ = nullptr;
-  bstats_ = nullptr;
-  req_done_ = req_resumed_ = body_sent_ = resp_started_ = resp_head_sent_ = resp_done_ = false;
-  keep_down_ = false;
-  status_ = 0;
-  // Between requests the connection moves to the newest snapshot, if its listener is there.
-  const auto& current = worker_->snapshot();
-  if (current != nullptr && current->generation != snap_->generation) {
-    const ListenerSnapshot* ls = current->findListener(lst_->config->name);
-    if (ls == nullptr) {
+void HttpSession::handleClientEof() noexcept {
+  io_.down_eof = true;
+  io_.down_reading = false;
+  uv_read_stop(reinterpret_cast<uv_stream_t*>(&down_));
+  switch (state_) {
+    case State::kIdle:
+    case State::kHead:
+    case State::kLingering:
       closeAll();
       return;
-    }
-    snap_ = current;
-    lst_ = ls;
-    cluster_ = &snap_->clusters[ls->cluster];
-    lstats_ = &ls->state->per_worker[worker_->index()];
+    case State::kConnecting:
+    case State::kExchange:
+      // The client went away (or half-closed, which HTTP/1.1 clients do not do while
+      // waiting): abandon the exchange so the backend's slot frees up now, as nginx does
+      // without proxy_ignore_client_abort.
+      closeAll();
+      return;
+    case State::kTunnel:
+      endTunnel(TunnelPhase::kClientEnded);
+      return;
+    case State::kClosed:
+      return;
   }
-  state_ = State::kHead;
-  if (worker_->draining() && in_.len == 0) {
-    closeAll();
-    return;
-  }
-  if (in_.len > 0) {
-    head_timer_ = true;
-    armTimer(lst_->config->timeouts.header.count());
-    processHead();
-  } else {
-    head_timer_ = false;
-    armTimer(lst_->config->timeouts.idle.count());
-  }
-  if (state_ == State::kHead) setDownReading(true);
 }
 
-// ---- writing, errors, closing ------------------------------------------------------------
+// ---- writing to the client ---------------------------------------------------------------
 
 int HttpSession::writeDown(const char* p, size_t n) noexcept {
-  log_out_ += n;
+  ex_.log.bytes_out += n;
   uv_stream_t* s = reinterpret_cast<uv_stream_t*>(&down_);
   uv_buf_t b = uv_buf_init(const_cast<char*>(p), static_cast<unsigned>(n));
   int w = uv_try_write(s, &b, 1);
@@ -404,7 +219,8 @@ int HttpSession::writeDown(const char* p, size_t n) noexcept {
   int rc = uv_write(&down_write_, s, &b, 1, onDownWrite);
   if (rc != 0) return rc;
   ++pending_;
-  down_writing_ = true;
+  io_.down_writing = true;
+  setUpReading(false);   // flow control: the pumps resume it once this write drains
   return 1;
 }
 
@@ -413,31 +229,41 @@ void HttpSession::handleDownWrite(int status) noexcept {
     closeAll();
     return;
   }
-  if (state_ == State::kLingering) return;
-  if (close_after_write_ && state_ == State::kTunnel) {
-    closeAll();
-    return;
+  switch (state_) {
+    case State::kExchange:
+      pumpResponse();
+      return;
+    case State::kTunnel:
+      if (tunnel_ == TunnelPhase::kBackendEnded)
+        closeAll();   // the backend's last bytes reached the client
+      else
+        pumpTunnel();
+      return;
+    case State::kLingering:   // the answer is out; the queued shutdown follows it
+    case State::kIdle:        // no write is ever queued in these: an exchange ends only
+    case State::kHead:        // once its writes have drained, and nothing is written
+    case State::kConnecting:  // before a response byte
+    case State::kClosed:
+      return;
   }
-  if (state_ == State::kTunnel) {
-    pumpTunnel();
-    return;
-  }
-  pumpResponse();
 }
 
+// ---- errors, timeouts, closing -----------------------------------------------------------
+
 void HttpSession::sendError(int status, HttpErrorReason reason) noexcept {
-  if (closing_ || state_ == State::kLingering) return;
+  if (state_ == State::kClosed || state_ == State::kLingering) return;
   lstats_->http_errors[static_cast<int>(reason)].add();
   releaseUpstream(false);
-  if (resp_head_sent_) {   // the client already has a head: all lb can do is cut it short
+  if (ex_.headSentToClient()) {   // the client already has a head: all lb can do is cut it
     closeAll();
     return;
   }
-  recordResponse(status, false);
   state_ = State::kLingering;
   setDownReading(false);
   std::string_view msg = errorResponse(status);
-  if (down_writing_ || writeDown(msg.data(), msg.size()) < 0) {
+  int w = io_.down_writing ? -1 : writeDown(msg.data(), msg.size());
+  recordResponse(status, false);   // after the write: its line counts the answer's bytes
+  if (w < 0) {
     closeAll();
     return;
   }
@@ -452,7 +278,7 @@ void HttpSession::lingerClose() noexcept {
   in_.len = in_.pos = 0;
   armTimer(kLingerMs);
   setDownReading(true);
-  if (down_eof_) closeAll();
+  if (io_.down_eof) closeAll();
 }
 
 void HttpSession::handleTimer() noexcept {
@@ -462,24 +288,22 @@ void HttpSession::handleTimer() noexcept {
     return;
   }
   switch (state_) {
+    case State::kIdle:
+      closeAll();   // keep-alive idle: quietly
+      return;
     case State::kHead:
       // A request has begun (or a new connection owes its first one) and its head did not
       // complete in time: 408, as slowloris deserves.
-      if (head_timer_)
-        sendError(408, HttpErrorReason::kHeaderTimeout);
-      else
-        closeAll();   // keep-alive idle
+      sendError(408, HttpErrorReason::kHeaderTimeout);
       return;
     case State::kConnecting:
       upstreamFailed(true);
       return;
-    case State::kProxying:
-      if (!resp_head_sent_) {
-        releaseUpstream(false);
-        sendError(504, HttpErrorReason::kBackendTimeout);
-      } else {
+    case State::kExchange:
+      if (ex_.headSentToClient())
         closeAll();
-      }
+      else
+        sendError(504, HttpErrorReason::kBackendTimeout);
       return;
     case State::kTunnel:
     case State::kLingering:
@@ -491,7 +315,7 @@ void HttpSession::handleTimer() noexcept {
 }
 
 void HttpSession::armTimer(uint64_t ms) noexcept {
-  if (closing_) return;
+  if (state_ == State::kClosed) return;
   deadline_ = uv_now(worker_->loop()) + ms;
   uv_timer_start(&timer_, onTimer, ms, 0);
 }
@@ -507,18 +331,19 @@ void HttpSession::releaseBlock(Block* b) noexcept {
 void HttpSession::abort() noexcept { closeAll(); }
 
 void HttpSession::drain() noexcept {
-  // Idle between requests: close now. Otherwise the response in flight carries
-  // Connection: close (worker_->draining() is read when its head is written).
-  if (state_ == State::kHead && in_.len == 0 && !req_.started()) closeAll();
+  // Idle between requests, or a new connection that has sent nothing: close now. Otherwise
+  // the response in flight carries Connection: close (worker_->draining() is read when its
+  // head is written).
+  if (state_ == State::kIdle || (state_ == State::kHead && in_.len == 0 && !req_.started()))
+    closeAll();
 }
 
 void HttpSession::closeAll() noexcept {
-  if (closing_) return;
-  closing_ = true;
+  if (state_ == State::kClosed) return;
   state_ = State::kClosed;
   releaseUpstream(false);
-  if (down_reading_) uv_read_stop(reinterpret_cast<uv_stream_t*>(&down_));
-  down_reading_ = false;
+  if (io_.down_reading) uv_read_stop(reinterpret_cast<uv_stream_t*>(&down_));
+  io_.down_reading = false;
   uv_timer_stop(&timer_);
   pending_ += 2;
   uv_close(reinterpret_cast<uv_handle_t*>(&timer_), onClosed);
@@ -528,7 +353,7 @@ void HttpSession::closeAll() noexcept {
 }
 
 void HttpSession::maybeDelete() noexcept {
-  if (closing_ && pending_ == 0) delete this;
+  if (state_ == State::kClosed && pending_ == 0) delete this;
 }
 
 }  // namespace lb

@@ -1,4 +1,4 @@
-// One downstream HTTP/1.1 connection and the upstream exchange it drives. Loop thread only.
+// One downstream HTTP/1.1 connection and the upstream exchanges it drives. Loop thread only.
 //
 // One request at a time (pipelined bytes wait, unparsed, in the read buffer until the response
 // before them is complete, so answers keep their order). Per request: parse the head in place,
@@ -7,6 +7,51 @@
 // Flow control: at most one block is in flight per direction; while a write to one side is
 // queued in libuv (write queue above zero), reading from the other side stops, and resumes
 // when it drains, so a slow reader never makes lb buffer more than a block.
+//
+// The connection's life (State), and what moves it on:
+//
+//                 accept
+//                   |
+//                   v      head complete
+//  kIdle --byte--> kHead ---------------> kConnecting <----------------------.
+//    ^               ^                        |                              |
+//    |               |                        | connected (a pooled          | reset or EOF
+//    |               |                        | connection: at once)         | before any
+//    |               |                        v                              | response byte,
+//    |               '--next request's---- kExchange ------------------------' safe to resend
+//    |                  bytes already here   |  |  |
+//    '------response done, keep-alive--------'  |  '--101--> kTunnel
+//                                               |               |
+//              response done, no keep-alive;    |               | a side's EOF, once its
+//              or lb answers an error (from     |               | last bytes are out
+//              kHead and kConnecting too)       v               v
+//                                          kLingering ------> kClosed <---- kIdle: idle timeout,
+//                                            client EOF or 1 s         drain, EOF; any state:
+//                                                                      client gone, write
+//                                                                      error, abort
+//
+//   kHead        Reads and parses the head in place; timeouts.header runs from accept or
+//                from the first byte. Complete head -> kConnecting. Malformed, too large,
+//                no key under `reject`, header timeout -> 400/413/431/408 and kLingering.
+//   kIdle        Keep-alive between requests, nothing of the next one yet. A byte -> kHead;
+//                timeouts.idle, drain or EOF -> kClosed, quietly.
+//   kConnecting  A backend is picked. A pooled connection, or the connect completing ->
+//                kExchange. Connect refused or timeouts.connect -> the next host (stays), or
+//                502 -> kLingering when retries are spent; no usable host -> 503.
+//   kExchange    Request and response stream (HttpExchange's phases, http_exchange.h);
+//                timeouts.idle, pushed out by traffic either way. Response done -> kIdle
+//                (keep-alive), kHead (pipelined bytes waiting) or kLingering. Reset or EOF
+//                before a response byte -> kConnecting when safe to resend, else 502. 101 ->
+//                kTunnel. Idle timeout: 504 before the response head, cut short after.
+//   kTunnel      Bytes both ways (TunnelPhase). A side's EOF -> kClosed once what it sent
+//                is out; timeouts.idle -> kClosed.
+//   kLingering   lb has answered: half-closed, discarding input. Client EOF or 1 s -> kClosed.
+//   kClosed      Handles closing; the session frees itself after the last callback.
+//   Any state: the client's EOF mid-request, a write error, a response cut short, or abort
+//   (stop) -> kClosed.
+//
+// Io holds only libuv bookkeeping (is a read active, is a write queued, has the client's read
+// side ended), never a position in the exchange.
 //
 // Behaviour choices (what a HAProxy/nginx/Envoy user should know):
 // - Framing passes through: Content-Length and chunked bodies are forwarded with their own
@@ -20,7 +65,8 @@
 //   set to http, Host kept.
 // - Expect: 100-continue is forwarded; the backend's 100 comes back through (never to an
 //   HTTP/1.0 client). lb does not answer 100 itself.
-// - Upgrade: after the backend's 101, bytes flow both ways untouched until either side closes.
+// - Upgrade: after the backend's 101, bytes flow both ways untouched until either side closes
+//   (what that side sent before its EOF still reaches the other side; then both close).
 // - Retries: a connect failure (or connect timeout) always moves to the next distinct host of
 //   the key's preference order, up to the cluster's `retries`. A reset or EOF before any
 //   response byte is retried only for idempotent bodiless requests; on a pooled connection it
@@ -40,6 +86,10 @@
 // - A client that closes while its request is in flight abandons it (the upstream connection
 //   is closed, its live load released), as nginx does without proxy_ignore_client_abort.
 //
+// Files: http_session.cc (accept, client I/O, timer, errors, close), http_session_request.cc
+// (request heads, keys, request bodies, keep-alive), http_session_upstream.cc (pick, connect,
+// retry, the response), http_session_tunnel.cc (after a 101).
+//
 // Lifetime: owns down_ and timer_ (and the UpstreamConn while it uses it); neither copied nor
 // moved; handle.data = this; counts pending callbacks and deletes itself after the last.
 #pragma once
@@ -48,9 +98,10 @@
 
 #include <memory>
 
-#include "lb/http/parser.h"
-#include "lb/routing/snapshot.h"
 #include "lb/core/stats.h"
+#include "lb/http/parser.h"
+#include "lb/proxy/http/http_exchange.h"
+#include "lb/routing/snapshot.h"
 #include "lb/runtime/backend_attempt.h"
 #include "lb/runtime/upstream_pool.h"
 #include "lb/runtime/worker_env.h"
@@ -77,7 +128,26 @@ class HttpSession final : public Session, public UpstreamOwner {
   void onUpstreamWrite(int status) noexcept override;
 
  private:
-  enum class State { kHead, kConnecting, kProxying, kTunnel, kLingering, kClosed };
+  enum class State : uint8_t {
+    kIdle,         // keep-alive, between requests: no byte of the next one yet
+    kHead,         // reading a request head (a new connection starts here)
+    kConnecting,   // the head is complete: picking a backend, connecting to it
+    kExchange,     // request and response stream (HttpExchange says how far)
+    kTunnel,       // after a 101: bytes both ways, untouched
+    kLingering,    // lb is done answering: half-closed, discarding input
+    kClosed,       // handles closing; freed after the last callback
+  };
+  // kTunnel: which side sent EOF first. Its last bytes still go out to the other side; the
+  // session closes once they have.
+  enum class TunnelPhase : uint8_t { kOpen, kClientEnded, kBackendEnded };
+
+  // libuv bookkeeping, orthogonal to State.
+  struct Io {
+    bool down_reading = false;   // uv_read_start is active on down_
+    bool down_writing = false;   // down_write_ is queued in libuv
+    bool down_eof = false;       // the client's read side ended (EOF or error)
+    bool up_reading = false;     // reading from up_ is active
+  };
 
   // A pool block used as a byte queue: [pos, len) not yet consumed.
   struct Block {
@@ -98,17 +168,15 @@ class HttpSession final : public Session, public UpstreamOwner {
   static void onTimer(uv_timer_t* t);
   static void onClosed(uv_handle_t* h);
 
-  // Downstream side (http_session.cc).
+  // The connection (http_session.cc).
   void start(Admission admission) noexcept;
   void handleDownRead(ssize_t n) noexcept;
+  void handleClientEof() noexcept;
   void handleDownWrite(int status) noexcept;
   void handleTimer() noexcept;
-  void processHead() noexcept;
-  void onRequestHead() noexcept;
-  void pumpRequest() noexcept;
-  void nextRequest() noexcept;
   void setDownReading(bool on) noexcept;
-  // Writes to the client: 0 sent now, 1 queued (handleDownWrite follows), < 0 error.
+  // Writes to the client: 0 sent now, 1 queued (handleDownWrite follows, and reading from the
+  // backend stops until then), < 0 error.
   int writeDown(const char* p, size_t n) noexcept;
   void sendError(int status, HttpErrorReason reason) noexcept;
   void lingerClose() noexcept;
@@ -118,18 +186,30 @@ class HttpSession final : public Session, public UpstreamOwner {
   void touch(uint64_t ms) noexcept;   // pushes the activity deadline out
   void releaseBlock(Block* b) noexcept;
 
-  // Upstream side (http_session_upstream.cc).
+  // Requests (http_session_request.cc).
+  void processHead() noexcept;
+  void onRequestHead() noexcept;
+  bool deriveKey() noexcept;
+  void pumpRequest() noexcept;
+  void nextRequest() noexcept;
+
+  // The backend side of an exchange (http_session_upstream.cc).
   void connectUpstream(Pooling pooling) noexcept;
   void sendRequestHead() noexcept;
+  void afterRequestHeadWritten() noexcept;
   void upstreamFailed(bool connect_failure) noexcept;
+  void handleBackendEof(ssize_t n) noexcept;
   void pumpResponse() noexcept;
   void onResponseHead() noexcept;
   void finishExchange() noexcept;
   void releaseUpstream(bool reusable) noexcept;
   void setUpReading(bool on) noexcept;
-  void pumpTunnel() noexcept;
   void recordResponse(int status, bool from_backend) noexcept;
-  void afterRequestHeadWritten() noexcept;
+
+  // After a 101 (http_session_tunnel.cc).
+  void startTunnel() noexcept;
+  void pumpTunnel() noexcept;
+  void endTunnel(TunnelPhase ended) noexcept;
 
   WorkerEnv* worker_;
   std::shared_ptr<const Snapshot> snap_;
@@ -137,18 +217,14 @@ class HttpSession final : public Session, public UpstreamOwner {
   const ClusterSnapshot* cluster_;
   ListenerWorkerStats* lstats_;
   State state_ = State::kHead;
+  TunnelPhase tunnel_ = TunnelPhase::kOpen;
+  Io io_;
 
   uv_tcp_t down_;
   uv_timer_t timer_;
   uv_write_t down_write_;
   uv_shutdown_t shutdown_req_;
   int pending_ = 0;              // handle closes, down writes and shutdowns still to call back
-  bool closing_ = false;
-  bool down_reading_ = false;
-  bool down_writing_ = false;
-  bool down_eof_ = false;
-  bool up_reading_ = false;
-  bool close_after_write_ = false;
   uint64_t deadline_ = 0;        // uv_now() at which the timer's phase expires
 
   Block in_;                     // client bytes: the request head, body, pipelined requests
@@ -157,46 +233,18 @@ class HttpSession final : public Session, public UpstreamOwner {
   char* rout_ = nullptr;         // the rewritten response head (until written)
   HttpParser req_{HTTP_REQUEST};
   HttpParser resp_{HTTP_RESPONSE};
+  uint32_t head_end_ = 0;        // in_ offset just past the request head
 
   sockaddr_storage peer_{};
   sockaddr_storage local_{};
   char client_ip_[64] = {};
   uint32_t client_ip_len_ = 0;
 
-  // The request in flight.
-  bool head_timer_ = false;      // the header deadline runs (a request has begun)
-  uint32_t head_end_ = 0;        // in_ offset just past the request head
-  uint64_t hash_ = 0;
-  bool has_key_ = false;
-  BackendAttempt attempt_;       // pick, live load, connect, retries (lb/runtime)
-  bool fresh_retry_done_ = false;
-  const BackendSnapshot* backend_ = nullptr;   // attempt_'s host
-  BackendWorkerStats* bstats_ = nullptr;
-  UpstreamConn* up_ = nullptr;
-  bool retry_ok_ = false;        // idempotent and bodiless: safe to resend
-  bool keep_req_ = false;        // the client allows keep-alive
-  bool is_head_ = false;
-  bool client_http10_ = false;
-  bool upgrade_req_ = false;
-  bool req_done_ = false;
-  bool req_resumed_ = false;     // the request parser went past the head
-  bool head_written_ = false;    // the request head went upstream (this attempt)
-  bool body_sent_ = false;       // a body byte went upstream
-  bool resp_started_ = false;    // a byte came back from the backend
-  bool resp_head_sent_ = false;  // the final response head went downstream
-  bool resp_done_ = false;
-  bool keep_down_ = false;
-  int status_ = 0;
-  uint64_t start_ns_ = 0;
-  // For this request's access-log line (lb/runtime/access_log.h): bytes of the request as received
-  // (head + body), bytes written to the client, and the request line (path truncated).
-  uint64_t log_in_ = 0;
-  uint64_t log_out_ = 0;
-  char log_method_[16] = {};
-  uint8_t log_method_len_ = 0;
-  char log_path_[256] = {};
-  uint16_t log_path_len_ = 0;
-  GeneratedCookie cookie_;
+  // The backend picked for the request in flight: it holds one unit of that backend's live
+  // load from the pick until releaseUpstream (lb/runtime/backend_attempt.h).
+  BackendAttempt attempt_;
+  UpstreamConn* up_ = nullptr;   // the connection of the current attempt
+  HttpExchange ex_;              // the request in flight (or the next one's, when idle)
   HttpHeader view_headers_[ParsedHead::kMaxHeaders];
 };
 

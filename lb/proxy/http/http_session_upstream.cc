@@ -1,26 +1,32 @@
-// The upstream half of HttpSession: pick, connect, retry, the response, the upgrade tunnel.
+// HttpSession's backend side: pick, connect and retry (kConnecting), the request head sent
+// up, the response parsed and streamed down (kExchange), the end of an exchange, and the
+// request's metrics and access-log line.
 #include <cstring>
 
+#include "lb/core/log.h"
 #include "lb/http/rewrite.h"
 #include "lb/proxy/http/http_session.h"
-#include "lb/core/log.h"
 #include "lb/runtime/access_log.h"
 
 namespace lb {
 
-// Connects to the host attempt_ picked (a pooled idle connection first, unless `pooling`
-// asks for a new one). The connect timeout (timeouts.connect) is the connection's own: it
-// reports UV_ETIMEDOUT through onUpstreamConnect, so the session's timer rests meanwhile.
+// Gets a connection to the host attempt_ picked: a pooled one (unless `pooling` asks for a
+// new one) goes straight to kExchange, a new one through kConnecting. The connect timeout
+// (timeouts.connect) is the connection's own: it reports UV_ETIMEDOUT through
+// onUpstreamConnect, so the session's timer rests meanwhile.
 void HttpSession::connectUpstream(Pooling pooling) noexcept {
-  backend_ = attempt_.backend();
-  bstats_ = attempt_.stats();
+  state_ = State::kConnecting;   // until a connection to the backend is ready
+  Route& route = ex_.route;
+  route.backend = attempt_.backend();
+  route.stats = attempt_.stats();
+  // A new attempt: the head goes (again) to a new connection, and nothing came back yet.
+  ex_.request = RequestPhase::kHead;
+  ex_.response = ResponsePhase::kAwaiting;
   resp_.reset();
-  resp_started_ = false;
-  head_written_ = false;
   int err = 0;
   up_ = attempt_.connect(this, pooling, &err);
   if (up_ == nullptr) {
-    LB_DEBUG("http: connect %s: %s", backend_->config->address.c_str(), uv_strerror(err));
+    LB_DEBUG("http: connect %s: %s", route.backend->config->address.c_str(), uv_strerror(err));
     upstreamFailed(true);
     return;
   }
@@ -28,24 +34,26 @@ void HttpSession::connectUpstream(Pooling pooling) noexcept {
     sendRequestHead();
     return;
   }
-  state_ = State::kConnecting;
   uv_timer_stop(&timer_);
 }
 
 void HttpSession::onUpstreamConnect(int status) noexcept {
-  if (closing_ || state_ != State::kConnecting) return;
+  if (state_ != State::kConnecting) return;
   if (status < 0) {
-    LB_DEBUG("http: connect %s: %s", backend_->config->address.c_str(), uv_strerror(status));
+    LB_DEBUG("http: connect %s: %s", ex_.route.backend->config->address.c_str(),
+             uv_strerror(status));
     upstreamFailed(true);
     return;
   }
   sendRequestHead();
 }
 
+// kExchange begins: the rewritten head goes up (RequestPhase kHead until it is written), and
+// the response is read from now on, whatever the request's progress.
 void HttpSession::sendRequestHead() noexcept {
-  state_ = State::kProxying;
+  state_ = State::kExchange;
   if (out_ == nullptr) out_ = worker_->buffers().get();
-  UpstreamRequestOptions opt{{client_ip_, client_ip_len_}, upgrade_req_};
+  UpstreamRequestOptions opt{{client_ip_, client_ip_len_}, ex_.facts.upgrade};
   size_t n = writeUpstreamRequest(req_.head(), in_.buf, opt, out_, BufferPool::kBlockSize);
   if (n == 0) {
     sendError(431, HttpErrorReason::kHeaderTooLarge);
@@ -57,8 +65,8 @@ void HttpSession::sendRequestHead() noexcept {
     upstreamFailed(false);
     return;
   }
-  up_reading_ = true;
-  bstats_->bytes_tx.add(n);
+  io_.up_reading = true;
+  ex_.route.stats->bytes_tx.add(n);
   int w = up_->write(out_, n);
   if (w < 0) {
     upstreamFailed(false);
@@ -67,53 +75,64 @@ void HttpSession::sendRequestHead() noexcept {
   if (w == 0) afterRequestHeadWritten();
 }
 
+// RequestPhase kHead -> kBody (the parser resumes past the head), or straight to kDone for a
+// retry of a request that was already complete (a bodiless one: nothing follows its head).
 void HttpSession::afterRequestHeadWritten() noexcept {
-  head_written_ = true;
   worker_->buffers().put(out_);
   out_ = nullptr;
-  if (!req_resumed_) {
-    req_resumed_ = true;
+  if (req_.messageDone()) {
+    ex_.request = RequestPhase::kDone;
+  } else {
+    ex_.request = RequestPhase::kBody;
     req_.resumeAfterHead(false);
   }
   pumpRequest();
 }
 
 void HttpSession::onUpstreamWrite(int status) noexcept {
-  if (closing_) return;
-  if (status < 0) {
-    upstreamFailed(false);
-    return;
-  }
-  touch(lst_->config->timeouts.idle.count());
-  if (state_ == State::kTunnel) {
-    if (close_after_write_) {
-      closeAll();
+  switch (state_) {
+    case State::kExchange:
+      if (status < 0) {
+        upstreamFailed(false);
+        return;
+      }
+      touch(lst_->config->timeouts.idle.count());
+      if (ex_.request == RequestPhase::kHead)
+        afterRequestHeadWritten();
+      else
+        pumpRequest();
       return;
-    }
-    pumpTunnel();
-    return;
+    case State::kTunnel:
+      if (status < 0 || tunnel_ == TunnelPhase::kClientEnded) {   // the client's last bytes
+        closeAll();                                               // reached the backend
+        return;
+      }
+      touch(lst_->config->timeouts.idle.count());
+      pumpTunnel();
+      return;
+    default:   // no other state holds an upstream connection with a write queued
+      return;
   }
-  if (!head_written_) {
-    afterRequestHeadWritten();
-    return;
-  }
-  pumpRequest();
 }
 
+// The attempt failed (connect refused or timed out, reset, EOF, write error). Retries as the
+// header comment says, or answers 502; a response already under way can only be cut short.
 void HttpSession::upstreamFailed(bool connect_failure) noexcept {
   bool reused = up_ != nullptr && up_->reused();
   releaseUpstream(false);
-  if (closing_ || state_ == State::kLingering) return;
-  if (resp_head_sent_) {   // mid-response: the client can only see it cut short
+  if (state_ == State::kClosed || state_ == State::kLingering) return;
+  if (ex_.headSentToClient()) {
     closeAll();
     return;
   }
   // Safe to send again: nothing reached the backend (connect failure), or it was an
   // idempotent bodiless request and no response byte came back.
-  bool safe = connect_failure || (!resp_started_ && retry_ok_);
-  if (safe && reused && !connect_failure && !fresh_retry_done_) {
+  Route& route = ex_.route;
+  bool safe = connect_failure ||
+              (ex_.response == ResponsePhase::kAwaiting && ex_.facts.retryable);
+  if (safe && reused && !connect_failure && route.fresh_retries < Route::kFreshRetries) {
     // A pooled connection the backend had closed under us: the same host on a fresh one.
-    fresh_retry_done_ = true;
+    ++route.fresh_retries;
     attempt_.pickSameAgain();
     connectUpstream(Pooling::kNewPoolable);
     return;
@@ -126,6 +145,8 @@ void HttpSession::upstreamFailed(bool connect_failure) noexcept {
   sendError(502, HttpErrorReason::kBackendFailed);
 }
 
+// Gives the connection back (to the pool when `reusable` and idle, else closed) and the
+// picked backend's unit of live load. Idempotent.
 void HttpSession::releaseUpstream(bool reusable) noexcept {
   attempt_.release();
   if (up_ != nullptr) {
@@ -135,16 +156,17 @@ void HttpSession::releaseUpstream(bool reusable) noexcept {
       up_->close();
     up_ = nullptr;
   }
-  up_reading_ = false;
+  io_.up_reading = false;
   // A queued client write may still point into upin_: keep it until that write completes.
-  if (upin_.buf != nullptr && (!down_writing_ || closing_)) releaseBlock(&upin_);
+  if (upin_.buf != nullptr && (!io_.down_writing || state_ == State::kClosed))
+    releaseBlock(&upin_);
 }
 
 void HttpSession::setUpReading(bool on) noexcept {
-  if (up_ == nullptr || on == up_reading_) return;
-  up_reading_ = on;
+  if (up_ == nullptr || on == io_.up_reading) return;
+  io_.up_reading = on;
   if (on) {
-    if (up_->startRead() != 0) up_reading_ = false;
+    if (up_->startRead() != 0) io_.up_reading = false;
   } else {
     up_->stopRead();
   }
@@ -159,58 +181,71 @@ void HttpSession::onUpstreamAlloc(uv_buf_t* buf) noexcept {
 }
 
 void HttpSession::onUpstreamRead(ssize_t n, const uv_buf_t*) noexcept {
-  if (closing_ || n == 0) return;
+  if (state_ == State::kClosed || n == 0) return;
   if (n == UV_ENOBUFS) {   // the block is full: wait until it drains (never spin on it)
     setUpReading(false);
     return;
   }
   if (n < 0) {
-    up_reading_ = false;
+    io_.up_reading = false;
     if (up_ != nullptr) up_->stopRead();
-    if (state_ == State::kTunnel) {
-      close_after_write_ = true;
-      if (!down_writing_) closeAll();
-      return;
-    }
-    if (state_ != State::kProxying) return;
-    if (n == UV_EOF && resp_head_sent_ && !resp_done_ && resp_.needsEof()) {
-      // The body ran until the backend closed: that EOF is its end (Connection: close was
-      // already promised to the client).
-      resp_.finishAtEof();
-      resp_done_ = true;
-      keep_down_ = false;
-      releaseUpstream(false);
-      if (!down_writing_) finishExchange();
-      return;
-    }
-    if (!resp_started_ || !resp_head_sent_) {
-      if (resp_started_) {   // a partial head, then nothing: not retryable
-        releaseUpstream(false);
-        sendError(502, HttpErrorReason::kBackendFailed);
-        return;
-      }
-      upstreamFailed(false);
-      return;
-    }
-    closeAll();   // the response was cut short
+    handleBackendEof(n);
     return;
   }
   upin_.len += static_cast<uint32_t>(n);
-  resp_started_ = true;
-  bstats_->bytes_rx.add(static_cast<uint64_t>(n));
+  if (ex_.response == ResponsePhase::kAwaiting) ex_.response = ResponsePhase::kHead;
+  ex_.route.stats->bytes_rx.add(static_cast<uint64_t>(n));
   touch(lst_->config->timeouts.idle.count());
   if (state_ == State::kTunnel)
     pumpTunnel();
-  else if (state_ == State::kProxying)
+  else if (state_ == State::kExchange)
     pumpResponse();
 }
 
+// EOF or a read error from the backend. Reading from the backend stops while a client write
+// is queued, so everything it sent before has been parsed and passed on by now.
+void HttpSession::handleBackendEof(ssize_t n) noexcept {
+  if (state_ == State::kTunnel) {
+    endTunnel(TunnelPhase::kBackendEnded);
+    return;
+  }
+  if (state_ != State::kExchange) return;
+  switch (ex_.response) {
+    case ResponsePhase::kAwaiting:   // nothing came back: maybe retry
+      upstreamFailed(false);
+      return;
+    case ResponsePhase::kHead:       // a partial head, then nothing: not retryable
+      releaseUpstream(false);
+      sendError(502, HttpErrorReason::kBackendFailed);
+      return;
+    case ResponsePhase::kBody:
+      if (n == UV_EOF && resp_.needsEof()) {
+        // The body ran until the backend closed: that EOF is its end (Connection: close was
+        // already promised to the client).
+        resp_.finishAtEof();
+        ex_.response = ResponsePhase::kDone;
+        ex_.keep_client = false;
+        releaseUpstream(false);
+        if (!io_.down_writing) finishExchange();
+        return;
+      }
+      closeAll();   // the response was cut short
+      return;
+    case ResponsePhase::kDone:
+      closeAll();   // unreachable: a done response with no write queued has finished
+      return;
+  }
+}
+
+// ResponsePhase kHead and kBody: parses what the backend sent and passes it down, one write at
+// a time (a queued write stops reading from the backend until handleDownWrite).
 void HttpSession::pumpResponse() noexcept {
-  if (rout_ != nullptr && !down_writing_) {
+  if (rout_ != nullptr && !io_.down_writing) {
     worker_->buffers().put(rout_);
     rout_ = nullptr;
   }
-  while (!closing_ && state_ == State::kProxying && !down_writing_ && !resp_done_) {
+  while (state_ == State::kExchange && !io_.down_writing &&
+         ex_.response != ResponsePhase::kDone) {
     if (upin_.buf == nullptr) {
       setUpReading(true);
       return;
@@ -225,8 +260,8 @@ void HttpSession::pumpResponse() noexcept {
       size_t c = 0;
       auto r = resp_.feed(upin_.buf, upin_.buf + upin_.pos, upin_.len - upin_.pos, &c);
       if (r == HttpParser::Result::kError) {
-        LB_DEBUG("http: malformed response from %s: %s", backend_->config->name.c_str(),
-                 resp_.errorReason());
+        LB_DEBUG("http: malformed response from %s: %s",
+                 ex_.route.backend->config->name.c_str(), resp_.errorReason());
         releaseUpstream(false);
         sendError(502, HttpErrorReason::kBackendFailed);
         return;
@@ -252,26 +287,26 @@ void HttpSession::pumpResponse() noexcept {
     }
     const char* chunk = upin_.buf + upin_.pos;
     upin_.pos += static_cast<uint32_t>(c);
-    if (r == HttpParser::Result::kMessageComplete) resp_done_ = true;
+    if (r == HttpParser::Result::kMessageComplete) ex_.response = ResponsePhase::kDone;
     if (c > 0) {
       int w = writeDown(chunk, c);
       if (w < 0) {
         closeAll();
         return;
       }
-      if (w == 1) {
-        setUpReading(false);
-        return;   // handleDownWrite resumes
-      }
+      if (w == 1) return;   // handleDownWrite resumes
     }
-    if (resp_done_) break;
+    if (ex_.response == ResponsePhase::kDone) break;
     upin_.len = upin_.pos = 0;
     setUpReading(true);
     return;
   }
-  if (resp_done_ && !down_writing_ && !closing_ && state_ == State::kProxying) finishExchange();
+  if (state_ == State::kExchange && ex_.response == ResponsePhase::kDone && !io_.down_writing)
+    finishExchange();
 }
 
+// A complete response head: an interim 1xx passes through (still ResponsePhase kHead), a 101
+// starts the tunnel, anything else goes down rewritten (kBody).
 void HttpSession::onResponseHead() noexcept {
   const ParsedHead& h = resp_.head();
   const int status = h.status;
@@ -280,7 +315,7 @@ void HttpSession::onResponseHead() noexcept {
     // Interim (100 Continue, 103): passed on, and the final response follows on the same
     // parser. Never to an HTTP/1.0 client (RFC 9110 §15.2).
     size_t n = 0;
-    if (!client_http10_) {
+    if (!ex_.facts.http10) {
       DownstreamResponseOptions opt;
       n = writeDownstreamResponse(h, upin_.buf, opt, rout_, BufferPool::kBlockSize);
     }
@@ -289,11 +324,11 @@ void HttpSession::onResponseHead() noexcept {
     size_t c = 0;
     resp_.feed(upin_.buf, upin_.buf + upin_.pos, 0, &c);
     resp_.nextMessage();
-    if (!client_http10_ && (n == 0 || writeDown(rout_, n) < 0)) closeAll();
+    if (!ex_.facts.http10 && (n == 0 || writeDown(rout_, n) < 0)) closeAll();
     return;
   }
   if (status == 101) {
-    if (!upgrade_req_) {
+    if (!ex_.facts.upgrade) {
       releaseUpstream(false);
       sendError(502, HttpErrorReason::kBackendFailed);
       return;
@@ -301,119 +336,84 @@ void HttpSession::onResponseHead() noexcept {
     DownstreamResponseOptions opt;
     opt.upgrade = true;
     size_t n = writeDownstreamResponse(h, upin_.buf, opt, rout_, BufferPool::kBlockSize);
-    status_ = status;
-    resp_head_sent_ = true;
+    ex_.status = status;
+    ex_.response = ResponsePhase::kBody;
     recordResponse(status, true);
-    state_ = State::kTunnel;
     if (n == 0 || writeDown(rout_, n) < 0) {
       closeAll();
       return;
     }
-    pumpTunnel();
+    startTunnel();
     return;
   }
-  status_ = status;
-  resp_.resumeAfterHead(is_head_);
-  keep_down_ = keep_req_ && resp_.keepAliveNow() && !worker_->draining() && !upgrade_req_ &&
-               !down_eof_;
+  ex_.status = status;
+  resp_.resumeAfterHead(ex_.facts.head_method);
+  ex_.keep_client = ex_.facts.keep_alive && resp_.keepAliveNow() && !worker_->draining() &&
+                    !ex_.facts.upgrade && !io_.down_eof;
   DownstreamResponseOptions opt;
-  opt.keep_alive = keep_down_;
-  opt.client_http10 = client_http10_;
-  opt.cookie = &cookie_;
+  opt.keep_alive = ex_.keep_client;
+  opt.client_http10 = ex_.facts.http10;
+  opt.cookie = &ex_.cookie;
   size_t n = writeDownstreamResponse(h, upin_.buf, opt, rout_, BufferPool::kBlockSize);
   if (n == 0) {
     releaseUpstream(false);
     sendError(502, HttpErrorReason::kBackendFailed);
     return;
   }
-  resp_head_sent_ = true;
+  ex_.response = ResponsePhase::kBody;
   if (writeDown(rout_, n) < 0) closeAll();
 }
 
+// ResponsePhase kDone and the client has all of it: the exchange ends. kIdle/kHead for the
+// next request when both sides keep the connection, else kLingering.
 void HttpSession::finishExchange() noexcept {
-  if (!req_done_) keep_down_ = false;   // the rest of the request body would be unread
-  recordResponse(status_, true);
-  bool reusable = resp_.keepAlive() && req_done_ && upin_.pos == upin_.len && !upgrade_req_;
+  // The rest of the request body would be unread: the client connection cannot carry another.
+  if (ex_.request != RequestPhase::kDone) ex_.keep_client = false;
+  recordResponse(ex_.status, true);
+  bool reusable = resp_.keepAlive() && ex_.request == RequestPhase::kDone &&
+                  upin_.pos == upin_.len && !ex_.facts.upgrade;
   releaseUpstream(reusable);
   if (upin_.buf != nullptr) releaseBlock(&upin_);
-  if (keep_down_)
+  if (ex_.keep_client)
     nextRequest();
   else
     lingerClose();
 }
 
-void HttpSession::pumpTunnel() noexcept {
-  if (closing_ || state_ != State::kTunnel || up_ == nullptr) return;
-  // client -> backend
-  if (!up_->writing()) {
-    if (in_.buf != nullptr && in_.pos < in_.len) {
-      const char* p = in_.buf + in_.pos;
-      size_t n = in_.len - in_.pos;
-      in_.pos = in_.len;
-      bstats_->bytes_tx.add(n);
-      int w = up_->write(p, n);
-      if (w < 0) {
-        closeAll();
-        return;
-      }
-      if (w == 1) setDownReading(false);
-    }
-    if (!up_->writing()) {
-      if (in_.buf != nullptr) in_.len = in_.pos = 0;
-      setDownReading(true);
-    }
-  }
-  // backend -> client
-  if (!down_writing_) {
-    if (upin_.buf != nullptr && upin_.pos < upin_.len) {
-      const char* p = upin_.buf + upin_.pos;
-      size_t n = upin_.len - upin_.pos;
-      upin_.pos = upin_.len;
-      int w = writeDown(p, n);
-      if (w < 0) {
-        closeAll();
-        return;
-      }
-      if (w == 1) setUpReading(false);
-    }
-    if (!down_writing_) {
-      if (upin_.buf != nullptr) upin_.len = upin_.pos = 0;
-      setUpReading(true);
-    }
-  }
-}
-
+// The request's statistics and access-log line: once per request, when lb answers it itself
+// (from_backend false) or when the backend's response is complete (or a 101 starts a tunnel).
 void HttpSession::recordResponse(int status, bool from_backend) noexcept {
   const int cls = codeClassIndex(status);
   lstats_->requests[cls].add();
+  const Route& route = ex_.route;
   if (AccessLog* log = worker_->accessLog(); log != nullptr && log->enabled()) {
     AccessRecord r;
     r.listener = lst_->config->name;
     r.http = true;
     r.client = reinterpret_cast<const sockaddr*>(&peer_);
-    r.has_key = has_key_;
-    r.key_hash = hash_;
-    if (backend_ != nullptr) r.backend = backend_->config->name;
+    r.has_key = route.source == KeySource::kKey;
+    r.key_hash = route.hash;
+    if (route.backend != nullptr) r.backend = route.backend->config->name;
     r.status = status;
-    r.bytes_in = log_in_;
-    r.bytes_out = log_out_;
-    r.duration_us = start_ns_ == 0 ? 0 : (uv_hrtime() - start_ns_) / 1000;
-    r.method = {log_method_, log_method_len_};
-    r.path = {log_path_, log_path_len_};
+    r.bytes_in = ex_.log.bytes_in;
+    r.bytes_out = ex_.log.bytes_out;
+    r.duration_us = ex_.log.start_ns == 0 ? 0 : (uv_hrtime() - ex_.log.start_ns) / 1000;
+    r.method = {ex_.log.method, ex_.log.method_len};
+    r.path = {ex_.log.path, ex_.log.path_len};
     log->write(r);
   }
-  if (!from_backend || bstats_ == nullptr) return;
-  bstats_->requests[cls].add();
-  uint64_t us = (uv_hrtime() - start_ns_) / 1000;
+  if (!from_backend || route.stats == nullptr) return;
+  route.stats->requests[cls].add();
+  uint64_t us = (uv_hrtime() - ex_.log.start_ns) / 1000;
   double seconds = static_cast<double>(us) / 1e6;
   for (size_t i = 0; i < kLatencyBuckets.size(); ++i) {
     if (seconds <= kLatencyBuckets[i]) {
-      bstats_->latency_le[i].add();
+      route.stats->latency_le[i].add();
       break;
     }
   }
-  bstats_->latency_count.add();
-  bstats_->latency_sum_us.add(us);
+  route.stats->latency_count.add();
+  route.stats->latency_sum_us.add(us);
 }
 
 }  // namespace lb
