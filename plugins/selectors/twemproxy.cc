@@ -21,7 +21,6 @@
 // server's points instead; with equal weights the survivors usually keep theirs (not across
 // the server counts above), so a failed host's keys land on the next host lb's walk gives.
 #include <algorithm>
-#include <cassert>
 #include <cmath>
 #include <string>
 
@@ -37,29 +36,14 @@ using Ring = selector_detail::PointRing<uint32_t>;
 constexpr uint32_t kPointsPerServer = 160;   // KETAMA_POINTS_PER_SERVER
 constexpr uint32_t kPointsPerHash = 4;       // one MD5 digest gives four 32-bit points
 
-class TwemproxyTable final : public SelectorTable {
- public:
-  explicit TwemproxyTable(Ring ring) : ring_(std::move(ring)) {}
-
-  // twemproxy's key hashes are 32 bits; a combined multi-source hash is folded to its low half.
-  uint32_t pick(uint64_t hash, uint32_t attempt) const noexcept override {
-    if (ring_.hostCount() == 0) return 0;
-    return ring_.pick(static_cast<uint32_t>(hash), attempt);
-  }
-  uint32_t hostCount() const noexcept override { return ring_.hostCount(); }
-  size_t memoryBytes() const noexcept override { return sizeof(*this) + ring_.memoryBytes(); }
-
- private:
-  Ring ring_;
-};
-
 }  // namespace
 
 uint32_t twemproxyPointsPerServer(uint32_t weight, uint32_t total_weight,
                                   uint32_t servers) noexcept {
   // Operation for operation as nc_ketama.c writes it, types included: float products, a double
-  // sum with 1e-10, rounded back to float before floorf. (lb builds with -std=c++20, so GCC
-  // never fuses the float multiply into the double add.)
+  // sum with 1e-10, rounded back to float before floorf (which loses the 1e-10 whenever the
+  // product is not tiny). No float addition follows a float product, so FMA contraction,
+  // were it on, could not change the result.
   const float pct = static_cast<float>(weight) / static_cast<float>(total_weight);
   const float scaled = pct * kPointsPerServer / kPointsPerHash * static_cast<float>(servers);
   const float nudged = static_cast<float>(static_cast<double>(scaled) + 0.0000000001);
@@ -105,7 +89,8 @@ std::unique_ptr<SelectorTable> buildTwemproxy(std::span<const HostSpec> hosts,
   std::vector<Ring::Point> points;
   points.reserve(continuum.size());
   for (const ContinuumPoint& p : continuum) points.push_back({p.value, p.host});
-  return std::make_unique<TwemproxyTable>(Ring(points, static_cast<uint32_t>(hosts.size())));
+  return std::make_unique<selector_detail::PointRingTable<uint32_t>>(
+      Ring(points, static_cast<uint32_t>(hosts.size())));
 }
 
 }  // namespace lb
