@@ -1,5 +1,6 @@
 // From a cluster's config to its selector table: the one place that turns backends into
-// HostSpecs (hash_key defaulting to name) and picks its selector and key hash, shared by the proxy's snapshots and `lb analyze`.
+// HostSpecs (hash_key defaulting to name) and resolves the selector with the cluster's key
+// hash, shared by the proxy's snapshots and `lb analyze`.
 #pragma once
 
 #include <memory>

@@ -100,7 +100,8 @@ uint32_t oneAtATime(std::string_view s) noexcept {
 // 16 bits are CRC-16/XMODEM, the high 16 keep what the shifts carried up.
 uint32_t crc16(std::string_view s) noexcept {
   uint32_t crc = 0;
-  for (char c : s) crc = (crc << 8) ^ kCrc16Table[((crc >> 8) ^ static_cast<unsigned char>(c)) & 0xff];
+  for (char c : s)
+    crc = (crc << 8) ^ kCrc16Table[((crc >> 8) ^ static_cast<unsigned char>(c)) & 0xff];
   return crc;
 }
 

@@ -88,7 +88,8 @@ TEST(TwemproxyTest, GoldenContinuumOfThreeNamedServers) {
   EXPECT_EQ(c[479].host, 2u);
   // `printf 's1-0' | md5sum` = 4b762698 784b0045 c38cd842 1707a59a: s1's first four points.
   for (uint32_t v : {0x9826764bu, 0x45004b78u, 0x42d88cc3u, 0x9aa50717u}) {
-    auto it = std::find_if(c.begin(), c.end(), [&](const ContinuumPoint& p) { return p.value == v; });
+    auto it = std::find_if(c.begin(), c.end(),
+                           [&](const ContinuumPoint& p) { return p.value == v; });
     ASSERT_NE(it, c.end()) << std::hex << v;
     EXPECT_EQ(it->host, 0u);
   }
