@@ -5,6 +5,7 @@
 //   table that cannot be built.
 #include "lb/analyze/analyze.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -50,7 +51,7 @@ std::vector<const SelectorInfo*> chosenSelectors(const std::string& name) {
 }
 
 // Hashes of "key:0".."key:{count-1}" under one key hash.
-std::vector<uint64_t> keyHashes(KeyHash kind, uint64_t count) {
+std::vector<uint64_t> keyHashes(const KeyHash& kind, uint64_t count) {
   std::vector<uint64_t> hashes;
   hashes.reserve(count);
   std::string key;
@@ -72,11 +73,14 @@ int simulate(const AnalyzeOptions& o) {
   const AnalyzeHost added{"b" + std::to_string(o.backends), 1};
 
   // Hash the keys once per key hash, not once per selector.
-  std::vector<uint64_t> hashes[2];
+  std::vector<std::pair<KeyHash, std::vector<uint64_t>>> hashes;
   std::vector<SelectorFigures> figures;
   for (const SelectorInfo* s : selectors) {
-    auto& h = hashes[s->key_hash == KeyHash::kCrc32 ? 1 : 0];
-    if (h.empty()) h = keyHashes(s->key_hash, o.keys);
+    auto it = std::find_if(hashes.begin(), hashes.end(),
+                           [&](const auto& e) { return e.first == s->key_hash; });
+    if (it == hashes.end())
+      it = hashes.insert(hashes.end(), {s->key_hash, keyHashes(s->key_hash, o.keys)});
+    const std::vector<uint64_t>& h = it->second;
     const SelectorOptions options = o.selector_options;
     const SelectorBuilder builder = s->build;
     std::string error;
@@ -106,7 +110,7 @@ int showKeys(const AnalyzeOptions& o) {
     return fail(o.config_file + ": no cluster '" + o.cluster + "' (clusters: " +
                 (known.empty() ? "none" : known) + ")");
   }
-  const SelectorInfo* info = findSelector(cluster->selector);
+  const SelectorInfo* info = selectorOf(*cluster);
   if (!info)
     return fail("cluster '" + cluster->name + "': unknown selector '" + cluster->selector + "'");
   if (cluster->backends.empty()) return fail("cluster '" + cluster->name + "' has no backends");

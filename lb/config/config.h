@@ -61,6 +61,7 @@ struct ClusterConfig {
   uint32_t retries = 2;
   uint32_t vnodes = 160;              // ring_hash.vnodes
   uint64_t table_size = 65537;        // maglev.table_size
+  std::string twemproxy_hash = "fnv1a_64";   // twemproxy.hash: the key hash of selector twemproxy
   std::vector<BackendConfig> backends;
   SourcePos pos;
 };

@@ -272,6 +272,18 @@ void readCluster(WalkContext& ctx, const toml::key& key, const toml::node& node,
     rw.integer("vnodes", 1, 10000, &c->vnodes);
     rw.checkUnknownKeys();
   }
+  if (const toml::table* tt = w.subtable("twemproxy")) {
+    TableWalker tw(ctx, *tt, path + ".twemproxy");
+    std::string hash;
+    if (tw.string("hash", &hash)) {
+      const std::vector<std::string> names = keyHashNamesOf("twemproxy");
+      if (std::find(names.begin(), names.end(), hash) != names.end())
+        c->twemproxy_hash = hash;
+      else
+        tw.errorAt("hash", TableWalker::notOneOf(hash, names));
+    }
+    tw.checkUnknownKeys();
+  }
   if (const toml::array* a = w.array("backends", true)) {
     for (size_t i = 0; i < a->size(); ++i) {
       BackendConfig b;

@@ -14,6 +14,12 @@ namespace {
 constexpr uint64_t kMaxRingPoints = 10000000;
 // Points per unit of weight in nginx's `hash ... consistent` (ngx_http_upstream_hash_module).
 constexpr uint64_t kKetamaPointsPerWeight = 160;
+// Points per server in nutcracker's continuum, shared out by weight (nc_ketama.c).
+constexpr uint64_t kTwemproxyPointsPerServer = 160;
+// nutcracker formats each point's name "NAME-i" into an 86-byte buffer and hashes as many
+// bytes as the name would need: a longer name hashes bytes it never wrote. Names up to 64
+// bytes leave room for i's digits with any ring lb accepts.
+constexpr size_t kTwemproxyMaxName = 64;
 
 std::string at(const std::string& path, size_t i) { return path + "[" + std::to_string(i) + "]"; }
 
@@ -136,6 +142,24 @@ void checkSelector(const ClusterConfig& c, const std::string& path, WalkContext&
                       "\" (got '" + key + "')");
     }
   }
+  if (c.selector != "twemproxy" && ctx.written(path + ".twemproxy")) {
+    std::string tp = path + ".twemproxy";
+    ctx.error(ctx.positionOf(tp), tp,
+              "applies only to selector = \"twemproxy\" (this cluster's selector is '" +
+                  c.selector + "')");
+  }
+  if (c.selector == "twemproxy") {
+    for (size_t i = 0; i < c.backends.size(); ++i) {
+      const BackendConfig& b = c.backends[i];
+      const std::string& key = b.hash_key.empty() ? b.name : b.hash_key;
+      std::string p = at(bpath, i) + ".hash_key";
+      if (key.size() > kTwemproxyMaxName)
+        ctx.error(ctx.positionOf(p), p,
+                  "twemproxy names points NAME-i in a fixed buffer; a hash_key of " +
+                      std::to_string(key.size()) + " bytes is longer than " +
+                      std::to_string(kTwemproxyMaxName));
+    }
+  }
   uint64_t points = 0;
   std::string p;
   if (c.selector == "ring_hash") {
@@ -143,6 +167,9 @@ void checkSelector(const ClusterConfig& c, const std::string& path, WalkContext&
     p = path + ".ring_hash.vnodes";
   } else if (c.selector == "ketama") {
     points = kKetamaPointsPerWeight * total_weight;
+    p = bpath;
+  } else if (c.selector == "twemproxy") {
+    points = kTwemproxyPointsPerServer * c.backends.size();
     p = bpath;
   }
   if (points > kMaxRingPoints)
@@ -156,6 +183,12 @@ void checkSelector(const ClusterConfig& c, const std::string& path, WalkContext&
 std::vector<std::string> selectorNames() {
   std::vector<std::string> names;
   for (const auto& s : allSelectors()) names.emplace_back(s.name);
+  return names;
+}
+
+std::vector<std::string> keyHashNamesOf(std::string_view selector) {
+  std::vector<std::string> names;
+  for (std::string_view n : keyHashNames(selector)) names.emplace_back(n);
   return names;
 }
 

@@ -14,6 +14,8 @@ namespace lb {
 
 // Names of the registered selectors / key plugins (plugins/builtin.h), in registry order.
 std::vector<std::string> selectorNames();
+// The key hashes a cluster of `selector` may name (twemproxy.hash), the default first.
+std::vector<std::string> keyHashNamesOf(std::string_view selector);
 std::vector<std::string> keyPluginNames();
 // True for key plugins that need an HTTP request (header, cookie, query, path).
 bool keyPluginIsL7(std::string_view name);

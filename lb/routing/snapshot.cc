@@ -57,16 +57,18 @@ std::shared_ptr<ListenerState> StateRegistry::listener(const std::string& name) 
   return fresh;
 }
 
-std::vector<double> keyspaceShares(const SelectorTable& table, KeyHash key_hash) {
-  constexpr uint32_t kSamples = 1 << 16;
+std::vector<double> keyspaceShares(const SelectorTable& table, const KeyHash& key_hash) {
+  constexpr uint64_t kSamples = 1 << 16;
   std::vector<double> shares(table.hostCount(), 0.0);
   if (shares.empty()) return shares;
-  const int range_bits = key_hash == KeyHash::kCrc32 ? 32 : 64;
-  const uint64_t step = range_bits == 64 ? (~0ull / kSamples) + 1 : (1ull << 32) / kSamples;
-  for (uint32_t i = 0; i < kSamples; ++i) {
+  // A hash narrower than the sample count (twemproxy's crc32) is walked value by value.
+  const int bits = key_hash.bits >= 64 ? 64 : key_hash.bits;
+  const uint64_t samples = bits < 16 ? uint64_t{1} << bits : kSamples;
+  const uint64_t step = bits == 64 ? (~0ull / kSamples) + 1 : (uint64_t{1} << bits) / samples;
+  for (uint64_t i = 0; i < samples; ++i) {
     // The midpoint of each sample's interval, so the first sample is not pinned to hash 0.
     uint64_t h = i * step + step / 2;
-    shares[table.pick(h, 0)] += 1.0 / kSamples;
+    shares[table.pick(h, 0)] += 1.0 / static_cast<double>(samples);
   }
   return shares;
 }
@@ -98,7 +100,7 @@ Result<std::shared_ptr<const Snapshot>> buildSnapshot(Config config, StateRegist
   for (const auto& cc : snap->config.clusters) {
     ClusterSnapshot& cs = snap->clusters.emplace_back();
     cs.config = &cc;
-    cs.selector = findSelector(cc.selector);
+    cs.selector = selectorOf(cc);
     if (cs.selector == nullptr) {
       errors.push_back({file, cc.pos, "clusters." + cc.name + ".selector",
                         "unknown selector '" + cc.selector + "'"});

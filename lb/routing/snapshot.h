@@ -45,7 +45,7 @@ class ClusterLoads final : public LoadView {
 
 struct ClusterSnapshot {
   const ClusterConfig* config = nullptr;
-  const SelectorInfo* selector = nullptr;
+  const SelectorInfo* selector = nullptr;   // selectorOf(*config): its key_hash hashes keys
   std::unique_ptr<SelectorTable> table;
   std::optional<BoundedLoad> bounded;       // set when hash_balance_factor > 0
   std::vector<BackendSnapshot> backends;    // index = host index in table
@@ -104,8 +104,9 @@ class StateRegistry {
 bool resolveAddress(const std::string& address, sockaddr_storage* out, socklen_t* len);
 
 // The fraction of the key space each host owns under `table`, by sampling evenly spaced
-// hashes over the key hash's range (32 bits for CRC32, 64 for XXH64).
-std::vector<double> keyspaceShares(const SelectorTable& table, KeyHash key_hash);
+// hashes over the key hash's range (key_hash.bits: 64 for XXH64, 32 for CRC32 and most of
+// twemproxy's hashes, 15 for its crc32).
+std::vector<double> keyspaceShares(const SelectorTable& table, const KeyHash& key_hash);
 
 // Builds tables, resolves addresses and key plugins. Errors only for what validation cannot
 // see (an address that does not resolve); the config itself was validated when loaded.

@@ -37,23 +37,6 @@ uint32_t crcContinue(uint32_t crc, const void* data, size_t len) {
       ::crc32(crc, static_cast<const Bytef*>(data), static_cast<uInt>(len)));
 }
 
-class KetamaTable final : public SelectorTable {
- public:
-  explicit KetamaTable(Ring ring) : ring_(std::move(ring)) {}
-
-  // The key hash is the key's CRC32; nginx's hash is 32 bits, so the upper bits are dropped
-  // (they are zero for a single key; combined multi-key hashes are folded to their low half).
-  uint32_t pick(uint64_t hash, uint32_t attempt) const noexcept override {
-    if (ring_.hostCount() == 0) return 0;
-    return ring_.pick(static_cast<uint32_t>(hash), attempt);
-  }
-  uint32_t hostCount() const noexcept override { return ring_.hostCount(); }
-  size_t memoryBytes() const noexcept override { return sizeof(*this) + ring_.memoryBytes(); }
-
- private:
-  Ring ring_;
-};
-
 }  // namespace
 
 KetamaServer splitKetamaServer(std::string_view server) noexcept {
@@ -108,7 +91,8 @@ std::unique_ptr<SelectorTable> buildKetama(std::span<const HostSpec> hosts,
                              return a.hash == b.hash;
                            }),
                points.end());
-  return std::make_unique<KetamaTable>(Ring(points, static_cast<uint32_t>(hosts.size())));
+  return std::make_unique<selector_detail::PointRingTable<uint32_t>>(
+      Ring(points, static_cast<uint32_t>(hosts.size())));
 }
 
 }  // namespace lb

@@ -1,6 +1,7 @@
-// A sorted ring of hash points, shared by ring_hash (64-bit XXH64 points) and ketama (32-bit
-// CRC32 points): lookup = first point >= hash, wrapping past the last; the replica walk goes
-// clockwise from there collecting distinct hosts.
+// A sorted ring of hash points, shared by ring_hash (64-bit XXH64 points), ketama (32-bit CRC32
+// points) and twemproxy (32-bit MD5 points): lookup = first point >= hash, wrapping past the
+// last; the replica walk goes clockwise from there collecting distinct hosts. PointRingTable
+// is the SelectorTable all three return.
 #pragma once
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 #include <limits>
 #include <vector>
 
+#include "plugins/selector.h"
 #include "plugins/selectors/distinct_walk.h"
 
 namespace lb::selector_detail {
@@ -101,6 +103,25 @@ class PointRing {
   std::vector<uint32_t> index_;   // bucket k's points are [index_[k], index_[k+1])
   int shift_ = kBits;
   uint32_t host_count_;
+};
+
+// A ring as a selector table. With 32-bit points (ketama, twemproxy) the key hash is 32 bits
+// too, so only the low half of `hash` is used: zero-extended for a single key, and a combined
+// multi-source hash is folded to its low half.
+template <typename H>
+class PointRingTable final : public SelectorTable {
+ public:
+  explicit PointRingTable(PointRing<H> ring) : ring_(std::move(ring)) {}
+
+  uint32_t pick(uint64_t hash, uint32_t attempt) const noexcept override {
+    if (ring_.hostCount() == 0) return 0;
+    return ring_.pick(static_cast<H>(hash), attempt);
+  }
+  uint32_t hostCount() const noexcept override { return ring_.hostCount(); }
+  size_t memoryBytes() const noexcept override { return sizeof(*this) + ring_.memoryBytes(); }
+
+ private:
+  PointRing<H> ring_;
 };
 
 }  // namespace lb::selector_detail

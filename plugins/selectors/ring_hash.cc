@@ -23,21 +23,6 @@ namespace {
 
 using Ring = selector_detail::PointRing<uint64_t>;
 
-class RingHashTable final : public SelectorTable {
- public:
-  explicit RingHashTable(Ring ring) : ring_(std::move(ring)) {}
-
-  uint32_t pick(uint64_t hash, uint32_t attempt) const noexcept override {
-    if (ring_.hostCount() == 0) return 0;
-    return ring_.pick(hash, attempt);
-  }
-  uint32_t hostCount() const noexcept override { return ring_.hostCount(); }
-  size_t memoryBytes() const noexcept override { return sizeof(*this) + ring_.memoryBytes(); }
-
- private:
-  Ring ring_;
-};
-
 }  // namespace
 
 std::unique_ptr<SelectorTable> buildRingHash(std::span<const HostSpec> hosts,
@@ -70,7 +55,8 @@ std::unique_ptr<SelectorTable> buildRingHash(std::span<const HostSpec> hosts,
     if (a.hash != b.hash) return a.hash < b.hash;
     return hosts[a.host].hash_key < hosts[b.host].hash_key;
   });
-  return std::make_unique<RingHashTable>(Ring(points, static_cast<uint32_t>(hosts.size())));
+  return std::make_unique<selector_detail::PointRingTable<uint64_t>>(
+      Ring(points, static_cast<uint32_t>(hosts.size())));
 }
 
 }  // namespace lb

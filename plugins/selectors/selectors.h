@@ -26,6 +26,8 @@ std::unique_ptr<SelectorTable> buildJump(std::span<const HostSpec> hosts,
                                          const SelectorOptions& options);
 std::unique_ptr<SelectorTable> buildKetama(std::span<const HostSpec> hosts,
                                            const SelectorOptions& options);
+std::unique_ptr<SelectorTable> buildTwemproxy(std::span<const HostSpec> hosts,
+                                              const SelectorOptions& options);
 
 // One backend as the Maglev population sees it (Eisenbud et al., NSDI 2016, §3.4): its
 // permutation is offset, offset + skip, offset + 2 skip, ... (mod M).
@@ -55,5 +57,19 @@ struct KetamaServer {
   std::string_view port;
 };
 KetamaServer splitKetamaServer(std::string_view server) noexcept;
+
+// nutcracker's continuum (nc_ketama.c): how many points a server of `weight` gets among
+// `servers` servers of total weight `total_weight`, in nutcracker's single-precision
+// arithmetic (160 each when the weights are equal; 0 for a share under 1/40 of the mean).
+uint32_t twemproxyPointsPerServer(uint32_t weight, uint32_t total_weight,
+                                  uint32_t servers) noexcept;
+
+// One point of that continuum: its 32-bit value and the index of its host.
+struct ContinuumPoint {
+  uint32_t value;
+  uint32_t host;
+};
+// The whole continuum as a pure function, sorted by value, ties in config order.
+std::vector<ContinuumPoint> twemproxyContinuum(std::span<const HostSpec> hosts);
 
 }  // namespace lb

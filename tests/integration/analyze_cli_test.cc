@@ -161,7 +161,8 @@ TEST_F(AnalyzeCliTest, AllListsTheBaselineFirstThenEveryRegisteredSelector) {
   std::vector<std::string> want = {"mod_n"};
   for (const auto& s : allSelectors()) want.emplace_back(s.name);
   EXPECT_EQ(got, want);
-  for (const std::string name : {"ring_hash", "maglev", "rendezvous", "jump", "ketama"})
+  for (const std::string name :
+       {"ring_hash", "maglev", "rendezvous", "jump", "ketama", "twemproxy"})
     EXPECT_TRUE(entry(*doc, name).get("selector")) << name << " missing";
 }
 
@@ -173,7 +174,8 @@ TEST_F(AnalyzeCliTest, ConsistentSelectorsMoveOnlyTheChangedHostsKeys) {
   ASSERT_TRUE(doc) << r.out;
   // The rings place a host by its own points, rendezvous by its own scores, jump only ever
   // moves keys to (or from) the last bucket: none moves a key between two staying hosts.
-  for (const std::string name : {"ring_hash", "rendezvous", "ketama", "jump"}) {
+  // (twemproxy too, with equal weights: each server keeps its 160 points.)
+  for (const std::string name : {"ring_hash", "rendezvous", "ketama", "jump", "twemproxy"}) {
     const Value& e = entry(*doc, name);
     EXPECT_EQ(e["remove"]["collateral"].text, "0.0000") << name;
     EXPECT_EQ(e["add"]["collateral"].text, "0.0000") << name;

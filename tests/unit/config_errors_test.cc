@@ -151,7 +151,7 @@ const Mistake kMistakes[] = {
     {"SelectorTypo", "[clusters.cache]\nselector = \"maglve\"\n"
      "backends = [ { name = \"a\", address = \"127.0.0.1:9001\" } ]\n",
      "lb.toml:2:12: clusters.cache.selector: 'maglve' is not one of ring_hash, maglev, "
-     "rendezvous, jump, ketama (did you mean 'maglev'?)"},
+     "rendezvous, jump, ketama, twemproxy (did you mean 'maglev'?)"},
     {"BalanceFactorTooSmall", "[clusters.cache]\nhash_balance_factor = 50\n"
      "backends = [ { name = \"a\", address = \"127.0.0.1:9001\" } ]\n",
      "lb.toml:2:23: clusters.cache.hash_balance_factor: must be 0 (off) or > 100 (percent of the "
@@ -211,6 +211,27 @@ const Mistake kMistakes[] = {
      "  { name = \"a\", address = \"127.0.0.1:9001\" },\n]\n",
      "lb.toml:4:3: clusters.cache.backends[0].hash_key: ketama places hosts by nginx's server "
      "string host:port; set hash_key = \"127.0.0.1:9001\" (got 'a')"},
+    {"TwemproxyHashTypo", "[clusters.cache]\nselector = \"twemproxy\"\n"
+     "twemproxy = { hash = \"fnv1a64\" }\n"
+     "backends = [ { name = \"a\", address = \"127.0.0.1:9001\" } ]\n",
+     "lb.toml:3:22: clusters.cache.twemproxy.hash: 'fnv1a64' is not one of fnv1a_64, fnv1_64, "
+     "fnv1a_32, fnv1_32, md5, murmur, crc32a, crc32, crc16, one_at_a_time, jenkins, hsieh (did "
+     "you mean 'fnv1a_64'?)"},
+    {"TwemproxyUnknownKey", "[clusters.cache]\nselector = \"twemproxy\"\n"
+     "twemproxy = { hash = \"md5\", distribution = \"ketama\" }\n"
+     "backends = [ { name = \"a\", address = \"127.0.0.1:9001\" } ]\n",
+     "lb.toml:3:29: clusters.cache.twemproxy: unknown key 'distribution'"},
+    {"TwemproxyTableOnAnotherSelector", "[clusters.cache]\nselector = \"ketama\"\n"
+     "twemproxy = { hash = \"md5\" }\n"
+     "backends = [ { name = \"a\", address = \"127.0.0.1:9001\", "
+     "hash_key = \"10.0.0.1:11211\" } ]\n",
+     "lb.toml:3:13: clusters.cache.twemproxy: applies only to selector = \"twemproxy\" (this "
+     "cluster's selector is 'ketama')"},
+    {"TwemproxyHashKeyTooLong", "[clusters.cache]\nselector = \"twemproxy\"\nbackends = [\n"
+     "  { name = \"a\", address = \"127.0.0.1:9001\", hash_key = \""
+     "kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk\" },\n]\n",
+     "lb.toml:4:56: clusters.cache.backends[0].hash_key: twemproxy names points NAME-i in a fixed "
+     "buffer; a hash_key of 65 bytes is longer than 64"},
     {"NoBackends", "[clusters.cache]\nbackends = []\n",
      "lb.toml:2:12: clusters.cache.backends: lists no backends"},
     {"BackendsMissing", "[clusters.cache]\nselector = \"maglev\"\n",
@@ -262,7 +283,7 @@ backends = []
       "'cache'?)",
       "lb.toml:7:30: listeners.web.hash[1]: unknown key 'coookie' (did you mean 'cookie'?)",
       "lb.toml:9:12: clusters.cache.selector: 'maglve' is not one of ring_hash, maglev, "
-      "rendezvous, jump, ketama (did you mean 'maglev'?)",
+      "rendezvous, jump, ketama, twemproxy (did you mean 'maglev'?)",
       "lb.toml:12:12: clusters.cache.backends[1].name: backend name 'a' is already used by "
       "backends[0]",
       "lb.toml:12:45: clusters.cache.backends[1]: unknown key 'wieght' (did you mean 'weight'?)",

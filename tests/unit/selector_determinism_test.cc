@@ -116,7 +116,8 @@ TEST(SelectorDeterminismTest, SameMappingsInTwoSeparateProcesses) {
             "maglev dfb7b863963b2c36\n"
             "rendezvous 5ffe58f69b8d7562\n"
             "jump f51254616f4973bb\n"
-            "ketama 79e1d2c674811007\n");
+            "ketama 79e1d2c674811007\n"
+            "twemproxy 4855da5b6631b77b\n");
 }
 
 }  // namespace

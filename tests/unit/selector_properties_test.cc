@@ -44,12 +44,13 @@ INSTANTIATE_TEST_SUITE_P(All, IdentityKeyedTest,
                          paramName);
 
 TEST(SelectorRegistryTest, ListsEverySelectorWithItsKeyHash) {
-  ASSERT_EQ(allSelectors().size(), 5u);
+  ASSERT_EQ(allSelectors().size(), 6u);
   EXPECT_EQ(selector("ring_hash").key_hash, KeyHash::kXxh64);
   EXPECT_EQ(selector("maglev").key_hash, KeyHash::kXxh64);
   EXPECT_EQ(selector("rendezvous").key_hash, KeyHash::kXxh64);
   EXPECT_EQ(selector("jump").key_hash, KeyHash::kXxh64);
   EXPECT_EQ(selector("ketama").key_hash, KeyHash::kCrc32);
+  EXPECT_EQ(selector("twemproxy").key_hash.name, "fnv1a_64");   // a cluster may name another
   EXPECT_EQ(findSelector("round_robin"), nullptr);
 }
 

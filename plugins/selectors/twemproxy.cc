@@ -1,0 +1,96 @@
+// twemproxy: nutcracker's `distribution: ketama` continuum, point for point (twitter/twemproxy
+// src/hashkit/nc_ketama.c, ketama_update and ketama_dispatch, as nutcracker 0.5.0 ships it),
+// so that a fleet moving from twemproxy keeps every key on the server that already holds it.
+// The key hash is the cluster's choice (`twemproxy.hash`, plugins/selectors/twemproxy_hash.h);
+// the continuum's own points are always MD5.
+//
+// Points. With n servers of total weight W, a server of weight w gets
+//   points = floor(w/W * 160/4 * n + 1e-10) * 4
+// evaluated in single precision as nutcracker does (twemproxyPointsPerServer): 160 when the
+// weights are equal, except at the server counts where 1/n rounded to float falls short
+// (25, 47, 50, 55, 61, ...: 156 each). Its points come 4 from each MD5 digest of "NAME-i",
+// i = 0, 1, ... in decimal, NAME being the server's name in nutcracker.yml (here the backend's
+// hash_key): digest bytes 4x..4x+3, little-endian, are point x of that digest.
+// A server line without a name ("10.0.0.1:6379:1") is named "host:port" by nutcracker, or just
+// "host" when the port is 11211 (libmemcached's convention); set hash_key to that.
+// Sorted by value; nutcracker's qsort is glibc's merge sort, stable, so equal values keep
+// config order (server, then i, then x): the one place the backends' order matters (a tie
+// needs two MD5 words to collide, about one ring in 2^32 / points). No point is dropped.
+// Lookup: the first point >= the key hash, wrapping past the last (ketama_dispatch); retries
+// walk clockwise skipping hosts already met. nutcracker with auto_eject_hosts drops a failed
+// server's points instead; with equal weights the survivors usually keep theirs (not across
+// the server counts above), so a failed host's keys land on the next host lb's walk gives.
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "plugins/selectors/point_ring.h"
+#include "plugins/selectors/selectors.h"
+#include "plugins/selectors/twemproxy_hash.h"
+
+namespace lb {
+namespace {
+
+using Ring = selector_detail::PointRing<uint32_t>;
+
+constexpr uint32_t kPointsPerServer = 160;   // KETAMA_POINTS_PER_SERVER
+constexpr uint32_t kPointsPerHash = 4;       // one MD5 digest gives four 32-bit points
+
+}  // namespace
+
+uint32_t twemproxyPointsPerServer(uint32_t weight, uint32_t total_weight,
+                                  uint32_t servers) noexcept {
+  // Operation for operation as nc_ketama.c writes it, types included: float products, a double
+  // sum with 1e-10, rounded back to float before floorf (which loses the 1e-10 whenever the
+  // product is not tiny). No float addition follows a float product, so FMA contraction,
+  // were it on, could not change the result.
+  const float pct = static_cast<float>(weight) / static_cast<float>(total_weight);
+  const float scaled = pct * kPointsPerServer / kPointsPerHash * static_cast<float>(servers);
+  const float nudged = static_cast<float>(static_cast<double>(scaled) + 0.0000000001);
+  return static_cast<uint32_t>(std::floor(nudged) * kPointsPerHash);
+}
+
+std::vector<ContinuumPoint> twemproxyContinuum(std::span<const HostSpec> hosts) {
+  uint32_t total_weight = 0;
+  for (const HostSpec& h : hosts) total_weight += std::max<uint32_t>(h.weight, 1);
+  const uint32_t servers = static_cast<uint32_t>(hosts.size());
+
+  std::vector<ContinuumPoint> points;
+  points.reserve(size_t{kPointsPerServer} * servers);
+  std::string name;
+  for (uint32_t host = 0; host < servers; ++host) {
+    const uint32_t n = twemproxyPointsPerServer(std::max<uint32_t>(hosts[host].weight, 1),
+                                                total_weight, servers);
+    name.assign(hosts[host].hash_key);
+    name.push_back('-');
+    const size_t prefix = name.size();
+    for (uint32_t i = 0; i < n / kPointsPerHash; ++i) {
+      name.resize(prefix);
+      name += std::to_string(i);
+      const auto d = twemproxy::md5Digest(name);
+      for (uint32_t x = 0; x < kPointsPerHash; ++x) {
+        const uint32_t value = uint32_t{d[4 * x]} | uint32_t{d[4 * x + 1]} << 8 |
+                               uint32_t{d[4 * x + 2]} << 16 | uint32_t{d[4 * x + 3]} << 24;
+        points.push_back({value, host});
+      }
+    }
+  }
+  std::stable_sort(points.begin(), points.end(),
+                   [](const ContinuumPoint& a, const ContinuumPoint& b) {
+                     return a.value < b.value;
+                   });
+  return points;
+}
+
+std::unique_ptr<SelectorTable> buildTwemproxy(std::span<const HostSpec> hosts,
+                                              const SelectorOptions& options) {
+  (void)options;   // nutcracker has no knob: 160 points per server, shared by weight
+  const std::vector<ContinuumPoint> continuum = twemproxyContinuum(hosts);
+  std::vector<Ring::Point> points;
+  points.reserve(continuum.size());
+  for (const ContinuumPoint& p : continuum) points.push_back({p.value, p.host});
+  return std::make_unique<selector_detail::PointRingTable<uint32_t>>(
+      Ring(points, static_cast<uint32_t>(hosts.size())));
+}
+
+}  // namespace lb
