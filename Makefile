@@ -91,8 +91,9 @@ $(BUILD)/lb: $(BUILD)/obj/lb/app/main.o $(LIB)
 $(BUILD)/lb-origin: $(ORIGIN_SRCS:%.cc=$(BUILD)/obj/%.o) $(LIB)
 	$(CXX) $(SANLD) -pthread -o $@ $^ $(LDLIBS)
 
-# The include-direction check (tools/layers) runs as unit tests over this source tree.
-$(BUILD)/obj/tests/unit/layers_test.o: CXXFLAGS += -DLB_SOURCE_DIR=\"$(CURDIR)\"
+# The include-direction check (tools/layers) and the docs checks read this source tree.
+$(BUILD)/obj/tests/unit/layers_test.o $(BUILD)/obj/tests/unit/selectors_doc_test.o: \
+  CXXFLAGS += -DLB_SOURCE_DIR=\"$(CURDIR)\"
 
 $(BUILD)/tests/unit_tests: $(UNIT_SRCS:%.cc=$(BUILD)/obj/%.o) $(INTEG_SUPPORT:%.cc=$(BUILD)/obj/%.o) \
     $(BUILD)/obj/tools/layers/layers.o $(LIB)
