@@ -24,7 +24,7 @@ endif
 
 DEB_PACKAGES := build-essential pkg-config libuv1-dev node-llhttp libtomlplusplus-dev \
   prometheus-cpp-dev libxxhash-dev zlib1g-dev libgtest-dev libgmock-dev libbenchmark-dev \
-  curl wrk redis-server redis-tools memcached prometheus
+  libsystemd-dev systemd curl wrk redis-server redis-tools memcached prometheus
 
 CXX ?= g++
 CC ?= gcc
@@ -33,7 +33,7 @@ LLHTTP_INC := /usr/share/include/llhttp
 DEFS := -DTOML_HEADER_ONLY=0 -DTOML_SHARED_LIB=1 -DLB_VERSION=\"$(shell cat VERSION 2>/dev/null || echo 0.0.0)\"
 CXXFLAGS := -std=c++20 $(OPT) -Wall -Wextra -Werror -MMD -MP -I. -I$(LLHTTP_INC) $(DEFS) -pthread
 CFLAGS_LLHTTP := $(OPT) -MMD -MP -I$(LLHTTP_INC)
-LDLIBS := -ltomlplusplus -luv -lprometheus-cpp-core -lxxhash -lz -lpthread -ldl -lrt
+LDLIBS := -ltomlplusplus -luv -lsystemd -lprometheus-cpp-core -lxxhash -lz -lpthread -ldl -lrt
 TEST_LDLIBS := -lgmock -lgtest -lgtest_main
 BENCH_LDLIBS := -lbenchmark -lbenchmark_main
 
