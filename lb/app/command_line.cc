@@ -100,6 +100,7 @@ const char* helpText() {
          "  TERM, INT   drain: stop accepting, /ready answers 503, let requests in flight\n"
          "              finish (at most lb.drain_timeout, default 30s), exit 0\n"
          "              a second TERM or INT during the drain stops at once (exit 0)\n"
+         "\n"
          "Under systemd (Type=notify, conf/systemd/lb.service) lb reports READY=1 once its\n"
          "listeners and admin server accept, RELOADING=1 around a reload, STOPPING=1 on drain.\n"
          "\n"
