@@ -5,6 +5,7 @@
 #   make test SAN=1 the same under AddressSanitizer + UBSan, built into build-san/
 #   make bench      Google Benchmark microbenchmarks (bench/RESULTS.md records figures)
 #   make run        start the demo: four lb-origin backends and lb with conf/demo.toml
+#   make install    lb, its systemd unit, docs and a starting config (PREFIX, DESTDIR below)
 #   make deps       apt-get whichever Debian packages below are missing
 
 SHELL := /bin/bash
@@ -24,7 +25,8 @@ endif
 
 DEB_PACKAGES := build-essential pkg-config libuv1-dev node-llhttp libtomlplusplus-dev \
   prometheus-cpp-dev libxxhash-dev zlib1g-dev libgtest-dev libgmock-dev libbenchmark-dev \
-  curl wrk redis-server redis-tools memcached prometheus nutcracker nettle-dev
+  libsystemd-dev systemd curl wrk redis-server redis-tools memcached prometheus nutcracker \
+  nettle-dev
 
 CXX ?= g++
 CC ?= gcc
@@ -33,7 +35,7 @@ LLHTTP_INC := /usr/share/include/llhttp
 DEFS := -DTOML_HEADER_ONLY=0 -DTOML_SHARED_LIB=1 -DLB_VERSION=\"$(shell cat VERSION 2>/dev/null || echo 0.0.0)\"
 CXXFLAGS := -std=c++20 $(OPT) -Wall -Wextra -Werror -MMD -MP -I. -I$(LLHTTP_INC) $(DEFS) -pthread
 CFLAGS_LLHTTP := $(OPT) -MMD -MP -I$(LLHTTP_INC)
-LDLIBS := -ltomlplusplus -luv -lprometheus-cpp-core -lxxhash -lz -lnettle -lpthread -ldl -lrt
+LDLIBS := -ltomlplusplus -luv -lsystemd -lprometheus-cpp-core -lxxhash -lz -lnettle -lpthread -ldl -lrt
 TEST_LDLIBS := -lgmock -lgtest -lgtest_main
 BENCH_LDLIBS := -lbenchmark -lbenchmark_main
 
@@ -54,7 +56,7 @@ LIB := $(BUILD)/liblb.a
 BINS := $(BUILD)/lb $(BUILD)/lb-origin
 TEST_BINS := $(BUILD)/tests/unit_tests $(if $(INTEG_SRCS),$(BUILD)/tests/integration_tests)
 
-.PHONY: all deps test bench run clean check-deps
+.PHONY: all deps test bench run clean check-deps install uninstall
 all: deps $(BINS)
 
 deps:
@@ -91,8 +93,9 @@ $(BUILD)/lb: $(BUILD)/obj/lb/app/main.o $(LIB)
 $(BUILD)/lb-origin: $(ORIGIN_SRCS:%.cc=$(BUILD)/obj/%.o) $(LIB)
 	$(CXX) $(SANLD) -pthread -o $@ $^ $(LDLIBS)
 
-# The include-direction check (tools/layers) runs as unit tests over this source tree.
-$(BUILD)/obj/tests/unit/layers_test.o: CXXFLAGS += -DLB_SOURCE_DIR=\"$(CURDIR)\"
+# The include-direction check (tools/layers) and the docs checks read this source tree.
+$(BUILD)/obj/tests/unit/layers_test.o $(BUILD)/obj/tests/unit/selectors_doc_test.o: \
+  CXXFLAGS += -DLB_SOURCE_DIR=\"$(CURDIR)\"
 
 $(BUILD)/tests/unit_tests: $(UNIT_SRCS:%.cc=$(BUILD)/obj/%.o) $(INTEG_SUPPORT:%.cc=$(BUILD)/obj/%.o) \
     $(BUILD)/obj/tools/layers/layers.o $(LIB)
@@ -118,6 +121,42 @@ run: deps $(BINS)
 
 clean:
 	rm -rf build build-san
+
+# make install [PREFIX=/usr/local] [SYSCONFDIR=/etc] [DESTDIR=staging root]
+#   PREFIX/bin/lb                          the proxy (lb-origin is a test tool: not installed)
+#   PREFIX/lib/systemd/system/lb.service   conf/systemd/lb.service, its paths rewritten to
+#                                          PREFIX and SYSCONFDIR
+#   PREFIX/share/doc/lb/                   README.md, docs/*.md, examples/ (conf/*.toml,
+#                                          the Grafana dashboard, the Prometheus scrape config)
+#   SYSCONFDIR/lb/lb.toml                  conf/lb.toml, only when there is none: an operator's
+#                                          config is never overwritten
+# DESTDIR stages everything under another root (packaging); the paths written into the unit
+# are the final ones, without DESTDIR.
+PREFIX ?= /usr/local
+SYSCONFDIR ?= /etc
+DOCDIR = $(PREFIX)/share/doc/lb
+UNITDIR = $(PREFIX)/lib/systemd/system
+INSTALL_DOCS := README.md $(wildcard docs/*.md)
+INSTALL_EXAMPLES := $(wildcard conf/*.toml) conf/grafana/lb.json conf/prometheus/prometheus.yml
+
+install: $(BUILD)/lb
+	install -D -m 0755 $(BUILD)/lb $(DESTDIR)$(PREFIX)/bin/lb
+	install -d $(DESTDIR)$(UNITDIR) $(DESTDIR)$(DOCDIR)/examples $(DESTDIR)$(SYSCONFDIR)/lb
+	sed -e 's|/usr/local|$(PREFIX)|g' -e 's|/etc/lb/|$(SYSCONFDIR)/lb/|g' conf/systemd/lb.service \
+	  > $(DESTDIR)$(UNITDIR)/lb.service
+	chmod 0644 $(DESTDIR)$(UNITDIR)/lb.service
+	install -m 0644 $(INSTALL_DOCS) $(DESTDIR)$(DOCDIR)/
+	install -m 0644 $(INSTALL_EXAMPLES) $(DESTDIR)$(DOCDIR)/examples/
+	@if [ -e $(DESTDIR)$(SYSCONFDIR)/lb/lb.toml ]; then \
+	  echo "make install: keeping $(DESTDIR)$(SYSCONFDIR)/lb/lb.toml"; \
+	else install -m 0644 conf/lb.toml $(DESTDIR)$(SYSCONFDIR)/lb/lb.toml; fi
+	@[ -n "$(DESTDIR)" ] || echo "make install: edit $(SYSCONFDIR)/lb/lb.toml, then" \
+	  "systemctl daemon-reload && systemctl enable --now lb"
+
+# Removes what install put in place except SYSCONFDIR/lb/lb.toml (the operator's config).
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/bin/lb $(DESTDIR)$(UNITDIR)/lb.service
+	rm -rf $(DESTDIR)$(DOCDIR)
 
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
 

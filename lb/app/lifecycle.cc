@@ -6,6 +6,7 @@
 #include "lb/config/config.h"
 #include "lb/core/log.h"
 #include "lb/app/server.h"
+#include "lb/app/service_notify.h"
 #include "lb/routing/snapshot.h"
 
 namespace lb {
@@ -43,7 +44,10 @@ void Lifecycle::onSignal(uv_signal_t* s, int signum) {
       return;
     }
     LB_INFO("SIGHUP: reloading %s", self->config_path_.c_str());
+    // READY=1 follows a refused reload too: lb keeps serving the generation it had.
+    notifyReloading();
     self->reload();
+    notifyReady(self->generation_);
     return;
   }
   if (self->draining_) {
@@ -91,6 +95,7 @@ bool Lifecycle::reload() {
 void Lifecycle::beginDrain() {
   if (draining_ || finished_) return;
   draining_ = true;
+  notifyStopping();
   const Duration timeout = server_.snapshot()->config.drain_timeout;
   server_.beginDrain();
   drain_deadline_ = uv_now(loop_) + static_cast<uint64_t>(timeout.count());

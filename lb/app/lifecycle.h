@@ -5,6 +5,8 @@
 //                    requests and connections to finish or lb.drain_timeout to pass, then
 //                    let the main loop end (the caller stops the workers and exits 0).
 //                    A second signal during the drain ends it at once.
+// Each step is also told to the service manager (lb/app/service_notify.h): RELOADING=1 then
+// READY=1 around a reload, STOPPING=1 when a drain begins.
 #pragma once
 
 #include <uv.h>

@@ -6,6 +6,7 @@
 
 #include "lb/admin/admin.h"
 #include "lb/app/lifecycle.h"
+#include "lb/app/service_notify.h"
 #include "lb/app/server.h"
 #include "lb/config/config.h"
 #include "lb/core/log.h"
@@ -54,6 +55,9 @@ int runServer(const std::string& config_path) {
     if (admin == nullptr) LB_WARN("admin: %s (running without it)", error.c_str());
     lifecycle.setAdmin(admin);
   }
+  // Every listener is bound (Server::start returns after the workers bound theirs) and the
+  // admin socket listens: only now may systemd count lb as started.
+  notifyReady(1);
   uv_run(&loop, UV_RUN_DEFAULT);
   server.stop();
   for (unsigned i = 0; i < workers; ++i)
