@@ -96,9 +96,6 @@ class StateRegistry {
   std::map<std::string, std::weak_ptr<ListenerState>> listeners_;
 };
 
-// Numeric "host:port" or "[v6]:port" to a socket address; false when it does not parse.
-bool resolveAddress(const std::string& address, sockaddr_storage* out, socklen_t* len);
-
 // The fraction of the key space each host owns under `table`, by sampling evenly spaced
 // hashes over the key hash's range (32 bits for CRC32, 64 for XXH64).
 std::vector<double> keyspaceShares(const SelectorTable& table, KeyHash key_hash);
