@@ -2,6 +2,7 @@
 // writing with backpressure, and the graceful close. What is answered is the handler's.
 #include "lb/http/server_conn.h"
 
+#include <algorithm>
 #include <cstring>
 #include <exception>
 
@@ -39,8 +40,8 @@ HttpServerConn::HttpServerConn(uv_loop_t* loop, const HttpServerOptions& options
     : options_(options),
       owner_(owner),
       parser_(HTTP_REQUEST, this),
-      buf_(new char[options.max_head_bytes]),
-      cap_(options.max_head_bytes) {
+      cap_(std::max<size_t>(options.max_head_bytes, 1)) {
+  buf_.reset(new char[cap_]);
   uv_tcp_init(loop, &tcp_);
   uv_timer_init(loop, &timer_);
   uv_timer_init(loop, &handler_timer_);
@@ -312,6 +313,7 @@ void HttpServerConn::enterTunnel() {
   std::string_view rest(buf_.get() + parsed_, used_ - parsed_);
   if (!rest.empty()) call([&] { handler_->onTunnelData(*this, rest); });
   used_ = parsed_ = 0;
+  if (read_eof_) closeAfterWrites();   // the client half-closed before the tunnel opened
 }
 
 void HttpServerConn::compact() {

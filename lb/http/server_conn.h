@@ -67,30 +67,25 @@ class HttpRequestHead {
 
 // What the server calls for one connection; the server's factory makes one per connection,
 // and the connection deletes it after its last close callback (the destructor must not call
-// the connection). Every call runs on the loop thread; an exception thrown from one closes
+// the connection). Every call runs on the loop thread; an exception thrown from one resets
 // the connection.
 class HttpHandler {
  public:
   virtual ~HttpHandler() = default;
   // A request head is complete. Answer through `conn` (write, then finish) now or later.
   virtual void onRequest(HttpServerConn& conn, const HttpRequestHead& head) = 0;
-  // Body bytes of the current request, de-chunked, as they arrive (not while paused).
-  virtual void onBody(HttpServerConn& conn, std::string_view data) {
-    (void)conn;
-    (void)data;
-  }
+  // Body bytes of the current request, de-chunked, as they arrive (not while paused). `data`
+  // lies in the connection's read buffer: copy what must outlive the call.
+  virtual void onBody(HttpServerConn&, std::string_view /*data*/) {}
   // The current request was read to its end.
-  virtual void onRequestComplete(HttpServerConn& conn) { (void)conn; }
+  virtual void onRequestComplete(HttpServerConn&) {}
   // Every write queued so far reached the socket: the moment to queue the next piece of a
   // long answer (backpressure without a queue).
-  virtual void onWritten(HttpServerConn& conn) { (void)conn; }
+  virtual void onWritten(HttpServerConn&) {}
   // The timer set with HttpServerConn::startTimer expired.
-  virtual void onTimer(HttpServerConn& conn) { (void)conn; }
-  // After startTunnel(): raw bytes from the client.
-  virtual void onTunnelData(HttpServerConn& conn, std::string_view data) {
-    (void)conn;
-    (void)data;
-  }
+  virtual void onTimer(HttpServerConn&) {}
+  // After startTunnel(): raw bytes from the client (in the read buffer, as for onBody).
+  virtual void onTunnelData(HttpServerConn&, std::string_view /*data*/) {}
 };
 
 class HttpServerConn final : private HttpBodySink {
@@ -113,14 +108,16 @@ class HttpServerConn final : private HttpBodySink {
   bool keepAlive() const { return keep_alive_; }
   // Closes the connection (gracefully) after this answer; say so in the answer.
   void closeAfterAnswer() { keep_alive_ = false; }
-  // Stops parsing the request (its body stays unread) until resume().
+  // Stops parsing the request until resume(): called from onRequest, no body byte reaches
+  // the handler before resume(); called from onBody, the rest of the read being parsed
+  // still does.
   void pause();
   void resume();
   // onTimer after `ms` milliseconds; a second call replaces the first.
   void startTimer(uint64_t ms);
-  // Upgrade accepted (the 101 is written): once the request head's message ends, every
-  // further byte goes raw to onTunnelData. The answer counts as finished; the client's EOF
-  // closes the connection after the queued writes.
+  // Upgrade accepted (the 101 is written): once the request's message ends, every further
+  // byte goes raw to onTunnelData, and writes go on; no finish() is needed. The client's
+  // EOF closes the connection after the queued writes.
   void startTunnel();
   // Answers `status` itself (lb/http/status.h's closingResponse plus the server's extra
   // headers) and closes gracefully; a reset when an answer was already started.
@@ -181,7 +178,7 @@ class HttpServerConn final : private HttpBodySink {
   void updateReading();
   void armRequestTimer();
   bool answering() const { return state_ == State::kExchange || state_ == State::kTunnel; }
-  // Runs a handler callback; an exception from it closes the connection.
+  // Runs a handler callback; an exception from it resets the connection.
   template <typename F>
   void call(F&& f) noexcept;
 
@@ -196,8 +193,8 @@ class HttpServerConn final : private HttpBodySink {
   uv_timer_t handler_timer_;
   uv_shutdown_t shutdown_;
   HttpParser parser_;
-  std::unique_ptr<char[]> buf_;   // input; a head starts at offset 0 and must fit
   size_t cap_;
+  std::unique_ptr<char[]> buf_;   // input, cap_ bytes; a head starts at offset 0 and must fit
   size_t used_ = 0;         // bytes in buf_
   size_t parsed_ = 0;       // of which the parser has consumed
   size_t writes_in_flight_ = 0;
