@@ -72,8 +72,34 @@ std::vector<double> keyspaceShares(const SelectorTable& table, const KeyHash& ke
   return shares;
 }
 
+namespace {
+
+// The backend's socket address: its numeric address, or its host name's answer in `hosts`.
+bool backendAddress(const BackendConfig& b, const ResolvedHosts* hosts, BackendSnapshot* out,
+                    std::string* why) {
+  HostPort parsed;
+  if (!parseHostPort(b.address, &parsed, why)) return false;
+  if (parsed.numeric) {
+    out->address = parsed.address;
+    out->address_len = parsed.address_len;
+    return true;
+  }
+  auto it = hosts ? hosts->find(parsed.host) : ResolvedHosts::const_iterator();
+  if (!hosts || it == hosts->end()) {
+    *why = "'" + parsed.host + "' was not resolved";
+    return false;
+  }
+  out->address = it->second.address;
+  out->address_len = it->second.len;
+  setAddressPort(&out->address, parsed.port);
+  return true;
+}
+
+}  // namespace
+
 Result<std::shared_ptr<const Snapshot>> buildSnapshot(Config config, StateRegistry& registry,
-                                                      uint64_t generation) {
+                                                      uint64_t generation,
+                                                      const ResolvedHosts* resolved) {
   auto snap = std::make_shared<Snapshot>();
   snap->config = std::move(config);
   snap->generation = generation;
@@ -106,7 +132,7 @@ Result<std::shared_ptr<const Snapshot>> buildSnapshot(Config config, StateRegist
       b.state = registry.backend(cc.name, b.config->name);
       b.keyspace_share = shares[i];
       std::string why;
-      if (!parseAddress(b.config->address, &b.address, &b.address_len, &why))
+      if (!backendAddress(*b.config, resolved, &b, &why))
         errors.push_back({file, b.config->pos,
                           "clusters." + cc.name + ".backends[" + std::to_string(i) + "].address",
                           why});

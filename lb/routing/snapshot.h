@@ -25,6 +25,8 @@ namespace lb {
 
 struct BackendSnapshot {
   const BackendConfig* config = nullptr;   // points into Snapshot::config
+  // config->address as connect() takes it: the numeric address, or what its host name
+  // resolved to (at load, or at the cluster's last re-resolution) with the port set.
   sockaddr_storage address{};
   socklen_t address_len = 0;
   std::shared_ptr<BackendState> state;
@@ -46,7 +48,9 @@ class ClusterLoads final : public LoadView {
 struct ClusterSnapshot {
   const ClusterConfig* config = nullptr;
   const SelectorInfo* selector = nullptr;   // selectorOf(*config): its key_hash hashes keys
-  std::unique_ptr<SelectorTable> table;
+  // Shared with the snapshots a re-resolution derives from this one (lb/routing/readdress.h):
+  // an address is not an identity, so a new address never rebuilds the table.
+  std::shared_ptr<const SelectorTable> table;
   std::optional<BoundedLoad> bounded;       // set when hash_balance_factor > 0
   std::vector<BackendSnapshot> backends;    // index = host index in table
   std::unique_ptr<ClusterLoads> loads;
@@ -105,9 +109,19 @@ class StateRegistry {
 // twemproxy's hashes, 15 for its crc32).
 std::vector<double> keyspaceShares(const SelectorTable& table, const KeyHash& key_hash);
 
-// Builds tables, resolves addresses and key plugins. Errors only for what validation cannot
-// see (an address that does not resolve); the config itself was validated when loaded.
+// Host names of backend addresses and the address each resolved to (port 0: each backend
+// sets its own). Filled on the main thread by lb/app/resolver.h.
+struct ResolvedAddress {
+  sockaddr_storage address{};
+  socklen_t len = 0;
+};
+using ResolvedHosts = std::map<std::string, ResolvedAddress, std::less<>>;
+
+// Builds tables, turns addresses into socket addresses and builds key plugins. A backend
+// address that names a host takes its answer from `resolved`; a name missing there is an
+// error (so is any name when `resolved` is null). The config itself was validated when loaded.
 Result<std::shared_ptr<const Snapshot>> buildSnapshot(Config config, StateRegistry& registry,
-                                                      uint64_t generation);
+                                                      uint64_t generation,
+                                                      const ResolvedHosts* resolved = nullptr);
 
 }  // namespace lb
