@@ -1,7 +1,8 @@
 // Backends addressed by host name, against a real lb and real lb-origin backends:
 // `localhost:PORT` passes --check and proxies; a name that does not resolve at start is
 // refused at its file:line:col; a name re-resolved (resolve_interval) to another address moves
-// no key, and one that stops resolving keeps its last address.
+// no key, and one that stops resolving keeps its last address; a reload naming a host that does
+// not resolve is refused.
 //
 // The tests never touch the machine's resolver files. The re-resolution tests run lb in a
 // private mount namespace (`unshare -m`) where /etc/hosts (and /etc/resolv.conf) are
@@ -159,6 +160,24 @@ TEST(DnsNamesTest, AnUnresolvableNameAtStartNamesItsLine) {
   EXPECT_EQ(run.exit_code, 1) << run.out << run.err;
   EXPECT_NE((run.out + run.err).find(want), std::string::npos) << run.out << run.err;
   EXPECT_FALSE(waitForPort(port, 0ms)) << "lb must not listen with a config it refused";
+}
+
+TEST(DnsNamesTest, AReloadWithANameThatDoesNotResolveIsRefused) {
+  Origin a("127.0.0.1:0", "origin-a");
+  ASSERT_TRUE(a.port) << a.proc.output();
+  const uint16_t port = freePort(), admin = freePort();
+  LbProcess lb;
+  const std::string good = config(port, admin, backend("a", "127.0.0.1:" + std::to_string(*a.port)));
+  ASSERT_TRUE(lb.start(good, {port, admin})) << lb.output();
+  EXPECT_FALSE(lb.reload(good.substr(0, good.rfind("]")) +
+                         backend("b", "no-such-backend.invalid:9001") + "]\n"))
+      << lb.output();
+  EXPECT_NE(lb.output().find("clusters.origins.backends[1].address: cannot resolve "
+                             "'no-such-backend.invalid'"),
+            std::string::npos)
+      << lb.output();
+  EXPECT_EQ(owners(port, 5).begin()->second, "origin-a") << "the running config must stay";
+  EXPECT_EQ(lb.process().stop(SIGTERM, 10s), 0) << lb.output();
 }
 
 // lb inside a private mount namespace whose /etc/hosts is a file the test writes.
