@@ -33,16 +33,22 @@ struct BackendSnapshot {
   double keyspace_share = 0;                // fraction of the key space this backend owns
 };
 
-// LoadView over a cluster's shared live-load counters and health flags.
+// LoadView over a cluster's shared live-load counters and health flags. The total is the
+// cluster's one running counter (ClusterLoadState): O(1), whatever the number of hosts.
 class ClusterLoads final : public LoadView {
  public:
-  explicit ClusterLoads(const std::vector<BackendSnapshot>* backends) : backends_(backends) {}
+  ClusterLoads(const std::vector<BackendSnapshot>* backends,
+               std::shared_ptr<ClusterLoadState> total)
+      : backends_(backends), total_(std::move(total)) {}
   uint64_t load(uint32_t host) const noexcept override;
   uint64_t totalLoad() const noexcept override;
   bool usable(uint32_t host) const noexcept override;
+  bool tryReserve(uint32_t host, uint64_t cap) const noexcept override;
+  bool reserves() const noexcept override { return true; }
 
  private:
   const std::vector<BackendSnapshot>* backends_;
+  std::shared_ptr<ClusterLoadState> total_;
 };
 
 struct ClusterSnapshot {
@@ -58,9 +64,11 @@ struct ClusterSnapshot {
   // "round_robin"; lb/routing/rotation.h). Starts afresh with each snapshot.
   Rotation rotation;
 
-  // The whole pick: bounded loads when on, else the health-aware preference walk.
-  Pick pick(uint64_t hash, uint32_t from_attempt = 0) const noexcept {
-    return bounded ? bounded->pick(*table, hash, *loads, from_attempt)
+  // The whole pick: bounded loads when on, else the health-aware preference walk. With
+  // Reserve::kYes a bounded pick may take the host's unit of live load (Pick::reserved).
+  Pick pick(uint64_t hash, uint32_t from_attempt = 0,
+            Reserve reserve = Reserve::kNo) const noexcept {
+    return bounded ? bounded->pick(*table, hash, *loads, from_attempt, reserve)
                    : pickUsable(*table, hash, *loads, from_attempt);
   }
 };
@@ -96,10 +104,13 @@ class StateRegistry {
   explicit StateRegistry(unsigned workers) : workers_(workers) {}
   std::shared_ptr<BackendState> backend(const std::string& cluster, const std::string& name);
   std::shared_ptr<ListenerState> listener(const std::string& name);
+  // The cluster's running live total, shared by every BackendState of that cluster.
+  std::shared_ptr<ClusterLoadState> clusterLoad(const std::string& cluster);
   unsigned workers() const { return workers_; }
 
  private:
   unsigned workers_;
+  std::map<std::string, std::weak_ptr<ClusterLoadState>> cluster_loads_;
   std::map<std::pair<std::string, std::string>, std::weak_ptr<BackendState>> backends_;
   std::map<std::string, std::weak_ptr<ListenerState>> listeners_;
 };
