@@ -57,7 +57,8 @@ std::shared_ptr<const Snapshot> withAddresses(const Snapshot& base,
     cs.backends = from.backends;
     for (size_t bi = 0; bi < cs.backends.size(); ++bi)
       cs.backends[bi].config = &cs.config->backends[bi];
-    cs.loads = std::make_unique<ClusterLoads>(&cs.backends);
+    cs.loads = std::make_unique<ClusterLoads>(
+        &cs.backends, from.loads ? from.loads->totalState() : std::make_shared<ClusterLoadState>());
     cs.rotation = Rotation(from.rotation.workers());
   }
   for (const AddressChange& change : changes) {

@@ -45,6 +45,8 @@ class ClusterLoads final : public LoadView {
   bool usable(uint32_t host) const noexcept override;
   bool tryReserve(uint32_t host, uint64_t cap) const noexcept override;
   bool reserves() const noexcept override { return true; }
+  // The running total this view reads, for a snapshot rebuilt over the same backends.
+  const std::shared_ptr<ClusterLoadState>& totalState() const noexcept { return total_; }
 
  private:
   const std::vector<BackendSnapshot>* backends_;
