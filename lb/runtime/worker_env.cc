@@ -1,5 +1,7 @@
 #include "lb/runtime/worker_env.h"
 
+#include "lb/runtime/cache_worker.h"
+
 namespace lb {
 
 WorkerEnv::WorkerEnv(uv_loop_t* loop, unsigned index, const ProtocolTable& protocols,
@@ -11,6 +13,22 @@ WorkerEnv::WorkerEnv(uv_loop_t* loop, unsigned index, const ProtocolTable& proto
       // Seeded per worker and per run, so that two workers (or two runs) do not walk their
       // keyless requests through the same sequence. Never 0: xorshift would stay there.
       random_((0x9E3779B97F4A7C15ull ^ (uv_hrtime() + index)) | 1) {}
+
+WorkerEnv::~WorkerEnv() = default;
+
+CacheWorker& WorkerEnv::cache() {
+  if (!cache_) cache_ = std::make_unique<CacheWorker>(*this);
+  return *cache_;
+}
+
+void WorkerEnv::setSnapshot(std::shared_ptr<const Snapshot> snapshot) noexcept {
+  snapshot_ = std::move(snapshot);
+  if (cache_ && snapshot_) cache_->snapshotChanged(snapshot_->generation);
+}
+
+void WorkerEnv::closeCache() noexcept {
+  if (cache_) cache_->close();
+}
 
 void WorkerEnv::beginDrain() noexcept {
   draining_ = true;

@@ -22,6 +22,7 @@
 namespace lb {
 
 class AccessLog;
+class CacheWorker;
 
 class WorkerEnv {
  public:
@@ -34,6 +35,7 @@ class WorkerEnv {
   // session or listener runs on it.
   WorkerEnv(uv_loop_t* loop, unsigned index, const ProtocolTable& protocols,
             size_t max_idle_per_backend = kMaxIdlePerBackend);
+  ~WorkerEnv();
   WorkerEnv(const WorkerEnv&) = delete;
   WorkerEnv& operator=(const WorkerEnv&) = delete;
 
@@ -43,6 +45,9 @@ class WorkerEnv {
   const ProtocolTable& protocols() const noexcept { return protocols_; }
   BufferPool& buffers() noexcept { return buffers_; }
   UpstreamPool& upstreams() noexcept { return upstreams_; }
+  // The cache protocols' pipelined server connections and free lists (redis, memcached),
+  // made on first use, on this loop.
+  CacheWorker& cache();
   // nullptr while the worker has none (the access log itself may be off: enabled()).
   AccessLog* accessLog() const noexcept { return access_log_; }
   // The newest snapshot: what a new connection or a keep-alive connection's next request
@@ -71,12 +76,13 @@ class WorkerEnv {
   }
 
   // The worker's side: what it changes as its mailbox delivers.
-  void setSnapshot(std::shared_ptr<const Snapshot> snapshot) noexcept {
-    snapshot_ = std::move(snapshot);
-  }
+  void setSnapshot(std::shared_ptr<const Snapshot> snapshot) noexcept;
   void setAccessLog(AccessLog* log) noexcept { access_log_ = log; }
   // Drain begins: idle upstream connections close and no more are kept.
   void beginDrain() noexcept;
+  // Stop, after every session was aborted: the cache protocols' server connections close.
+  // The loop must then run until its handles are closed, before this is destroyed.
+  void closeCache() noexcept;
 
  private:
   uv_loop_t* const loop_;
@@ -88,6 +94,7 @@ class WorkerEnv {
   std::shared_ptr<const Snapshot> snapshot_;
   bool draining_ = false;
   SessionList sessions_;
+  std::unique_ptr<CacheWorker> cache_;
   uint64_t accepted_ = 0;
   uint64_t random_;
 };
