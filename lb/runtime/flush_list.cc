@@ -5,6 +5,8 @@ namespace lb {
 FlushList::FlushList(uv_loop_t* loop) noexcept {
   uv_check_init(loop, &check_);
   check_.data = this;
+  uv_idle_init(loop, &idle_);
+  idle_.data = this;
 }
 
 void FlushList::add(Flushable* f) noexcept {
@@ -20,6 +22,7 @@ void FlushList::add(Flushable* f) noexcept {
   if (!active_) {
     active_ = true;
     uv_check_start(&check_, onCheck);
+    uv_idle_start(&idle_, onIdle);
   }
 }
 
@@ -38,6 +41,7 @@ void FlushList::remove(Flushable* f) noexcept {
 }
 
 void FlushList::onCheck(uv_check_t* check) { static_cast<FlushList*>(check->data)->run(); }
+void FlushList::onIdle(uv_idle_t* idle) { static_cast<FlushList*>(idle->data)->run(); }
 
 // Each flush may queue more (a session's replies freed room for commands it had not read
 // yet, which go to servers): all of it goes out in this turn, before the loop polls again.
@@ -50,6 +54,7 @@ void FlushList::run() noexcept {
   if (active_) {
     active_ = false;
     uv_check_stop(&check_);
+    uv_idle_stop(&idle_);
   }
 }
 
@@ -58,6 +63,7 @@ void FlushList::close() noexcept {
   closed_ = true;
   while (head_ != nullptr) remove(head_);
   uv_close(reinterpret_cast<uv_handle_t*>(&check_), nullptr);
+  uv_close(reinterpret_cast<uv_handle_t*>(&idle_), nullptr);
 }
 
 }  // namespace lb

@@ -1,6 +1,10 @@
 // Write coalescing for the cache protocols: a connection with bytes to send does not write
 // at once; it joins its worker's flush list, and every connection on the list writes once
 // (one writev) after the loop's I/O callbacks for this turn have all run (a uv_check handle).
+// What a timer callback queues (a command answered with a timeout) would wait in that check
+// until the poll after the timers returns, which may be the next timer, so an idle handle
+// runs alongside while the list is not empty: it keeps that poll from blocking, and flushes
+// at the idle phase when the queue was filled before the poll.
 // Commands read from fifty clients in one turn leave for a backend in one write, and the
 // replies one backend read brings for many clients leave in one write per client.
 //
@@ -29,7 +33,7 @@ class Flushable {
 
 class FlushList {
  public:
-  // The check handle is initialized here and runs only while something is queued.
+  // The handles are initialized here and run only while something is queued.
   explicit FlushList(uv_loop_t* loop) noexcept;
   FlushList(const FlushList&) = delete;
   FlushList& operator=(const FlushList&) = delete;
@@ -38,14 +42,16 @@ class FlushList {
   void add(Flushable* f) noexcept;
   // Idempotent. A Flushable that goes away must leave first.
   void remove(Flushable* f) noexcept;
-  // Worker stop: closes the check handle (the owner frees this after the loop has run).
+  // Worker stop: closes the handles (the owner frees this after the loop has run).
   void close() noexcept;
 
  private:
   static void onCheck(uv_check_t* check);
+  static void onIdle(uv_idle_t* idle);
   void run() noexcept;
 
   uv_check_t check_;
+  uv_idle_t idle_;
   Flushable* head_ = nullptr;
   Flushable* tail_ = nullptr;
   bool active_ = false;
