@@ -11,12 +11,29 @@
 // Loop thread only.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <string_view>
+
+#include "lb/core/stats.h"
 
 namespace lb {
 
-class CacheSession;
 struct CacheCommand;
+struct CacheFragment;
+
+// Whoever a command belongs to (the client's CacheSession), as the server connection that
+// carries its fragments sees it: the reply of a fragment still attached, or the failure
+// that ends it. Loop thread; the owner may answer, detach or free the command inside.
+class FragmentOwner {
+ public:
+  virtual void fragmentReply(CacheFragment* f, const char* p, size_t n) noexcept = 0;
+  virtual void fragmentFailed(CacheFragment* f, CacheErrorReason reason,
+                              std::string_view text) noexcept = 0;
+
+ protected:
+  ~FragmentOwner() = default;
+};
 
 // How the session uses one backend reply (CacheSession::useReply, per protocol).
 enum class ReplyUse : uint8_t {
@@ -50,7 +67,7 @@ struct CacheCommand {
   };
 
   CacheCommand* next = nullptr;               // the session's queue, or the free list
-  CacheSession* session = nullptr;
+  FragmentOwner* session = nullptr;
   CacheFragment* fragments = nullptr;         // unanswered fragments
   uint64_t seq = 0;                           // the session's numbering: arena lifetimes
   uint32_t pending = 0;                       // fragments not yet answered

@@ -5,8 +5,6 @@
 #include <new>
 
 #include "lb/core/log.h"
-#include "lb/runtime/cache_session.h"
-#include "lb/runtime/cache_worker.h"
 #include "lb/runtime/worker_env.h"
 
 namespace lb {
@@ -16,7 +14,7 @@ namespace {
 constexpr int kMaxWriteBuffers = 32;
 }  // namespace
 
-CacheServer::CacheServer(CacheWorker& worker, CacheServerGroup& group) noexcept
+CacheServer::CacheServer(CacheServerHost& worker, CacheServerGroup& group) noexcept
     : worker_(worker),
       group_(group),
       stats_(group.state->per_worker[worker.env().index()]),

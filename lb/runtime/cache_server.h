@@ -33,8 +33,12 @@
 #include <uv.h>
 
 #include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
 
 #include "lb/core/stats.h"
+#include "lb/routing/snapshot.h"
 #include "lb/runtime/byte_chain.h"
 #include "lb/runtime/cache_command.h"
 #include "lb/runtime/cache_wire.h"
@@ -43,12 +47,37 @@
 
 namespace lb {
 
-class CacheWorker;
-struct CacheServerGroup;
+class CacheServer;
+class WorkerEnv;
+
+struct CacheServerGroup {
+  std::shared_ptr<BackendState> state;
+  BackendSnapshot target;            // the address to connect to (config stays null)
+  const CacheWire* wire = nullptr;
+  std::string password;              // the cluster's, when the group was made
+  std::string handshake;             // wire->handshake(password)
+  std::vector<CacheServer*> servers; // server_connections of them; null once closed
+  uint32_t tables = 0;               // tables that use this group
+  uint32_t open = 0;                 // servers not yet freed
+};
+
+// What a server connection needs of its worker (CacheWorker): the loop and pools, the flush
+// list, the fragment free list, and word when it is gone. Loop thread only.
+class CacheServerHost {
+ public:
+  virtual WorkerEnv& env() noexcept = 0;
+  virtual FlushList& flushes() noexcept = 0;
+  virtual void freeFragment(CacheFragment* f) noexcept = 0;
+  // Server `s` of `group` has closed for good and is freeing itself.
+  virtual void serverGone(CacheServerGroup* group, CacheServer* s) noexcept = 0;
+
+ protected:
+  ~CacheServerHost() = default;
+};
 
 class CacheServer final : public UpstreamOwner, public Flushable {
  public:
-  CacheServer(CacheWorker& worker, CacheServerGroup& group) noexcept;
+  CacheServer(CacheServerHost& worker, CacheServerGroup& group) noexcept;
   CacheServer(const CacheServer&) = delete;
   CacheServer& operator=(const CacheServer&) = delete;
 
@@ -102,7 +131,7 @@ class CacheServer final : public UpstreamOwner, public Flushable {
   static void onWrite(uv_write_t* req, int status);
   static void onClosed(uv_handle_t* h);
 
-  CacheWorker& worker_;
+  CacheServerHost& worker_;
   CacheServerGroup& group_;
   BackendWorkerStats& stats_;
   State state_ = State::kIdle;

@@ -39,7 +39,7 @@ const char* cacheOutcomeName(CacheOutcome o) noexcept {
 CacheSession::CacheSession(WorkerEnv& env, const std::shared_ptr<const Snapshot>& snapshot,
                            uint32_t listener, const CacheWire& wire) noexcept
     : env_(env),
-      cache_(env.cache()),
+      cache_(CacheWorker::of(env)),
       snapshot_(snapshot),
       listener_(snapshot_->listeners[listener]),
       cluster_(snapshot_->clusters[listener_.cluster]),

@@ -62,7 +62,7 @@ enum class CacheOutcome : uint8_t {
 };
 const char* cacheOutcomeName(CacheOutcome o) noexcept;
 
-class CacheSession : public Session, public Flushable {
+class CacheSession : public Session, public Flushable, public FragmentOwner {
  public:
   CacheSession(const CacheSession&) = delete;
   CacheSession& operator=(const CacheSession&) = delete;
@@ -76,8 +76,9 @@ class CacheSession : public Session, public Flushable {
   // From a CacheServer, for a fragment still attached to one of this session's commands:
   // its backend's complete reply, or the failure that ends it (the whole command is
   // answered with the protocol's error, its other fragments detached).
-  void fragmentReply(CacheFragment* f, const char* p, size_t n) noexcept;
-  void fragmentFailed(CacheFragment* f, CacheErrorReason reason, std::string_view text) noexcept;
+  void fragmentReply(CacheFragment* f, const char* p, size_t n) noexcept override;
+  void fragmentFailed(CacheFragment* f, CacheErrorReason reason,
+                      std::string_view text) noexcept override;
 
   // Bytes past which the session stops reading a client that does not read its replies.
   static constexpr size_t kHighWatermark = 256 * 1024;

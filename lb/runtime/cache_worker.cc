@@ -13,6 +13,11 @@ namespace {
 constexpr size_t kMaxFree = 1 << 16;
 }  // namespace
 
+CacheWorker& CacheWorker::of(WorkerEnv& env) {
+  if (env.cacheService() == nullptr) env.setCacheService(std::make_unique<CacheWorker>(env));
+  return static_cast<CacheWorker&>(*env.cacheService());
+}
+
 CacheWorker::CacheWorker(WorkerEnv& env) : env_(env), flushes_(env.loop()) {
   free_commands_.reserve(1024);
   free_fragments_.reserve(1024);

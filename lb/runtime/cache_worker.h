@@ -29,24 +29,13 @@
 
 #include "lb/routing/snapshot.h"
 #include "lb/runtime/cache_command.h"
+#include "lb/runtime/cache_server.h"
 #include "lb/runtime/cache_wire.h"
 #include "lb/runtime/flush_list.h"
+#include "lb/runtime/worker_env.h"
 
 namespace lb {
 
-class CacheServer;
-class WorkerEnv;
-
-struct CacheServerGroup {
-  std::shared_ptr<BackendState> state;
-  BackendSnapshot target;            // the address to connect to (config stays null)
-  const CacheWire* wire = nullptr;
-  std::string password;              // the cluster's, when the group was made
-  std::string handshake;             // wire->handshake(password)
-  std::vector<CacheServer*> servers; // server_connections of them; null once closed
-  uint32_t tables = 0;               // tables that use this group
-  uint32_t open = 0;                 // servers not yet freed
-};
 
 struct CacheServerTable {
   uint64_t generation = 0;           // the snapshot's
@@ -71,7 +60,7 @@ struct CacheScratch {
   std::vector<uint16_t> key_fragments;    // the fragment of each of them
 };
 
-class CacheWorker {
+class CacheWorker final : public CacheServerHost, public WorkerService {
  public:
   // `env` outlives this; the flush list's handle starts on env's loop.
   explicit CacheWorker(WorkerEnv& env);
@@ -79,15 +68,19 @@ class CacheWorker {
   CacheWorker(const CacheWorker&) = delete;
   CacheWorker& operator=(const CacheWorker&) = delete;
 
-  WorkerEnv& env() noexcept { return env_; }
-  FlushList& flushes() noexcept { return flushes_; }
+  // The worker's CacheWorker, made on first use (a worker without redis or memcached
+  // listeners never has one).
+  static CacheWorker& of(WorkerEnv& env);
+
+  WorkerEnv& env() noexcept override { return env_; }
+  FlushList& flushes() noexcept override { return flushes_; }
   CacheScratch& scratch() noexcept { return scratch_; }
 
   // Free lists. new* never fails silently: nullptr only when memory is exhausted.
   CacheCommand* newCommand() noexcept;
   void freeCommand(CacheCommand* c) noexcept;
   CacheFragment* newFragment() noexcept;
-  void freeFragment(CacheFragment* f) noexcept;
+  void freeFragment(CacheFragment* f) noexcept override;
   // Objects handed out and not returned (a test checks that nothing leaks).
   size_t commandsOut() const noexcept { return commands_out_; }
   size_t fragmentsOut() const noexcept { return fragments_out_; }
@@ -99,13 +92,13 @@ class CacheWorker {
   void releaseTable(CacheServerTable* table) noexcept;
   // The worker has a new snapshot: tables of older ones that no session holds go, and the
   // groups only they used retire.
-  void snapshotChanged(uint64_t generation) noexcept;
+  void snapshotChanged(uint64_t generation) noexcept override;
   // Server `s` of `group` has closed for good and is freeing itself.
-  void serverGone(CacheServerGroup* group, CacheServer* s) noexcept;
+  void serverGone(CacheServerGroup* group, CacheServer* s) noexcept override;
 
   // Worker stop: every server connection closes now (their fragments are failed), and the
   // flush list's handle closes. Sessions are aborted before this.
-  void close() noexcept;
+  void close() noexcept override;
 
   size_t serverCount() const noexcept;   // open server connections (tests)
 

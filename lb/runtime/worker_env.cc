@@ -1,7 +1,5 @@
 #include "lb/runtime/worker_env.h"
 
-#include "lb/runtime/cache_worker.h"
-
 namespace lb {
 
 WorkerEnv::WorkerEnv(uv_loop_t* loop, unsigned index, const ProtocolTable& protocols,
@@ -15,11 +13,6 @@ WorkerEnv::WorkerEnv(uv_loop_t* loop, unsigned index, const ProtocolTable& proto
       random_((0x9E3779B97F4A7C15ull ^ (uv_hrtime() + index)) | 1) {}
 
 WorkerEnv::~WorkerEnv() = default;
-
-CacheWorker& WorkerEnv::cache() {
-  if (!cache_) cache_ = std::make_unique<CacheWorker>(*this);
-  return *cache_;
-}
 
 void WorkerEnv::setSnapshot(std::shared_ptr<const Snapshot> snapshot) noexcept {
   snapshot_ = std::move(snapshot);

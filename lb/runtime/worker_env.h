@@ -22,7 +22,16 @@
 namespace lb {
 
 class AccessLog;
-class CacheWorker;
+
+// A per-worker service a family of protocols adds on first use (the cache protocols'
+// pipelined server connections, lb/runtime/cache_worker.h): told of each new snapshot,
+// closed at stop. Loop thread only.
+class WorkerService {
+ public:
+  virtual ~WorkerService() = default;
+  virtual void snapshotChanged(uint64_t generation) noexcept = 0;
+  virtual void close() noexcept = 0;
+};
 
 class WorkerEnv {
  public:
@@ -45,9 +54,11 @@ class WorkerEnv {
   const ProtocolTable& protocols() const noexcept { return protocols_; }
   BufferPool& buffers() noexcept { return buffers_; }
   UpstreamPool& upstreams() noexcept { return upstreams_; }
-  // The cache protocols' pipelined server connections and free lists (redis, memcached),
-  // made on first use, on this loop.
-  CacheWorker& cache();
+  // The cache protocols' service (CacheWorker::of makes it on first use), or nullptr.
+  WorkerService* cacheService() noexcept { return cache_.get(); }
+  void setCacheService(std::unique_ptr<WorkerService> service) noexcept {
+    cache_ = std::move(service);
+  }
   // nullptr while the worker has none (the access log itself may be off: enabled()).
   AccessLog* accessLog() const noexcept { return access_log_; }
   // The newest snapshot: what a new connection or a keep-alive connection's next request
@@ -94,7 +105,7 @@ class WorkerEnv {
   std::shared_ptr<const Snapshot> snapshot_;
   bool draining_ = false;
   SessionList sessions_;
-  std::unique_ptr<CacheWorker> cache_;
+  std::unique_ptr<WorkerService> cache_;
   uint64_t accepted_ = 0;
   uint64_t random_;
 };
