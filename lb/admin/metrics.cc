@@ -17,6 +17,8 @@ using prometheus::MetricType;
 
 constexpr const char* kCodeNames[kCodeClasses] = {"1xx", "2xx", "3xx", "4xx", "5xx"};
 constexpr int kHttpErrorReasons = static_cast<int>(HttpErrorReason::kCount);
+constexpr int kCacheErrorReasons = static_cast<int>(CacheErrorReason::kCount);
+constexpr int kCommandResults = static_cast<int>(CommandResult::kCount);
 
 // One backend's per-worker slots summed. Each slot is read once, so a scrape racing the
 // workers sees every counter at some value it really had; counters only grow, so sums do too.
@@ -27,6 +29,7 @@ struct BackendTotals {
   uint64_t latency_le[kLatencyBuckets.size()] = {};
   uint64_t latency_count = 0, latency_sum_us = 0;
   int64_t connections = 0;
+  uint64_t commands[kCommandResults] = {};
 };
 
 BackendTotals sumBackend(const BackendState& s) {
@@ -41,6 +44,7 @@ BackendTotals sumBackend(const BackendState& s) {
     t.latency_count += ws.latency_count.get();
     t.latency_sum_us += ws.latency_sum_us.get();
     t.connections += ws.connections.get();
+    for (int r = 0; r < kCommandResults; ++r) t.commands[r] += ws.commands[r].get();
   }
   return t;
 }
@@ -129,8 +133,20 @@ std::vector<MetricFamily> collectSnapshotMetrics(const Snapshot& snap) {
                             "bounded loads (hash_balance_factor); absent when off.",
                             MetricType::Gauge, n);
 
+  MetricFamily commands = family("lb_backend_commands_total",
+                                 "Redis and memcached commands sent to the backend, by result: "
+                                 "ok (answered), error (an error reply, or the connection "
+                                 "failed), timeout (no answer within timeouts.response).",
+                                 MetricType::Counter, n * kCommandResults);
+  // Clusters behind a redis or memcached listener: only they carry commands.
+  std::vector<bool> cache_cluster(snap.clusters.size(), false);
+  for (const ListenerSnapshot& l : snap.listeners)
+    if (isCacheProtocol(l.config->protocol) && l.cluster < cache_cluster.size())
+      cache_cluster[l.cluster] = true;
+
   std::vector<int64_t> live;
-  for (const ClusterSnapshot& c : snap.clusters) {
+  for (size_t ci = 0; ci < snap.clusters.size(); ++ci) {
+    const ClusterSnapshot& c = snap.clusters[ci];
     const std::string& cluster = c.config->name;
     // Each live counter is read once, and the caps come from the sum of exactly those reads,
     // so within one scrape the loads and caps agree (a second read for the total could see
@@ -166,6 +182,10 @@ std::vector<MetricFamily> collectSnapshotMetrics(const Snapshot& snap) {
       addGauge(weight, labels(), b.config->weight);
       addGauge(share, labels(), b.keyspace_share);
       if (c.bounded) addGauge(cap, labels(), static_cast<double>(c.bounded->cap(i, total)));
+      if (cache_cluster[ci])
+        for (int r = 0; r < kCommandResults; ++r)
+          addCounter(commands, labels3("result", commandResultName(static_cast<CommandResult>(r))),
+                     static_cast<double>(t.commands[r]));
     }
   }
 
@@ -184,6 +204,10 @@ std::vector<MetricFamily> collectSnapshotMetrics(const Snapshot& snap) {
   MetricFamily errors = family("lb_http_errors_total",
                                "HTTP errors lb answered itself, by reason.", MetricType::Counter,
                                nl * kHttpErrorReasons);
+  MetricFamily cache_errors = family("lb_cache_errors_total",
+                                     "Redis and memcached commands lb answered with an error "
+                                     "of its own, by reason.",
+                                     MetricType::Counter, nl * kCacheErrorReasons);
   for (const ListenerSnapshot& l : snap.listeners) {
     const std::string& name = l.config->name;
     const ListenerState& s = *l.state;
@@ -191,19 +215,27 @@ std::vector<MetricFamily> collectSnapshotMetrics(const Snapshot& snap) {
     uint64_t refused = 0;
     uint64_t codes[kCodeClasses] = {};
     uint64_t reasons[kHttpErrorReasons] = {};
+    uint64_t cache_reasons[kCacheErrorReasons] = {};
     for (unsigned w = 0; w < s.workers; ++w) {
       const ListenerWorkerStats& ws = s.per_worker[w];
       open += ws.connections_active.get();
       refused += ws.connections_over_limit.get();
       for (int k = 0; k < kCodeClasses; ++k) codes[k] += ws.requests[k].get();
       for (int r = 0; r < kHttpErrorReasons; ++r) reasons[r] += ws.http_errors[r].get();
+      for (int r = 0; r < kCacheErrorReasons; ++r) cache_reasons[r] += ws.cache_errors[r].get();
     }
     addGauge(down_conns, {{"listener", name}}, static_cast<double>(std::max<int64_t>(open, 0)));
     addCounter(over_limit, {{"listener", name}}, static_cast<double>(refused));
     for (int k = 0; k < kCodeClasses; ++k)
       addCounter(down_requests, {{"code", kCodeNames[k]}, {"listener", name}},
                  static_cast<double>(codes[k]));
-    // TCP listeners answer no HTTP errors: no all-zero series for them.
+    if (isCacheProtocol(l.config->protocol))
+      for (int r = 0; r < kCacheErrorReasons; ++r)
+        addCounter(cache_errors,
+                   {{"listener", name},
+                    {"reason", cacheErrorReasonName(static_cast<CacheErrorReason>(r))}},
+                   static_cast<double>(cache_reasons[r]));
+    // Only HTTP listeners answer HTTP errors: no all-zero series for the others.
     if (l.config->protocol != Protocol::kHttp) continue;
     for (int r = 0; r < kHttpErrorReasons; ++r)
       addCounter(errors,
@@ -213,9 +245,10 @@ std::vector<MetricFamily> collectSnapshotMetrics(const Snapshot& snap) {
   }
 
   std::vector<MetricFamily> out;
-  out.reserve(14);
+  out.reserve(16);
   for (MetricFamily* f : {&active, &conns, &requests, &picks, &bytes, &latency, &healthy, &weight,
-                          &share, &cap, &down_conns, &over_limit, &down_requests, &errors})
+                          &share, &cap, &commands, &down_conns, &over_limit, &down_requests,
+                          &errors, &cache_errors})
     if (!f->metric.empty()) out.push_back(std::move(*f));
   return out;
 }

@@ -188,6 +188,20 @@ AdminResponse ringResponse(const Snapshot& snap, std::string_view query) {
   const ClusterSnapshot* c = snap.findCluster(cluster_it->second);
   if (c == nullptr) return jsonError(404, "unknown cluster '" + cluster_it->second + "'");
   const std::string& key = key_it->second;
+  // The listener whose hash_tag applies: listener=L, else the cluster's first redis or
+  // memcached listener. A key hashes as that listener hashes it.
+  const ListenerConfig* listener = nullptr;
+  if (auto l = params->find("listener"); l != params->end()) {
+    listener = snap.config.findListener(l->second);
+    if (listener == nullptr) return jsonError(404, "unknown listener '" + l->second + "'");
+    if (listener->cluster != c->config->name)
+      return jsonError(400, "listener '" + l->second + "' routes to cluster '" +
+                                listener->cluster + "', not '" + c->config->name + "'");
+  } else {
+    listener = snap.config.cacheListenerOf(c->config->name);
+  }
+  const std::string_view hashed =
+      keyWithinHashTag(key, listener != nullptr ? std::string_view(listener->hash_tag) : "");
 
   AdminResponse r;
   r.content_type = kJson;
@@ -196,12 +210,19 @@ AdminResponse ringResponse(const Snapshot& snap, std::string_view query) {
   appendJsonString(o, c->config->name);
   o += ",\"key\":";
   appendJsonString(o, key);
+  o += ",\"listener\":";
+  if (listener != nullptr)
+    appendJsonString(o, listener->name);
+  else
+    o += "null";
+  o += ",\"hashed\":";
+  appendJsonString(o, hashed);
   const uint32_t hosts = c->table ? c->table->hostCount() : 0;
   if (hosts == 0) {
     o += ",\"hash\":null,\"owner\":null,\"order\":[],\"pick\":null,\"reason\":null}\n";
     return r;
   }
-  const uint64_t hash = hashKeyBytes(c->selector->key_hash, key);
+  const uint64_t hash = hashKeyBytes(c->selector->key_hash, hashed);
   o += ",\"hash\":";
   appendNumber(o, hash);
   o += ",\"owner\":";

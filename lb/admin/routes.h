@@ -30,9 +30,12 @@ void appendJsonString(std::string& out, std::string_view s);
 // bounded-load cap (null when off) and key-space share. Always 200.
 AdminResponse backendsResponse(const Snapshot& snapshot);
 
-// GET /ring?cluster=C&key=K: K's hash under C's selector, its owner, its whole preference
-// order, and where a request would go now (pick, reason) given health and live loads.
-// 400 when a parameter is missing or malformed, 404 when the cluster is unknown.
+// GET /ring?cluster=C&key=K[&listener=L]: K's hash under C's selector, its owner, its whole
+// preference order, and where a request would go now (pick, reason) given health and live
+// loads. For a cache key, the hash_tag of listener L applies (default: the first redis or
+// memcached listener in front of C); "listener" and "hashed" say which, and what was hashed.
+// 400 when a parameter is missing or malformed or L is not in front of C, 404 when the
+// cluster or listener is unknown.
 AdminResponse ringResponse(const Snapshot& snapshot, std::string_view query);
 
 }  // namespace lb

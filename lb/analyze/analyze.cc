@@ -120,15 +120,33 @@ int showKeys(const AnalyzeOptions& o) {
     return fail("cluster '" + cluster->name + "': " + cluster->selector +
                 " cannot build a table over its backends");
 
+  // A cache key hashes as its listener hashes it: the hash tag of --listener, else of the
+  // cluster's first redis or memcached listener.
+  const ListenerConfig* listener = nullptr;
+  if (!o.listener.empty()) {
+    listener = config->findListener(o.listener);
+    if (listener == nullptr) return fail(o.config_file + ": no listener '" + o.listener + "'");
+    if (listener->cluster != cluster->name)
+      return fail("listener '" + o.listener + "' routes to cluster '" + listener->cluster +
+                  "', not '" + cluster->name + "'");
+  } else {
+    listener = config->cacheListenerOf(cluster->name);
+  }
+  const std::string_view tag = listener != nullptr ? std::string_view(listener->hash_tag) : "";
+
   std::vector<std::string> order(specs.size());
   for (const auto& key : o.show_keys) {
-    const uint64_t hash = hashKeyBytes(info->key_hash, key);
+    const std::string_view hashed = keyWithinHashTag(key, tag);
+    const uint64_t hash = hashKeyBytes(info->key_hash, hashed);
     for (uint32_t a = 0; a < order.size(); ++a) {
       const uint32_t host = table->pick(hash, a);
       if (host >= specs.size()) return fail(cluster->selector + ": pick outside the table");
       order[a] = cluster->backends[host].name;
     }
-    fputs(preferenceLine(key, hash, order).c_str(), stdout);
+    fputs(preferenceLine(key, hashed.size() != key.size() ? hashed : std::string_view(), hash,
+                         order)
+              .c_str(),
+          stdout);
   }
   return 0;
 }

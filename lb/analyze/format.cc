@@ -161,10 +161,11 @@ std::string analyzeText(std::span<const SelectorFigures> figures) {
   return out;
 }
 
-std::string preferenceLine(std::string_view key, uint64_t hash,
+std::string preferenceLine(std::string_view key, std::string_view hashed, uint64_t hash,
                            std::span<const std::string> order) {
-  std::string out = "{\"key\": " + jsonString(key) + ", \"hash\": " + std::to_string(hash) +
-                    ", \"order\": [";
+  std::string out = "{\"key\": " + jsonString(key);
+  if (!hashed.empty()) out += ", \"hashed\": " + jsonString(hashed);
+  out += ", \"hash\": " + std::to_string(hash) + ", \"order\": [";
   for (size_t i = 0; i < order.size(); ++i) {
     if (i > 0) out += ", ";
     out += jsonString(order[i]);

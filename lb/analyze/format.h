@@ -35,8 +35,13 @@ std::string analyzeJson(std::span<const SelectorFigures> figures);
 std::string analyzeText(std::span<const SelectorFigures> figures);
 
 // One line of `lb analyze --config`: {"key": "K", "hash": 123, "order": ["cache-b", ...]}
-// followed by a newline.
-std::string preferenceLine(std::string_view key, uint64_t hash,
+// followed by a newline. With `hashed` (the part of K inside its hash tag, when a listener's
+// hash_tag selects one): {"key": "K", "hashed": "H", "hash": ..., "order": [...]}.
+std::string preferenceLine(std::string_view key, std::string_view hashed, uint64_t hash,
                            std::span<const std::string> order);
+inline std::string preferenceLine(std::string_view key, uint64_t hash,
+                                  std::span<const std::string> order) {
+  return preferenceLine(key, {}, hash, order);
+}
 
 }  // namespace lb

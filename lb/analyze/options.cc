@@ -38,8 +38,10 @@ const char* analyzeUsage() {
          "         balance and key movement of each selector on backends b0..b{N-1}\n"
          "         (default: all selectors plus the mod_n baseline, 4 backends,\n"
          "         100000 keys, text)\n"
-         "       lb analyze --config FILE --cluster NAME --key K [--key K2 ...]\n"
-         "         each key's hash and preference order in CLUSTER, one JSON line per key\n";
+         "       lb analyze --config FILE --cluster NAME [--listener L] --key K [--key K2 ...]\n"
+         "         each key's hash and preference order in CLUSTER, one JSON line per key;\n"
+         "         a cache key is hashed as listener L hashes it (its hash_tag; default:\n"
+         "         the cluster's first redis or memcached listener)\n";
 }
 
 std::optional<AnalyzeOptions> parseAnalyzeArgs(std::span<char* const> args, std::string& error) {
@@ -61,7 +63,7 @@ std::optional<AnalyzeOptions> parseAnalyzeArgs(std::span<char* const> args, std:
     }
     static constexpr std::string_view kWithValue[] = {
         "--selector", "--backends", "--keys",   "--weights", "--vnodes",
-        "--table-size", "--format", "--config", "--cluster", "--key"};
+        "--table-size", "--format", "--config", "--cluster", "--key", "--listener"};
     bool known = false;
     for (auto k : kWithValue) known = known || arg == k;
     if (!known) {
@@ -75,7 +77,8 @@ std::optional<AnalyzeOptions> parseAnalyzeArgs(std::span<char* const> args, std:
       }
       value = args[++i];
     }
-    const bool simulate_only = arg != "--config" && arg != "--cluster" && arg != "--key";
+    const bool simulate_only =
+        arg != "--config" && arg != "--cluster" && arg != "--key" && arg != "--listener";
     if (simulate_only && simulate_opt.empty()) simulate_opt = arg;
 
     uint64_t n = 0;
@@ -141,6 +144,8 @@ std::optional<AnalyzeOptions> parseAnalyzeArgs(std::span<char* const> args, std:
       o.config_file = value;
     } else if (arg == "--cluster") {
       o.cluster = value;
+    } else if (arg == "--listener") {
+      o.listener = value;
     } else {   // --key
       o.show_keys.push_back(value);
     }
@@ -157,8 +162,11 @@ std::optional<AnalyzeOptions> parseAnalyzeArgs(std::span<char* const> args, std:
     }
     return o;
   }
-  if (!o.cluster.empty() || !o.show_keys.empty()) {
-    error = std::string(o.cluster.empty() ? "--key" : "--cluster") + " needs --config";
+  if (!o.cluster.empty() || !o.show_keys.empty() || !o.listener.empty()) {
+    error = std::string(!o.listener.empty() ? "--listener"
+                        : o.cluster.empty() ? "--key"
+                                            : "--cluster") +
+            " needs --config";
     return std::nullopt;
   }
   if (weights_given && o.weights.size() != o.backends) {

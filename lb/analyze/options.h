@@ -30,6 +30,8 @@ struct AnalyzeOptions {
   // Config: each key's hash and preference order in one cluster of a real file.
   std::string config_file;
   std::string cluster;
+  std::string listener;             // whose hash_tag applies; "" = the cluster's first
+                                    // redis or memcached listener
   std::vector<std::string> show_keys;
 };
 

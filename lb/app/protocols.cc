@@ -1,6 +1,8 @@
 #include "lb/app/protocols.h"
 
 #include "lb/proxy/http/http_session.h"
+#include "lb/proxy/memcached/memcached_session.h"
+#include "lb/proxy/redis/redis_session.h"
 #include "lb/proxy/tcp/tcp_session.h"
 #include "lb/runtime/worker_env.h"
 
@@ -20,6 +22,8 @@ const ProtocolTable& builtinProtocols() {
     ProtocolTable t{};
     t[static_cast<size_t>(Protocol::kHttp)] = acceptHttp;
     t[static_cast<size_t>(Protocol::kTcp)] = TcpSession::accept;
+    t[static_cast<size_t>(Protocol::kRedis)] = RedisSession::accept;
+    t[static_cast<size_t>(Protocol::kMemcached)] = MemcachedSession::accept;
     return t;
   }();
   return table;

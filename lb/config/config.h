@@ -17,21 +17,39 @@
 
 namespace lb {
 
-enum class Protocol { kHttp, kTcp };
-inline constexpr size_t kProtocolCount = 2;
-// As the config spells it: "http", "tcp".
-inline const char* protocolName(Protocol p) noexcept { return p == Protocol::kHttp ? "http" : "tcp"; }
+enum class Protocol { kHttp, kTcp, kRedis, kMemcached };
+inline constexpr size_t kProtocolCount = 4;
+// As the config spells it: "http", "tcp", "redis", "memcached".
+inline const char* protocolName(Protocol p) noexcept {
+  switch (p) {
+    case Protocol::kHttp: return "http";
+    case Protocol::kTcp: return "tcp";
+    case Protocol::kRedis: return "redis";
+    case Protocol::kMemcached: return "memcached";
+  }
+  return "?";
+}
+// The cache protocols parse every command and route it by its own key (lb/runtime/cache_*).
+inline bool isCacheProtocol(Protocol p) noexcept {
+  return p == Protocol::kRedis || p == Protocol::kMemcached;
+}
 enum class OnMissingKey { kRandom, kRoundRobin, kReject };
 
 struct Timeouts {
   Duration connect{1000};
   Duration header{10000};
   Duration idle{60000};
+  Duration response{1000};   // redis, memcached: each command's answer from its backend
 };
 
 struct Limits {
   uint32_t max_header_bytes = 65536;
   uint32_t max_connections = 100000;
+  // redis, memcached: the most one command may hold (its bytes: bulk strings, a data block;
+  // its arguments or keys), and the most commands one client may have unanswered.
+  uint32_t max_request_bytes = 16 << 20;
+  uint32_t max_arguments = 65536;
+  uint32_t max_in_flight = 1024;
 };
 
 struct ListenerConfig {
@@ -43,6 +61,11 @@ struct ListenerConfig {
   OnMissingKey on_missing_key = OnMissingKey::kRandom;
   Timeouts timeouts;
   Limits limits;
+  // redis, memcached: hash only the part of a key inside the first pair of these two
+  // characters ("{}"), as twemproxy and Redis Cluster do; "" = the whole key.
+  std::string hash_tag;
+  // redis: clients must AUTH with this before anything else; "" = no AUTH.
+  std::string password;
   SourcePos pos;
 };
 
@@ -63,6 +86,10 @@ struct ClusterConfig {
   uint64_t table_size = 65537;        // maglev.table_size
   std::string twemproxy_hash = "fnv1a_64";   // twemproxy.hash: the key hash of selector twemproxy
   Duration resolve_interval{0};       // re-resolve backend host names this often; 0 = never
+  // redis listeners: lb AUTHs with this on every connection it opens to a backend.
+  std::string password;
+  // redis, memcached listeners: pipelined connections each worker keeps to each backend.
+  uint32_t server_connections = 1;
   std::vector<BackendConfig> backends;
   SourcePos pos;
 };
@@ -78,6 +105,11 @@ struct Config {
   std::vector<ClusterConfig> clusters;     // in file order
 
   const ClusterConfig* findCluster(const std::string& name) const;
+  const ListenerConfig* findListener(const std::string& name) const;
+  // The first redis or memcached listener (in file order) in front of `cluster`: whose
+  // hash_tag /ring and `lb analyze --key` apply to that cluster's keys by default. nullptr
+  // when none.
+  const ListenerConfig* cacheListenerOf(const std::string& cluster) const;
 };
 
 // Looks up the host names of backend addresses for the loader, so that a name that does not

@@ -22,6 +22,18 @@ const ClusterConfig* Config::findCluster(const std::string& name) const {
   return nullptr;
 }
 
+const ListenerConfig* Config::findListener(const std::string& name) const {
+  for (const auto& l : listeners)
+    if (l.name == name) return &l;
+  return nullptr;
+}
+
+const ListenerConfig* Config::cacheListenerOf(const std::string& cluster) const {
+  for (const auto& l : listeners)
+    if (l.cluster == cluster && isCacheProtocol(l.protocol)) return &l;
+  return nullptr;
+}
+
 namespace {
 
 // A config larger than this is a mistake (a log file passed as --config), not a fleet.
@@ -180,7 +192,11 @@ void readListener(WalkContext& ctx, const toml::key& key, const toml::node& node
   }
   TableWalker w(ctx, *t, path);
   if (w.string("listen", &l->listen, true)) checkListenAddress(w, "listen", l->listen);
-  w.enumeration<Protocol>("protocol", {{"http", Protocol::kHttp}, {"tcp", Protocol::kTcp}},
+  w.enumeration<Protocol>("protocol",
+                          {{"http", Protocol::kHttp},
+                           {"tcp", Protocol::kTcp},
+                           {"redis", Protocol::kRedis},
+                           {"memcached", Protocol::kMemcached}},
                           &l->protocol);
   if (w.string("cluster", &l->cluster, true) && l->cluster.empty())
     w.errorAt("cluster", "must not be empty");
@@ -201,6 +217,7 @@ void readListener(WalkContext& ctx, const toml::key& key, const toml::node& node
     tw.duration("connect", Duration{1}, &l->timeouts.connect);
     tw.duration("header", Duration{1}, &l->timeouts.header);
     tw.duration("idle", Duration{1}, &l->timeouts.idle);
+    tw.duration("response", Duration{1}, &l->timeouts.response);
     tw.checkUnknownKeys();
   }
   if (const toml::table* lt = w.subtable("limits")) {
@@ -208,8 +225,18 @@ void readListener(WalkContext& ctx, const toml::key& key, const toml::node& node
     // Below 1 KiB ordinary browsers' requests fail; above 1 MiB a header is an attack.
     lw.integer("max_header_bytes", 1024, 1 << 20, &l->limits.max_header_bytes);
     lw.integer("max_connections", 1, 10000000, &l->limits.max_connections);
+    // A command of 1 KiB holds any key with room to spare; 1 GiB is past Redis' own 512 MiB
+    // bulk strings. Redis allows up to 1M arguments per command (proto-max-multibulk-len).
+    lw.integer("max_request_bytes", 1024, 1 << 30, &l->limits.max_request_bytes);
+    lw.integer("max_arguments", 16, 1 << 20, &l->limits.max_arguments);
+    lw.integer("max_in_flight", 1, 65536, &l->limits.max_in_flight);
     lw.checkUnknownKeys();
   }
+  if (w.string("hash_tag", &l->hash_tag) && l->hash_tag.size() != 2)
+    w.errorAt("hash_tag", "must be two characters, an opening and a closing one such as \"{}\", "
+                          "got '" + l->hash_tag + "'");
+  if (w.string("password", &l->password) && l->password.empty())
+    w.errorAt("password", "must not be empty (leave it out for no AUTH)");
   w.checkUnknownKeys();
 }
 
@@ -277,6 +304,11 @@ void readCluster(WalkContext& ctx, const toml::key& key, const toml::node& node,
       c->resolve_interval.count() > 0 && c->resolve_interval < Duration{1000})
     w.errorAt("resolve_interval", "must be 0 (off) or at least 1s, got " +
                                       formatDuration(c->resolve_interval));
+  if (w.string("password", &c->password) && c->password.empty())
+    w.errorAt("password", "must not be empty (leave it out for no AUTH)");
+  // twemproxy's server_connections; more than a few only spreads one worker's commands
+  // over more sockets.
+  w.integer("server_connections", 1, 64, &c->server_connections);
   if (const toml::table* mt = w.subtable("maglev")) {
     TableWalker mw(ctx, *mt, path + ".maglev");
     int64_t size = 0;

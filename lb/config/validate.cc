@@ -23,6 +23,52 @@ constexpr size_t kTwemproxyMaxName = 64;
 
 std::string at(const std::string& path, size_t i) { return path + "[" + std::to_string(i) + "]"; }
 
+// Options that mean something only on a redis or memcached listener, and what such a
+// listener cannot have: a written key that does nothing is an error, never silently ignored.
+void checkCacheOptions(const Config& config, const ListenerConfig& l, const std::string& path,
+                       WalkContext& ctx) {
+  const bool cache = isCacheProtocol(l.protocol);
+  const std::string proto = protocolName(l.protocol);
+  auto onlyCache = [&](const std::string& key, const char* what) {
+    const std::string p = path + "." + key;
+    if (!cache && ctx.written(p))
+      ctx.error(ctx.positionOf(p), p,
+                std::string("applies only to redis and memcached listeners (") + what +
+                    "); this listener has protocol = \"" + proto + "\"");
+  };
+  onlyCache("hash_tag", "the part of each command's key that is hashed");
+  onlyCache("timeouts.response", "each command's answer; http uses timeouts.idle");
+  onlyCache("limits.max_request_bytes", "the largest command");
+  onlyCache("limits.max_arguments", "the most arguments or keys of one command");
+  onlyCache("limits.max_in_flight", "unanswered commands per client");
+  if (l.protocol != Protocol::kRedis && ctx.written(path + ".password"))
+    ctx.error(ctx.positionOf(path + ".password"), path + ".password",
+              "applies only to redis listeners (clients AUTH to lb); this listener has "
+              "protocol = \"" + proto + "\"");
+  if (!l.hash_tag.empty()) {
+    for (char c : l.hash_tag)
+      if (c <= ' ' || c >= 127) {
+        ctx.error(ctx.positionOf(path + ".hash_tag"), path + ".hash_tag",
+                  "must be two printable characters other than a space, such as \"{}\"");
+        break;
+      }
+  }
+  if (!cache) return;
+  if (!l.hash.empty())
+    ctx.error(ctx.positionOf(path + ".hash"), path + ".hash",
+              "a " + proto + " listener routes each command by its own key; remove hash "
+              "(set hash_tag to hash part of a key)");
+  if (l.protocol == Protocol::kMemcached) {
+    if (const ClusterConfig* c = config.findCluster(l.cluster); c && !c->password.empty()) {
+      const std::string p = "clusters." + c->name + ".password";
+      ctx.error(ctx.positionOf(p), p,
+                "memcached has no AUTH, and listener '" + l.name +
+                    "' (memcached) sends this cluster commands; remove it or use a "
+                    "cluster of its own for redis");
+    }
+  }
+}
+
 void checkListeners(const Config& config, WalkContext& ctx) {
   std::vector<std::string> clusters;
   for (const auto& c : config.clusters) clusters.push_back(c.name);
@@ -31,6 +77,7 @@ void checkListeners(const Config& config, WalkContext& ctx) {
     if (!l.cluster.empty() && !config.findCluster(l.cluster))
       ctx.error(ctx.positionOf(path + ".cluster"), path + ".cluster",
                 "cluster '" + l.cluster + "' is not defined" + didYouMean(l.cluster, clusters));
+    checkCacheOptions(config, l, path, ctx);
     if (l.protocol != Protocol::kTcp) continue;
     for (size_t i = 0; i < l.hash.size(); ++i) {
       const std::string& kind = l.hash[i].kind;

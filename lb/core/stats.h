@@ -62,6 +62,40 @@ inline const char* httpErrorReasonName(HttpErrorReason r) noexcept {
   return kNames[static_cast<int>(r)];
 }
 
+// Why lb answered a redis or memcached command itself with an error; the reason label of
+// lb_cache_errors_total.
+enum class CacheErrorReason : uint8_t {
+  kProtocol,         // malformed input: garbage, a bad length, a key memcached forbids
+  kTooLarge,         // past limits.max_request_bytes or limits.max_arguments
+  kUnsupported,      // a command that cannot work through a sharding proxy
+  kUnknownCommand,
+  kCrossServer,      // a command whose keys live on different backends
+  kNoAuth,           // before AUTH, or a wrong password
+  kNoBackend,        // no usable backend for the key
+  kBackendFailed,    // connect refused or timed out, reset, closed, malformed reply
+  kBackendTimeout,   // no answer within timeouts.response
+  kCount
+};
+inline const char* cacheErrorReasonName(CacheErrorReason r) noexcept {
+  static constexpr const char* kNames[] = {"protocol",       "too_large",       "unsupported",
+                                           "unknown_command", "cross_server",   "no_auth",
+                                           "no_backend",     "backend_failed",  "backend_timeout"};
+  return kNames[static_cast<int>(r)];
+}
+
+// What became of one command a backend was sent; the result label of
+// lb_backend_commands_total.
+enum class CommandResult : uint8_t {
+  kOk,        // the backend answered (anything but an error reply)
+  kError,     // it answered an error, or its connection failed before answering
+  kTimeout,   // no answer within timeouts.response
+  kCount
+};
+inline const char* commandResultName(CommandResult r) noexcept {
+  static constexpr const char* kNames[] = {"ok", "error", "timeout"};
+  return kNames[static_cast<int>(r)];
+}
+
 struct alignas(64) BackendWorkerStats {
   std::array<StatCounter, kCodeClasses> requests;     // by code class
   std::array<StatCounter, 4> picks;                   // by PickReason
@@ -71,6 +105,8 @@ struct alignas(64) BackendWorkerStats {
   StatCounter latency_count;
   StatCounter latency_sum_us;
   StatGauge connections;                              // upstream connections this worker holds
+  // redis, memcached: commands sent to the backend, by CommandResult.
+  std::array<StatCounter, static_cast<int>(CommandResult::kCount)> commands;
 };
 
 struct alignas(64) ListenerWorkerStats {
@@ -80,6 +116,20 @@ struct alignas(64) ListenerWorkerStats {
   StatCounter connections_over_limit;
   std::array<StatCounter, kCodeClasses> requests;
   std::array<StatCounter, static_cast<int>(HttpErrorReason::kCount)> http_errors;
+  std::array<StatCounter, static_cast<int>(CacheErrorReason::kCount)> cache_errors;
 };
+
+// One latency sample into a backend's histogram (lb_backend_response_seconds).
+inline void recordLatency(BackendWorkerStats& s, uint64_t us) noexcept {
+  const double seconds = static_cast<double>(us) / 1e6;
+  for (size_t i = 0; i < kLatencyBuckets.size(); ++i) {
+    if (seconds <= kLatencyBuckets[i]) {
+      s.latency_le[i].add();
+      break;
+    }
+  }
+  s.latency_count.add();
+  s.latency_sum_us.add(us);
+}
 
 }  // namespace lb

@@ -45,9 +45,9 @@ struct BackendState {
     live.fetch_add(1, std::memory_order_relaxed);
     cluster_load->live.fetch_add(1, std::memory_order_relaxed);
   }
-  void dropLive() noexcept {
-    live.fetch_sub(1, std::memory_order_relaxed);
-    cluster_load->live.fetch_sub(1, std::memory_order_relaxed);
+  void dropLive(int64_t units = 1) noexcept {
+    live.fetch_sub(units, std::memory_order_relaxed);
+    cluster_load->live.fetch_sub(units, std::memory_order_relaxed);
   }
   // One more unit of live load, only while that keeps it at or under `cap`: a compare-and-swap,
   // so of two workers racing for a host's last slot exactly one gets it, and the bounded-load

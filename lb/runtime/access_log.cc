@@ -204,7 +204,8 @@ size_t AccessLog::format(const AccessRecord& r, char* out, size_t cap) noexcept 
   size_t at = put(out, cap, 0, "ts=%s%03dZ listener=", ts_prefix_,
                   static_cast<int>(now.tv_nsec / 1000000));
   at = putToken(out, cap, at, r.listener);
-  at = put(out, cap, at, " proto=%s", r.http ? "http" : "tcp");
+  at = put(out, cap, at, " proto=");
+  at = putToken(out, cap, at, r.http ? std::string_view("http") : r.proto);
   at = putAddress(out, cap, at, r.client);
   if (r.has_key)
     at = put(out, cap, at, " key=%016llx", static_cast<unsigned long long>(r.key_hash));
@@ -229,6 +230,10 @@ size_t AccessLog::format(const AccessRecord& r, char* out, size_t cap) noexcept 
     at = put(out, cap, at, " path=");
     at = putQuoted(out, cap, at, r.path, kMaxPathBytes);
   }
+  if (r.has_counts)
+    at = put(out, cap, at, " commands=%llu errors=%llu",
+             static_cast<unsigned long long>(r.commands),
+             static_cast<unsigned long long>(r.errors));
   if (at + 1 >= cap) at = cap - 2;
   out[at++] = '\n';
   return at;

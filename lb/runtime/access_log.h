@@ -6,9 +6,12 @@
 //   key=9f3c2a0b11d4e6f7 backend=cache-a status=200 bytes_in=112 bytes_out=5120
 //   duration_ms=1.234 method=GET path="/img/1.png"
 // key is the 64-bit affinity hash in hex ("-" when the request had none), backend "-" when
-// none was picked; status is the HTTP status, or for tcp the outcome (ok, connect_failed,
-// idle_timeout, ...); bytes_in are bytes from the client, bytes_out bytes to it; method and
-// path appear on http lines only.
+// none was picked; status is the HTTP status, or for tcp, redis and memcached the outcome
+// (ok, connect_failed, idle_timeout, quit, ...); bytes_in are bytes from the client,
+// bytes_out bytes to it; method and path appear on http lines only. redis and memcached
+// write one line per client connection (each command has its own key and backend, so key
+// and backend are "-"), ending in commands=N errors=M: the commands it sent, and how many
+// of them lb answered with an error of its own.
 //
 // Writes never block a worker per request: each worker appends lines to its own buffer and
 // hands a full buffer to libuv's thread pool (uv_fs_write) every kFlushInterval or as soon
@@ -33,6 +36,7 @@ namespace lb {
 struct AccessRecord {
   std::string_view listener;
   bool http = false;
+  std::string_view proto = "tcp";  // when !http: tcp, redis, memcached
   const sockaddr* client = nullptr;
   bool has_key = false;
   uint64_t key_hash = 0;
@@ -44,6 +48,9 @@ struct AccessRecord {
   uint64_t duration_us = 0;
   std::string_view method;         // http only
   std::string_view path;           // http only; truncated to kMaxPathBytes, quoted
+  bool has_counts = false;         // redis, memcached: commands and errors follow
+  uint64_t commands = 0;
+  uint64_t errors = 0;
 };
 
 // One worker's buffered writer. Loop thread only.

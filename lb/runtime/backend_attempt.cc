@@ -6,6 +6,30 @@
 
 namespace lb {
 
+bool pickForKey(const ClusterSnapshot& cluster, uint64_t hash, Pick* out) noexcept {
+  if (cluster.backends.empty()) return false;
+  *out = cluster.pick(hash, 0);
+  return cluster.loads->usable(out->host);
+}
+
+bool pickWithoutKey(WorkerEnv& env, const ListenerConfig& listener,
+                    const ClusterSnapshot& cluster, Pick* out) noexcept {
+  if (cluster.backends.empty()) return false;
+  switch (listener.on_missing_key) {
+    case OnMissingKey::kReject:
+      return false;
+    case OnMissingKey::kRandom:
+      return pickForKey(cluster, env.nextRandom(), out);
+    case OnMissingKey::kRoundRobin:
+      *out = pickInTableOrder(static_cast<uint32_t>(cluster.backends.size()),
+                              cluster.rotation.start(env.index()), *cluster.loads, 0);
+      if (!cluster.loads->usable(out->host)) return false;
+      cluster.rotation.advancePast(env.index(), out->host);
+      return true;
+  }
+  return false;
+}
+
 void BackendAttempt::start(WorkerEnv& env, const ListenerSnapshot& listener,
                            const ClusterSnapshot& cluster) noexcept {
   release();

@@ -27,6 +27,18 @@ namespace lb {
 
 class WorkerEnv;
 
+// The cache protocols pick a host per command (per key) with no connection of their own to
+// hold, so they use these two rather than a BackendAttempt. Same walk, same rules: the
+// cluster's pick (bounded loads, else the health-aware preference order), false when the
+// host it lands on is not usable (every host is down). Loop thread; nothing counted, no live
+// unit taken.
+bool pickForKey(const ClusterSnapshot& cluster, uint64_t hash, Pick* out) noexcept;
+// A command without a key, by the listener's on_missing_key: "random" walks from a random
+// hash, "round_robin" takes the worker's next host in the cluster's rotation (and advances
+// it). False for "reject", or when no host is usable.
+bool pickWithoutKey(WorkerEnv& env, const ListenerConfig& listener,
+                    const ClusterSnapshot& cluster, Pick* out) noexcept;
+
 class BackendAttempt {
  public:
   BackendAttempt() = default;

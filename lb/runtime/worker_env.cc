@@ -12,6 +12,17 @@ WorkerEnv::WorkerEnv(uv_loop_t* loop, unsigned index, const ProtocolTable& proto
       // keyless requests through the same sequence. Never 0: xorshift would stay there.
       random_((0x9E3779B97F4A7C15ull ^ (uv_hrtime() + index)) | 1) {}
 
+WorkerEnv::~WorkerEnv() = default;
+
+void WorkerEnv::setSnapshot(std::shared_ptr<const Snapshot> snapshot) noexcept {
+  snapshot_ = std::move(snapshot);
+  if (cache_ && snapshot_) cache_->snapshotChanged(snapshot_->generation);
+}
+
+void WorkerEnv::closeCache() noexcept {
+  if (cache_) cache_->close();
+}
+
 void WorkerEnv::beginDrain() noexcept {
   draining_ = true;
   upstreams_.drain();

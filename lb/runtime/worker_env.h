@@ -23,6 +23,16 @@ namespace lb {
 
 class AccessLog;
 
+// A per-worker service a family of protocols adds on first use (the cache protocols'
+// pipelined server connections, lb/runtime/cache_worker.h): told of each new snapshot,
+// closed at stop. Loop thread only.
+class WorkerService {
+ public:
+  virtual ~WorkerService() = default;
+  virtual void snapshotChanged(uint64_t generation) noexcept = 0;
+  virtual void close() noexcept = 0;
+};
+
 class WorkerEnv {
  public:
   // Idle keep-alive connections kept per backend per worker: enough for a wrk -c64 run to
@@ -34,6 +44,7 @@ class WorkerEnv {
   // session or listener runs on it.
   WorkerEnv(uv_loop_t* loop, unsigned index, const ProtocolTable& protocols,
             size_t max_idle_per_backend = kMaxIdlePerBackend);
+  ~WorkerEnv();
   WorkerEnv(const WorkerEnv&) = delete;
   WorkerEnv& operator=(const WorkerEnv&) = delete;
 
@@ -43,6 +54,11 @@ class WorkerEnv {
   const ProtocolTable& protocols() const noexcept { return protocols_; }
   BufferPool& buffers() noexcept { return buffers_; }
   UpstreamPool& upstreams() noexcept { return upstreams_; }
+  // The cache protocols' service (CacheWorker::of makes it on first use), or nullptr.
+  WorkerService* cacheService() noexcept { return cache_.get(); }
+  void setCacheService(std::unique_ptr<WorkerService> service) noexcept {
+    cache_ = std::move(service);
+  }
   // nullptr while the worker has none (the access log itself may be off: enabled()).
   AccessLog* accessLog() const noexcept { return access_log_; }
   // The newest snapshot: what a new connection or a keep-alive connection's next request
@@ -71,12 +87,13 @@ class WorkerEnv {
   }
 
   // The worker's side: what it changes as its mailbox delivers.
-  void setSnapshot(std::shared_ptr<const Snapshot> snapshot) noexcept {
-    snapshot_ = std::move(snapshot);
-  }
+  void setSnapshot(std::shared_ptr<const Snapshot> snapshot) noexcept;
   void setAccessLog(AccessLog* log) noexcept { access_log_ = log; }
   // Drain begins: idle upstream connections close and no more are kept.
   void beginDrain() noexcept;
+  // Stop, after every session was aborted: the cache protocols' server connections close.
+  // The loop must then run until its handles are closed, before this is destroyed.
+  void closeCache() noexcept;
 
  private:
   uv_loop_t* const loop_;
@@ -88,6 +105,7 @@ class WorkerEnv {
   std::shared_ptr<const Snapshot> snapshot_;
   bool draining_ = false;
   SessionList sessions_;
+  std::unique_ptr<WorkerService> cache_;
   uint64_t accepted_ = 0;
   uint64_t random_;
 };

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/integration/lb_fixture.h"
 #include "tests/support/cache_server.h"
 #include "tests/support/http_client.h"
 #include "tests/support/process.h"
@@ -124,6 +125,27 @@ class TwemproxyPool {
       start = end + 1;
     }
     return owners;
+  }
+
+  // lb in front of the same servers, with a listener of the pool's protocol; its port, or 0
+  // when it did not start (*error says why).
+  uint16_t startLb(LbProcess& lb, std::string* error) {
+    const uint16_t port = freePort();
+    const std::string toml = "[lb]\nworkers = 2\naccess_log = \"\"\n[listeners.cache]\n"
+                             "listen = \"127.0.0.1:" + std::to_string(port) + "\"\nprotocol = \"" +
+                             (kind_ == CacheServer::kRedis ? "redis" : "memcached") +
+                             "\"\ncluster = \"pool\"\n" + lbToml();
+    if (lb.start(toml, {port})) return port;
+    *error = lb.output();
+    return 0;
+  }
+
+  // Reads `key` through c; whether it was found with the value store() wrote.
+  bool found(TcpClient& c, const std::string& key) {
+    if (kind_ == CacheServer::kRedis) return redisCall(c, {"GET", key}) == "v";
+    if (!c.send("get " + key + "\r\n") || !c.readUntil("END\r\n")) return false;
+    return c.take(c.buffer().find("END\r\n") + 5) ==
+           "VALUE " + key + " 0 1\r\nv\r\nEND\r\n";
   }
 
   uint16_t port() const { return port_; }
@@ -255,6 +277,38 @@ TEST(TwemproxyCompatTest, RedisEveryOtherHash) {
     ASSERT_TRUE(error.empty()) << error;
     expectSamePlacement(pool, keys);
   }
+}
+
+// What nutcracker wrote, lb reads: every key stored through nutcracker is found through an lb
+// listener of the same protocol in front of the same servers.
+void expectFoundThroughLb(CacheServer::Kind kind, const char* hash) {
+  TwemproxyPool pool(kind, hash, {1, 1, 1});
+  std::string error = pool.start();
+  ASSERT_TRUE(error.empty()) << error;
+  const auto keys = testKeys(200);
+  TcpClient through;
+  ASSERT_TRUE(through.connect(pool.port()));
+  for (const auto& key : keys) ASSERT_TRUE(pool.store(through, key)) << key;
+  LbProcess lb;
+  const uint16_t port = pool.startLb(lb, &error);
+  ASSERT_NE(port, 0) << error;
+  TcpClient c;
+  ASSERT_TRUE(c.connect(port));
+  int missing = 0;
+  for (const auto& key : keys)
+    if (!pool.found(c, key) && ++missing <= 10) ADD_FAILURE() << "'" << key << "' not found";
+  EXPECT_EQ(missing, 0);
+  EXPECT_EQ(lb.process().stop(), 0) << lb.output();
+}
+
+TEST(TwemproxyCompatTest, RedisKeysWrittenThroughNutcrackerAreFoundThroughLb) {
+  expectFoundThroughLb(CacheServer::kRedis, "fnv1a_64");
+  expectFoundThroughLb(CacheServer::kRedis, "murmur");
+}
+
+TEST(TwemproxyCompatTest, MemcachedKeysWrittenThroughNutcrackerAreFoundThroughLb) {
+  expectFoundThroughLb(CacheServer::kMemcached, "fnv1a_64");
+  expectFoundThroughLb(CacheServer::kMemcached, "murmur");
 }
 
 }  // namespace

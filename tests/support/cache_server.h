@@ -30,6 +30,8 @@ class CacheServer {
   explicit CacheServer(Kind kind);
   bool ok() const { return proc_ != nullptr; }
   uint16_t port() const { return port_; }
+  // The server's process id (to SIGSTOP it, as a frozen server); -1 when !ok().
+  pid_t pid() const { return proc_ ? proc_->pid() : -1; }
   std::string output() const { return proc_ ? proc_->output() : error_; }
   // "127.0.0.1:PORT", for a config file.
   std::string address() const { return "127.0.0.1:" + std::to_string(port_); }

@@ -63,7 +63,7 @@ const Mistake kMistakes[] = {
     {"ProtocolUnknown",
      "[listeners.web]\nlisten = \"127.0.0.1:8080\"\nprotocol = \"udp\"\ncluster = \"cache\"\n"
      CACHE_CLUSTER,
-     "lb.toml:3:12: listeners.web.protocol: 'udp' is not one of http, tcp"},
+     "lb.toml:3:12: listeners.web.protocol: 'udp' is not one of http, tcp, redis, memcached"},
     {"ClusterUndefined", "[listeners.web]\nlisten = \"127.0.0.1:8080\"\ncluster = \"cahce\"\n"
      CACHE_CLUSTER,
      "lb.toml:3:11: listeners.web.cluster: cluster 'cahce' is not defined (did you mean "

@@ -1,0 +1,62 @@
+// A memcached client connection (protocol = "memcached"): the text protocol, each command
+// routed by its key through the cluster's selector, as twemproxy does (docs/operations.md,
+// "memcached").
+//
+//   - get, gets, gat, gats with many keys are split by owner and answered with every hit in
+//     the order of the keys asked, and one END;
+//   - set, add, replace, append, prepend, cas (with their data block), delete, incr, decr,
+//     touch and the meta commands mg, ms, md, ma, me go to their key's owner;
+//   - noreply and the meta commands' quiet flag (q) are kept by lb, not sent on: the backend
+//     answers every command, and lb drops the answers the client asked not to get (errors
+//     always come through, as memcached sends them). Every backend reply then matches one
+//     command, so the pipelined server connections stay aligned;
+//   - mn, version and quit are answered by lb (mn in order, after everything before it);
+//     whole-server commands (stats, flush_all, verbosity, ...) get CLIENT_ERROR with the
+//     reason; unknown commands get ERROR, as from memcached;
+//   - a key must be 1-250 bytes without control characters or spaces (CLIENT_ERROR bad
+//     command line format); a data block past limits.max_request_bytes gets SERVER_ERROR
+//     object too large for cache, and is dropped so the next line is read as a command;
+//   - the binary protocol (a first byte of 0x80) is answered with a binary "not supported"
+//     response, and the connection closes.
+//
+// Loop thread only.
+#pragma once
+
+#include <memory>
+#include <string_view>
+
+#include "lb/proxy/memcached/memcached_text.h"
+#include "lb/runtime/cache_session.h"
+
+namespace lb {
+
+class MemcachedSession final : public CacheSession {
+ public:
+  // A ProtocolTable accept function.
+  static void accept(WorkerEnv& env, uv_stream_t* server,
+                     const std::shared_ptr<const Snapshot>& snapshot, uint32_t listener,
+                     Admission admission) noexcept;
+
+  // How a command's reply is made (CacheCommand::kind).
+  enum Kind : uint8_t { kPass, kGetMerge };
+
+ private:
+  MemcachedSession(WorkerEnv& env, const std::shared_ptr<const Snapshot>& snapshot,
+                   uint32_t listener) noexcept;
+
+  size_t parse(const char* p, size_t n) noexcept override;
+  ReplyUse useReply(const CacheCommand& cmd, const char* p, size_t n) noexcept override;
+  void emitMerged(CacheCommand& cmd, ByteChain& out) noexcept override;
+  void answerFailure(CacheCommand* cmd, CacheErrorReason reason,
+                     std::string_view text) noexcept override;
+  std::string_view overLimitReply() const noexcept override;
+
+  void dispatch(const mc::Request& r, const char* p) noexcept;
+  void routeRetrieval(CacheCommand* cmd, const mc::Request& r, std::string_view raw) noexcept;
+  void routeKey(CacheCommand* cmd, const mc::Request& r, const char* p) noexcept;
+  void refuse(CacheCommand* cmd, CacheErrorReason reason, std::string_view what) noexcept;
+
+  size_t scanned_ = 0;   // bytes of the pending input known to hold no end of line
+};
+
+}  // namespace lb

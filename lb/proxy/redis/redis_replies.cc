@@ -1,0 +1,138 @@
+// The reply side of the Redis protocol: RESP2 framing of backend replies and the AUTH
+// handshake (the server connection's CacheWire), and the merge of a split command's replies.
+#include "lb/proxy/redis/redis_replies.h"
+
+#include <cstring>
+
+#include "lb/proxy/redis/resp.h"
+
+namespace lb {
+
+namespace {
+
+class RedisWire final : public CacheWire {
+ public:
+  const char* name() const noexcept override { return "redis"; }
+  int64_t frameReply(uint8_t, const char* p, size_t n, ReplyScan& scan) const noexcept override {
+    return resp::scanValue(p, n, scan);
+  }
+  bool isError(const char* p, size_t n) const noexcept override { return n > 0 && p[0] == '-'; }
+  std::string handshake(std::string_view password) const override {
+    if (password.empty()) return {};
+    std::string out = "*2\r\n$4\r\nAUTH\r\n$" + std::to_string(password.size()) + "\r\n";
+    out.append(password);
+    out += "\r\n";
+    return out;
+  }
+  bool handshakeOk(const char* p, size_t n) const noexcept override {
+    return n == 5 && memcmp(p, "+OK\r\n", 5) == 0;
+  }
+};
+
+const RedisWire kWire;
+
+// The integer of a ":n\r\n" reply.
+bool integerReply(const FragmentReply& r, int64_t* out) noexcept {
+  if (r.bytes == nullptr || r.len < 4 || r.bytes[0] != ':') return false;
+  return resp::parseInteger({r.bytes + 1, r.len - 3}, out);
+}
+
+constexpr std::string_view kBadReply = "-ERR lb: a backend answered a split command unexpectedly\r\n";
+
+}  // namespace
+
+const CacheWire& redisWire() noexcept { return kWire; }
+
+namespace redis {
+
+void mergeReplies(const MergeInput& cmd, CacheScratch& sc, ByteChain& out) noexcept {
+  // Any fragment that failed at its backend (an error reply) is the whole command's answer,
+  // the first one in fragment order, as a client of one server would have seen it.
+  for (uint16_t f = 0; f < cmd.fragment_count; ++f) {
+    const FragmentReply& r = cmd.parts[f];
+    if (r.bytes == nullptr) {
+      out.append("-ERR lb: out of memory\r\n");
+      return;
+    }
+    if (r.len > 0 && r.bytes[0] == '-') {
+      out.append(r.bytes, r.len);
+      return;
+    }
+  }
+  switch (cmd.kind) {
+    case MergeKind::kSum: {
+      int64_t total = 0;
+      for (uint16_t f = 0; f < cmd.fragment_count; ++f) {
+        int64_t v = 0;
+        if (!integerReply(cmd.parts[f], &v)) {
+          out.append(kBadReply);
+          return;
+        }
+        total += v;
+      }
+      out.append(":", 1);
+      out.appendDecimal(total);
+      out.append("\r\n", 2);
+      return;
+    }
+    case MergeKind::kAllOk:
+      for (uint16_t f = 0; f < cmd.fragment_count; ++f) {
+        const FragmentReply& r = cmd.parts[f];
+        if (r.len != 5 || memcmp(r.bytes, "+OK\r\n", 5) != 0) {
+          out.append(r.bytes, r.len);
+          return;
+        }
+      }
+      out.append("+OK\r\n");
+      return;
+    case MergeKind::kMget: {
+      // Each fragment's reply is an array of its keys' values, in their order; the client's
+      // is every key's value in its own order: a k-way merge by the plan (key -> fragment).
+      std::vector<uint32_t>& at = sc.cursor;
+      std::vector<uint32_t>& starts = sc.order;
+      std::vector<uint32_t>& lens = sc.hosts;
+      try {
+        at.assign(cmd.fragment_count, 0);
+        starts.resize(cmd.keys);
+        lens.resize(cmd.keys);
+      } catch (...) {
+        out.append("-ERR lb: out of memory\r\n");
+        return;
+      }
+      for (uint16_t f = 0; f < cmd.fragment_count; ++f) {
+        const FragmentReply& r = cmd.parts[f];
+        const char* cr = static_cast<const char*>(memchr(r.bytes, '\r', r.len));
+        if (r.len < 4 || r.bytes[0] != '*' || cr == nullptr) {
+          out.append(kBadReply);
+          return;
+        }
+        at[f] = static_cast<uint32_t>(cr - r.bytes) + 2;
+      }
+      const uint16_t* plan = cmd.plan;
+      // Validate every element first, so a bad reply never leaves half an array behind.
+      for (uint32_t k = 0; k < cmd.keys; ++k) {
+        const FragmentReply& r = cmd.parts[plan[k]];
+        uint32_t& pos = at[plan[k]];
+        ReplyScan scan;
+        const int64_t len = pos < r.len ? resp::scanValue(r.bytes + pos, r.len - pos, scan) : 0;
+        if (len <= 0) {
+          out.append(kBadReply);
+          return;
+        }
+        starts[k] = pos;
+        lens[k] = static_cast<uint32_t>(len);
+        pos += static_cast<uint32_t>(len);
+      }
+      resp::appendArrayHeader(out, cmd.keys);
+      for (uint32_t k = 0; k < cmd.keys; ++k) {
+        out.append(cmd.parts[plan[k]].bytes + starts[k], lens[k]);
+      }
+      return;
+    }
+    default:
+      out.append(kBadReply);
+  }
+}
+
+}  // namespace redis
+}  // namespace lb

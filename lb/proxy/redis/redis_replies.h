@@ -1,0 +1,44 @@
+// The reply side of the Redis protocol: how a pipelined server connection frames RESP2
+// replies and authenticates (redisWire), and how the replies of a command split by owner
+// become the one reply its client gets (mergeReplies). Pure apart from the output chain.
+#pragma once
+
+#include <cstdint>
+
+#include "lb/runtime/byte_chain.h"
+#include "lb/runtime/cache_command.h"
+#include "lb/runtime/cache_wire.h"
+#include "lb/runtime/cache_worker.h"
+
+namespace lb {
+
+// RESP2 framing, and AUTH with the cluster's password on every new server connection.
+const CacheWire& redisWire() noexcept;
+
+namespace redis {
+
+// How a split command's replies combine (CacheCommand::kind of a merged Redis command).
+enum MergeKind : uint8_t {
+  kPass = 0,    // not merged: one owner, its reply as it is
+  kMget = 1,    // each fragment an array of its keys' values: every key's value in key order
+  kSum = 2,     // DEL, UNLINK, EXISTS, TOUCH: the integers summed
+  kAllOk = 3,   // MSET: +OK when every fragment said +OK
+};
+
+struct MergeInput {
+  uint8_t kind = kPass;
+  const FragmentReply* parts = nullptr;   // one per fragment, in fragment order
+  uint16_t fragment_count = 0;
+  const uint16_t* plan = nullptr;         // kMget: the fragment of each key
+  uint32_t keys = 0;
+};
+
+// Appends the client's reply to `out`. The first fragment (in fragment order) that answered
+// an error gives the whole reply, as one server would have; a reply that does not fit the
+// command (a backend that answered MGET with something else) gives
+// "-ERR lb: a backend answered a split command unexpectedly". `scratch` holds positions
+// meanwhile.
+void mergeReplies(const MergeInput& in, CacheScratch& scratch, ByteChain& out) noexcept;
+
+}  // namespace redis
+}  // namespace lb

@@ -1,0 +1,501 @@
+#include "lb/proxy/redis/redis_session.h"
+
+#include <cstdio>
+#include <cstring>
+#include <new>
+
+#include "lb/proxy/redis/redis_replies.h"
+#include "lb/proxy/redis/resp.h"
+#include "lb/runtime/cache_worker.h"
+#include "lb/runtime/worker_env.h"
+
+namespace lb {
+
+using redis::CommandSpec;
+using redis::kAllOk;
+using redis::kMget;
+using redis::kPass;
+using redis::kSum;
+using redis::Local;
+using redis::Route;
+
+namespace {
+
+constexpr std::string_view kNoAuth = "-NOAUTH Authentication required.\r\n";
+constexpr std::string_view kWrongPass =
+    "-WRONGPASS invalid username-password pair or user is disabled.\r\n";
+constexpr std::string_view kNoPasswordSet =
+    "-ERR AUTH <password> called without any password configured for the default user. Are "
+    "you sure your configuration is correct?\r\n";
+
+// Compares without stopping at the first difference, so that the time an AUTH takes does not
+// say how much of a guess was right.
+bool samePassword(std::string_view a, std::string_view b) noexcept {
+  unsigned char diff = a.size() == b.size() ? 0 : 1;
+  for (size_t i = 0; i < a.size(); ++i)
+    diff |= static_cast<unsigned char>(a[i] ^ (i < b.size() ? b[i] : 0));
+  return diff == 0;
+}
+
+// The upper-case name of a command for an error text, as Redis writes them.
+void upper(std::string_view in, char* out, size_t cap) noexcept {
+  size_t n = in.size() < cap - 1 ? in.size() : cap - 1;
+  for (size_t i = 0; i < n; ++i) {
+    char c = in[i];
+    out[i] = c >= 'a' && c <= 'z' ? static_cast<char>(c - 'a' + 'A')
+             : (c > ' ' && c < 127) ? c
+                                    : '?';
+  }
+  out[n] = '\0';
+}
+
+}  // namespace
+
+RedisSession::RedisSession(WorkerEnv& env, const std::shared_ptr<const Snapshot>& snapshot,
+                           uint32_t listener) noexcept
+    : CacheSession(env, snapshot, listener, redisWire()),
+      authenticated_(snapshot->listeners[listener].config->password.empty()) {}
+
+void RedisSession::accept(WorkerEnv& env, uv_stream_t* server,
+                          const std::shared_ptr<const Snapshot>& snapshot, uint32_t listener,
+                          Admission admission) noexcept {
+  auto* s = new (std::nothrow) RedisSession(env, snapshot, listener);
+  if (s == nullptr) return;
+  if (s->acceptFrom(server)) s->start(admission);
+}
+
+std::string_view RedisSession::overLimitReply() const noexcept {
+  return "-ERR max number of clients reached\r\n";
+}
+
+ReplyUse RedisSession::useReply(const CacheCommand& cmd, const char*, size_t) noexcept {
+  return cmd.kind == kPass ? ReplyUse::kPass : ReplyUse::kStore;
+}
+
+void RedisSession::emitMerged(CacheCommand& cmd, ByteChain& out) noexcept {
+  redis::MergeInput in;
+  in.kind = cmd.kind;
+  in.parts = cmd.parts;
+  in.fragment_count = cmd.fragment_count;
+  in.plan = static_cast<const uint16_t*>(cmd.plan);
+  in.keys = cmd.keys;
+  redis::mergeReplies(in, cache().scratch(), out);
+}
+
+void RedisSession::answerFailure(CacheCommand* cmd, CacheErrorReason reason,
+                                 std::string_view text) noexcept {
+  refuse(cmd, reason, text);
+}
+
+size_t RedisSession::parse(const char* p, size_t n) noexcept {
+  CacheScratch& sc = cache().scratch();
+  size_t used = 0;
+  try {
+    while (used < n && serving() && canAccept()) {
+      const resp::Request r = resp::parseRequest(p + used, n - used, limits().max_request_bytes,
+                                                 limits().max_arguments, sc.args, sc.text);
+      if (r.status == resp::Parse::kIncomplete) {
+        needBytes(r.need);
+        return used;
+      }
+      if (r.status == resp::Parse::kError) {
+        // Redis answers and closes: nothing after a framing error can be trusted.
+        if (CacheCommand* cmd = beginCommand(kPass)) {
+          char text[160];
+          int len = snprintf(text, sizeof text, "-ERR %s\r\n", r.error);
+          answerError(cmd, r.too_large ? CacheErrorReason::kTooLarge : CacheErrorReason::kProtocol,
+                      {text, static_cast<size_t>(len)});
+        }
+        finish(CacheOutcome::kProtocolError);
+        return n;
+      }
+      const std::string_view raw(p + used, r.length);
+      used += r.length;
+      if (r.status == resp::Parse::kCommand) dispatch(raw, r.inline_form);
+    }
+  } catch (...) {   // scratch growth failed: out of memory
+    finish(CacheOutcome::kProtocolError);
+    return n;
+  }
+  return used;
+}
+
+void RedisSession::refuse(CacheCommand* cmd, CacheErrorReason reason,
+                          std::string_view what) noexcept {
+  char text[512];
+  int len = snprintf(text, sizeof text, "-ERR lb: %.*s\r\n", static_cast<int>(what.size()),
+                     what.data());
+  if (len < 0 || static_cast<size_t>(len) >= sizeof text) len = sizeof text - 1;
+  answerError(cmd, reason, {text, static_cast<size_t>(len)});
+}
+
+void RedisSession::wrongArity(CacheCommand* cmd) noexcept {
+  char name[32];
+  char lower[32];
+  std::string_view n = cache().scratch().args[0];
+  upper(n, name, sizeof name);
+  for (size_t i = 0; name[i] != '\0'; ++i)
+    lower[i] = name[i] >= 'A' && name[i] <= 'Z' ? static_cast<char>(name[i] - 'A' + 'a') : name[i];
+  lower[strlen(name)] = '\0';
+  char text[96];
+  int len = snprintf(text, sizeof text, "-ERR wrong number of arguments for '%s' command\r\n",
+                     lower);
+  answerError(cmd, CacheErrorReason::kProtocol, {text, static_cast<size_t>(len)});
+}
+
+void RedisSession::answerBulk(CacheCommand* cmd, std::string_view s) noexcept {
+  char* out = arena().allocate(resp::bulkSize(s.size()), cmd->seq);
+  if (out == nullptr) {
+    answerStatic(cmd, "-ERR lb: out of memory\r\n");
+    return;
+  }
+  answerStatic(cmd, {out, resp::writeBulk(out, s)});
+}
+
+void RedisSession::sendRaw(CacheCommand* cmd, uint32_t host, std::string_view raw) noexcept {
+  openFragment(host).append(raw);
+  sendFragment(cmd, host, 0);
+}
+
+void RedisSession::dispatch(std::string_view raw, bool inline_form) noexcept {
+  const std::vector<std::string_view>& args = cache().scratch().args;
+  inline_ = inline_form;
+  CacheCommand* cmd = beginCommand(kPass);
+  if (cmd == nullptr) return;
+  const CommandSpec* spec = redis::findCommand(args[0]);
+  if (!authenticated_ && !(spec && (spec->local == Local::kAuth || spec->local == Local::kQuit))) {
+    answerError(cmd, CacheErrorReason::kNoAuth, kNoAuth);
+    return;
+  }
+  if (spec == nullptr) {
+    char name[40];
+    upper(args[0], name, sizeof name);
+    char what[80];
+    snprintf(what, sizeof what, "unknown command '%s'", name);
+    refuse(cmd, CacheErrorReason::kUnknownCommand, what);
+    return;
+  }
+  switch (spec->route) {
+    case Route::kLocal:
+      answerLocal(cmd, *spec);
+      return;
+    case Route::kRefused: {
+      char name[40];
+      upper(args[0], name, sizeof name);
+      char what[256];
+      snprintf(what, sizeof what, "%s is not supported: %s", name, spec->reason);
+      refuse(cmd, CacheErrorReason::kUnsupported, what);
+      return;
+    }
+    case Route::kKey: {
+      if (args.size() <= static_cast<size_t>(spec->first)) {
+        wrongArity(cmd);
+        return;
+      }
+      uint32_t host;
+      if (!pickHost(args[spec->first], &host)) {
+        refuse(cmd, CacheErrorReason::kNoBackend, "no backend is available for this key");
+        return;
+      }
+      sendRaw(cmd, host, raw);
+      return;
+    }
+    case Route::kSameServer:
+    case Route::kMsetnx:
+      routeKeys(cmd, *spec, raw);
+      return;
+    case Route::kNumkeys:
+      routeNumkeys(cmd, *spec, raw);
+      return;
+    case Route::kMget:
+    case Route::kCount:
+    case Route::kMset:
+      splitByOwner(cmd, *spec, raw);
+      return;
+  }
+}
+
+// Keys that must live together: first..last by step (MSETNX: every other argument).
+void RedisSession::routeKeys(CacheCommand* cmd, const CommandSpec& spec,
+                             std::string_view raw) noexcept {
+  const std::vector<std::string_view>& args = cache().scratch().args;
+  const int argc = static_cast<int>(args.size());
+  const int last = spec.route == Route::kMsetnx ? argc - 2
+                   : spec.last < 0               ? argc + spec.last
+                                                 : spec.last;
+  if (argc <= spec.first || last < spec.first ||
+      (spec.route == Route::kMsetnx && (argc - 1) % 2 != 0)) {
+    wrongArity(cmd);
+    return;
+  }
+  uint32_t owner = 0;
+  for (int i = spec.first; i <= last; i += spec.step) {
+    uint32_t host;
+    if (!pickHost(args[static_cast<size_t>(i)], &host)) {
+      refuse(cmd, CacheErrorReason::kNoBackend, "no backend is available for these keys");
+      return;
+    }
+    if (i != spec.first && host != owner) {
+      char name[40];
+      upper(args[0], name, sizeof name);
+      char text[256];
+      int len = snprintf(text, sizeof text,
+                         "-CROSSSLOT lb: the keys of %s live on different servers (give them "
+                         "one hash tag to keep them together)\r\n",
+                         name);
+      answerError(cmd, CacheErrorReason::kCrossServer, {text, static_cast<size_t>(len)});
+      return;
+    }
+    owner = host;
+  }
+  sendRaw(cmd, owner, raw);
+}
+
+// EVAL script numkeys key...: the declared keys (and a destination key before numkeys, for
+// ZUNIONSTORE and its kind) must share an owner; no key at all goes by on_missing_key.
+void RedisSession::routeNumkeys(CacheCommand* cmd, const CommandSpec& spec,
+                                std::string_view raw) noexcept {
+  const std::vector<std::string_view>& args = cache().scratch().args;
+  if (args.size() <= static_cast<size_t>(spec.numkeys)) {
+    wrongArity(cmd);
+    return;
+  }
+  int64_t count = 0;
+  if (!resp::parseInteger(args[spec.numkeys], &count) || count < 0) {
+    answerError(cmd, CacheErrorReason::kProtocol,
+                "-ERR numkeys should be a non-negative integer\r\n");
+    return;
+  }
+  if (static_cast<uint64_t>(count) > args.size() - spec.numkeys - 1) {
+    answerError(cmd, CacheErrorReason::kProtocol,
+                "-ERR Number of keys can't be greater than number of args\r\n");
+    return;
+  }
+  bool have = false;
+  uint32_t owner = 0;
+  auto visit = [&](std::string_view key) {
+    uint32_t host;
+    if (!pickHost(key, &host)) {
+      refuse(cmd, CacheErrorReason::kNoBackend, "no backend is available for these keys");
+      return false;
+    }
+    if (have && host != owner) {
+      char name[40];
+      upper(args[0], name, sizeof name);
+      char text[256];
+      int len = snprintf(text, sizeof text,
+                         "-CROSSSLOT lb: the keys of %s live on different servers (give them "
+                         "one hash tag to keep them together)\r\n",
+                         name);
+      answerError(cmd, CacheErrorReason::kCrossServer, {text, static_cast<size_t>(len)});
+      return false;
+    }
+    owner = host;
+    have = true;
+    return true;
+  };
+  if (spec.first > 0 && !visit(args[spec.first])) return;
+  for (int64_t i = 0; i < count; ++i)
+    if (!visit(args[static_cast<size_t>(spec.numkeys + 1 + i)])) return;
+  if (!have && !pickKeyless(&owner)) {
+    char name[40];
+    upper(args[0], name, sizeof name);
+    char what[200];
+    snprintf(what, sizeof what,
+             "%s with no keys cannot be routed (declare the keys the script uses, or set "
+             "on_missing_key to random or round_robin)",
+             name);
+    refuse(cmd, listener().config->on_missing_key == OnMissingKey::kReject
+                    ? CacheErrorReason::kUnsupported
+                    : CacheErrorReason::kNoBackend,
+           what);
+    return;
+  }
+  sendRaw(cmd, owner, raw);
+}
+
+// MGET, DEL, UNLINK, EXISTS, TOUCH, MSET: one fragment per owner, each a command of the
+// same name over that owner's keys (in their order), merged when every fragment is back.
+void RedisSession::splitByOwner(CacheCommand* cmd, const CommandSpec& spec,
+                                std::string_view raw) noexcept {
+  CacheScratch& sc = cache().scratch();
+  const std::vector<std::string_view>& args = sc.args;
+  const bool pairs = spec.route == Route::kMset;
+  const size_t per_key = pairs ? 2 : 1;
+  if (args.size() < 2 || (args.size() - 1) % per_key != 0) {
+    wrongArity(cmd);
+    return;
+  }
+  const size_t keys = (args.size() - 1) / per_key;
+  sc.hosts.resize(keys);
+  bool one_owner = true;
+  for (size_t k = 0; k < keys; ++k) {
+    if (!pickHost(args[1 + k * per_key], &sc.hosts[k])) {
+      refuse(cmd, CacheErrorReason::kNoBackend, "no backend is available for these keys");
+      return;
+    }
+    one_owner = one_owner && sc.hosts[k] == sc.hosts[0];
+  }
+  if (one_owner) {
+    sendRaw(cmd, sc.hosts[0], raw);
+    return;
+  }
+  // Fragments numbered in the order their owners first appear; keys sorted by fragment
+  // (counting sort) so each fragment's keys keep their order.
+  std::vector<int32_t>& frag_of_host = sc.fragment_of_host;
+  sc.order.resize(keys);
+  sc.cursor.clear();   // here: keys per fragment, then each fragment's start in `order`
+  uint16_t fragments = 0;
+  for (size_t k = 0; k < keys; ++k) {
+    int32_t& f = frag_of_host[sc.hosts[k]];
+    if (f < 0) {
+      f = fragments++;
+      sc.cursor.push_back(0);
+    }
+    ++sc.cursor[static_cast<size_t>(f)];
+  }
+  const uint8_t kind = spec.route == Route::kMget   ? kMget
+                       : spec.route == Route::kMset ? kAllOk
+                                                    : kSum;
+  cmd->kind = kind;
+  cmd->keys = static_cast<uint32_t>(keys);
+  const bool ok = merge(cmd, fragments, kind == kMget ? keys * sizeof(uint16_t) : 0);
+  uint16_t* plan = static_cast<uint16_t*>(cmd->plan);
+  // Exclusive prefix sums: where each fragment's keys start in `order`.
+  uint32_t start = 0;
+  for (uint32_t& c : sc.cursor) {
+    const uint32_t n = c;
+    c = start;
+    start += n;
+  }
+  std::vector<uint32_t>& host_of = sc.fragment_hosts;
+  host_of.resize(fragments);
+  for (size_t k = 0; k < keys; ++k) {
+    const auto f = static_cast<uint32_t>(frag_of_host[sc.hosts[k]]);
+    host_of[f] = sc.hosts[k];
+    sc.order[sc.cursor[f]++] = static_cast<uint32_t>(k);
+    if (ok && plan != nullptr) plan[k] = static_cast<uint16_t>(f);
+  }
+  for (uint16_t f = 0; f < fragments; ++f) frag_of_host[host_of[f]] = -1;
+  if (!ok) {
+    cmd->merged = false;
+    answerStatic(cmd, "-ERR lb: out of memory\r\n");
+    return;
+  }
+  // After the loop above, cursor[f] is the end of fragment f's keys in `order`.
+  uint32_t begin = 0;
+  for (uint16_t f = 0; f < fragments; ++f) {
+    const uint32_t end = sc.cursor[f];
+    ByteChain& out = openFragment(host_of[f]);
+    resp::appendArrayHeader(out, 1 + (end - begin) * per_key);
+    resp::appendBulk(out, args[0]);
+    for (uint32_t i = begin; i < end; ++i) {
+      const size_t k = sc.order[i];
+      resp::appendBulk(out, args[1 + k * per_key]);
+      if (pairs) resp::appendBulk(out, args[2 + k * per_key]);
+    }
+    sendFragment(cmd, host_of[f], 0);
+    begin = end;
+  }
+}
+
+void RedisSession::answerAuth(CacheCommand* cmd) noexcept {
+  const std::vector<std::string_view>& args = cache().scratch().args;
+  const std::string& password = listener().config->password;
+  if (args.size() != 2 && args.size() != 3) {
+    wrongArity(cmd);
+    return;
+  }
+  if (password.empty()) {
+    answerError(cmd, CacheErrorReason::kNoAuth, kNoPasswordSet);
+    return;
+  }
+  const bool user_ok = args.size() == 2 || args[1] == "default";
+  if (user_ok && samePassword(args.back(), password)) {
+    authenticated_ = true;
+    answerStatic(cmd, "+OK\r\n");
+    return;
+  }
+  answerError(cmd, CacheErrorReason::kNoAuth, kWrongPass);
+}
+
+void RedisSession::answerLocal(CacheCommand* cmd, const CommandSpec& spec) noexcept {
+  const std::vector<std::string_view>& args = cache().scratch().args;
+  switch (spec.local) {
+    case Local::kPing:
+      if (args.size() == 1)
+        answerStatic(cmd, "+PONG\r\n");
+      else if (args.size() == 2)
+        answerBulk(cmd, args[1]);
+      else
+        wrongArity(cmd);
+      return;
+    case Local::kEcho:
+      if (args.size() == 2)
+        answerBulk(cmd, args[1]);
+      else
+        wrongArity(cmd);
+      return;
+    case Local::kQuit:
+      answerStatic(cmd, "+OK\r\n");
+      finish(CacheOutcome::kQuit);
+      return;
+    case Local::kSelect:
+      if (args.size() != 2) {
+        wrongArity(cmd);
+      } else if (args[1] == "0") {
+        answerStatic(cmd, "+OK\r\n");
+      } else {
+        refuse(cmd, CacheErrorReason::kUnsupported,
+               "SELECT of a database other than 0 is not supported: lb sends every command "
+               "to database 0 of its backend");
+      }
+      return;
+    case Local::kAuth:
+      answerAuth(cmd);
+      return;
+    case Local::kCommand:
+      // What redis-cli asks on connect (COMMAND DOCS): an empty answer is a valid one, and
+      // the client then goes without hints.
+      if (args.size() >= 2 && resp::equalsLower(args[1], "count"))
+        answerStatic(cmd, ":0\r\n");
+      else
+        answerStatic(cmd, "*0\r\n");
+      return;
+    case Local::kConfig:
+      // redis-benchmark reads `save` and `appendonly` before it starts. lb persists
+      // nothing itself: "" and "no"; any other parameter matches nothing, as in Redis.
+      if (args.size() >= 3 && resp::equalsLower(args[1], "get")) {
+        size_t matched = 0;
+        for (size_t i = 2; i < args.size(); ++i)
+          if (resp::equalsLower(args[i], "save") || resp::equalsLower(args[i], "appendonly"))
+            ++matched;
+        char* out = arena().allocate(32 + matched * 40, cmd->seq);
+        if (out == nullptr) {
+          answerStatic(cmd, "-ERR lb: out of memory\r\n");
+          return;
+        }
+        size_t len = static_cast<size_t>(snprintf(out, 32, "*%zu\r\n", matched * 2));
+        for (size_t i = 2; i < args.size(); ++i) {
+          if (resp::equalsLower(args[i], "save")) {
+            memcpy(out + len, "$4\r\nsave\r\n$0\r\n\r\n", 16);
+            len += 16;
+          } else if (resp::equalsLower(args[i], "appendonly")) {
+            memcpy(out + len, "$10\r\nappendonly\r\n$2\r\nno\r\n", 25);
+            len += 25;
+          }
+        }
+        answerStatic(cmd, {out, len});
+        return;
+      }
+      refuse(cmd, CacheErrorReason::kUnsupported,
+             "CONFIG is not supported: it addresses one server (lb answers CONFIG GET only, "
+             "for clients that probe it)");
+      return;
+    case Local::kNone:
+      break;
+  }
+  refuse(cmd, CacheErrorReason::kUnknownCommand, "unknown command");
+}
+
+}  // namespace lb

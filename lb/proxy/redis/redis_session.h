@@ -1,0 +1,68 @@
+// A Redis client connection (protocol = "redis"): RESP2 commands, each routed by its own key
+// through the cluster's selector, as twemproxy does (docs/operations.md, "Redis").
+//
+//   - a single-key command goes to its key's owner, byte for byte;
+//   - MGET, DEL, UNLINK, EXISTS, TOUCH and MSET are split by owner and their replies merged
+//     in key order (values, a sum, +OK); commands whose keys must be together (RENAME,
+//     SINTER, EVAL's declared keys, MSETNX, ...) go to their common owner, or get -CROSSSLOT
+//     when the keys live on different servers (a hash tag puts them together);
+//   - EVAL and friends with numkeys 0 have no key: they go by on_missing_key (a random
+//     backend by default; "reject" refuses them);
+//   - PING, ECHO, QUIT, SELECT 0, AUTH, COMMAND and CONFIG GET are answered by lb; commands
+//     that cannot work through a sharding proxy (transactions, pub/sub, blocking commands,
+//     whole-server commands) get -ERR with the reason, and the connection stays usable;
+//   - with a listener password, every command but AUTH and QUIT gets -NOAUTH until the
+//     client has authenticated;
+//   - input lb cannot resynchronise on (a bad multibulk or bulk length, a bulk past
+//     limits.max_request_bytes, garbage) gets Redis' own "-ERR Protocol error: ..." and the
+//     connection closes after the replies before it, as Redis does.
+//
+// The runtime's CacheSession does the I/O, the ordering and the limits; this is the protocol.
+// Loop thread only.
+#pragma once
+
+#include <memory>
+#include <string_view>
+
+#include "lb/proxy/redis/redis_commands.h"
+#include "lb/runtime/cache_session.h"
+
+namespace lb {
+
+class RedisSession final : public CacheSession {
+ public:
+  // A ProtocolTable accept function.
+  static void accept(WorkerEnv& env, uv_stream_t* server,
+                     const std::shared_ptr<const Snapshot>& snapshot, uint32_t listener,
+                     Admission admission) noexcept;
+
+ private:
+  RedisSession(WorkerEnv& env, const std::shared_ptr<const Snapshot>& snapshot,
+               uint32_t listener) noexcept;
+
+  size_t parse(const char* p, size_t n) noexcept override;
+  ReplyUse useReply(const CacheCommand& cmd, const char* p, size_t n) noexcept override;
+  void emitMerged(CacheCommand& cmd, ByteChain& out) noexcept override;
+  void answerFailure(CacheCommand* cmd, CacheErrorReason reason,
+                     std::string_view text) noexcept override;
+  std::string_view overLimitReply() const noexcept override;
+
+  void dispatch(std::string_view raw, bool inline_form) noexcept;
+  void routeKeys(CacheCommand* cmd, const redis::CommandSpec& spec, std::string_view raw) noexcept;
+  void routeNumkeys(CacheCommand* cmd, const redis::CommandSpec& spec,
+                    std::string_view raw) noexcept;
+  void splitByOwner(CacheCommand* cmd, const redis::CommandSpec& spec,
+                    std::string_view raw) noexcept;
+  void answerLocal(CacheCommand* cmd, const redis::CommandSpec& spec) noexcept;
+  void answerAuth(CacheCommand* cmd) noexcept;
+  void sendRaw(CacheCommand* cmd, uint32_t host, std::string_view raw) noexcept;
+  // -ERR lb: <what>, counted under `reason`.
+  void refuse(CacheCommand* cmd, CacheErrorReason reason, std::string_view what) noexcept;
+  void wrongArity(CacheCommand* cmd) noexcept;
+  void answerBulk(CacheCommand* cmd, std::string_view s) noexcept;
+
+  bool authenticated_;
+  bool inline_ = false;   // the command being dispatched came inline
+};
+
+}  // namespace lb

@@ -1,0 +1,91 @@
+// The two objects a cache protocol's command becomes (twemproxy's request and its fragments,
+// src/nc_request.c): a CacheCommand is what the client sent and gets exactly one reply for,
+// in its own order; a CacheFragment is the part of it sent to one backend (a single-key
+// command has one; MGET over three servers three). The client's session owns its commands;
+// a server connection owns the fragments in its queue, and a fragment whose command went away
+// (the client closed, or the command was answered early with an error) stays in the queue,
+// detached, until its backend's reply arrives, so that the queue stays aligned with the
+// replies.
+//
+// Both come from per-worker free lists (CacheWorker), so the steady state allocates nothing.
+// Loop thread only.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "lb/core/stats.h"
+
+namespace lb {
+
+struct CacheCommand;
+struct CacheFragment;
+
+// Whoever a command belongs to (the client's CacheSession), as the server connection that
+// carries its fragments sees it: the reply of a fragment still attached, or the failure
+// that ends it. Loop thread; the owner may answer, detach or free the command inside.
+class FragmentOwner {
+ public:
+  virtual void fragmentReply(CacheFragment* f, const char* p, size_t n) noexcept = 0;
+  virtual void fragmentFailed(CacheFragment* f, CacheErrorReason reason,
+                              std::string_view text) noexcept = 0;
+
+ protected:
+  ~FragmentOwner() = default;
+};
+
+// How the session uses one backend reply (CacheSession::useReply, per protocol).
+enum class ReplyUse : uint8_t {
+  kPass,    // the reply is the command's reply, byte for byte
+  kStore,   // keep it: the command's reply is merged from several (MGET, get k1 k2)
+  kDrop,    // the client asked for no reply (memcached noreply, meta quiet mode)
+};
+
+struct CacheFragment {
+  CacheFragment* next = nullptr;              // in its server's queue, or the free list
+  CacheFragment* next_in_command = nullptr;   // the command's fragments still unanswered
+  CacheCommand* command = nullptr;            // nullptr once detached
+  uint64_t sent_ns = 0;                       // uv_hrtime when queued: the latency's start
+  uint64_t deadline_ms = 0;                   // uv_now by which the reply is due
+  uint32_t timeout_ms = 0;                    // timeouts.response of its listener
+  uint16_t index = 0;                         // among its command's fragments
+  uint8_t reply_kind = 0;                     // the protocol's framing hint for its reply
+  bool timed_out = false;                     // its command has been answered with a timeout
+};
+
+// One stored fragment reply of a merged command (in the session's reply arena).
+struct FragmentReply {
+  const char* bytes;
+  uint32_t len;
+};
+
+struct CacheCommand {
+  enum class State : uint8_t {
+    kWaiting,   // fragments out, or not yet answered
+    kDone,      // answered: `reply`, or merged from `parts` when emitted
+  };
+
+  CacheCommand* next = nullptr;               // the session's queue, or the free list
+  FragmentOwner* session = nullptr;
+  CacheFragment* fragments = nullptr;         // unanswered fragments
+  uint64_t seq = 0;                           // the session's numbering: arena lifetimes
+  uint32_t pending = 0;                       // fragments not yet answered
+  uint16_t fragment_count = 0;
+  uint8_t kind = 0;                           // the protocol's: how its reply is made
+  State state = State::kWaiting;
+  bool merged = false;                        // emitted by the protocol's merge from `parts`
+  bool quiet = false;                         // the protocol may drop its reply (noreply)
+
+  // kDone and !merged: the bytes the client gets (in the arena, or static).
+  const char* reply = nullptr;
+  uint32_t reply_len = 0;
+  // Merged commands: one stored reply per fragment, and the protocol's own plan (which
+  // fragment holds each key), both in the arena.
+  FragmentReply* parts = nullptr;
+  void* plan = nullptr;
+  uint32_t keys = 0;
+  uint32_t flags = 0;                         // the protocol's
+};
+
+}  // namespace lb

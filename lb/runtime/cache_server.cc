@@ -1,0 +1,395 @@
+#include "lb/runtime/cache_server.h"
+
+#include <cstdio>
+#include <cstring>
+#include <new>
+
+#include "lb/core/log.h"
+#include "lb/runtime/worker_env.h"
+
+namespace lb {
+
+namespace {
+// Buffers per writev: each is a pool block of up to 64 KiB, so this is megabytes per write.
+constexpr int kMaxWriteBuffers = 32;
+}  // namespace
+
+CacheServer::CacheServer(CacheServerHost& worker, CacheServerGroup& group) noexcept
+    : worker_(worker),
+      group_(group),
+      stats_(group.state->per_worker[worker.env().index()]),
+      out_(worker.env().buffers()) {
+  write_req_.data = this;
+  uv_timer_init(worker.env().loop(), &timer_);
+  timer_.data = this;
+}
+
+CacheServer::~CacheServer() { releaseBuffer(); }
+
+const char* CacheServer::name() const noexcept { return group_.state->name.c_str(); }
+
+ByteChain& CacheServer::open(uint64_t connect_timeout_ms) noexcept {
+  if (state_ == State::kIdle) connect(connect_timeout_ms);
+  return out_;
+}
+
+void CacheServer::connect(uint64_t timeout_ms) noexcept {
+  int err = 0;
+  state_ = State::kConnecting;
+  conn_ = worker_.env().upstreams().connect(group_.target, this, timeout_ms, false, &err);
+  if (conn_ == nullptr) {
+    // Not even a connect could start (out of descriptors). The fragments pushed this turn
+    // fail from the timer, not from inside the session's parse; until then the server stays
+    // kConnecting, so that no second connect slips in under them.
+    LB_DEBUG("cache: connect to %s failed at once: %s", name(), uv_strerror(err));
+    armTimer(uv_now(worker_.env().loop()));
+    return;
+  }
+  if (!group_.handshake.empty()) {
+    out_.append(group_.handshake);
+    handshake_pending_ = true;
+  }
+}
+
+void CacheServer::push(CacheFragment* f) noexcept {
+  const uint64_t now = uv_now(worker_.env().loop());
+  f->deadline_ms = now + f->timeout_ms;
+  f->next = nullptr;
+  if (tail_ != nullptr)
+    tail_->next = f;
+  else
+    head_ = f;
+  tail_ = f;
+  ++queued_;
+  // The live load bounded loads read (the host's and its cluster's running total). Cache
+  // commands are picked without a reservation (pickForKey): their cap is checked, then added.
+  group_.state->addLive();
+  if (timer_at_ == 0 || f->deadline_ms < timer_at_) armTimer(f->deadline_ms);
+  if (state_ == State::kReady) worker_.flushes().add(this);
+}
+
+void CacheServer::armTimer(uint64_t deadline_ms) noexcept {
+  const uint64_t now = uv_now(worker_.env().loop());
+  timer_at_ = deadline_ms > now ? deadline_ms : now;
+  uv_timer_start(&timer_, onTimer, timer_at_ - now, 0);
+}
+
+void CacheServer::onUpstreamConnect(int status) noexcept {
+  if (state_ != State::kConnecting) return;
+  if (status != 0) {
+    char text[160];
+    if (status == UV_ETIMEDOUT)
+      snprintf(text, sizeof text, "backend %s: connect timed out", name());
+    else
+      snprintf(text, sizeof text, "backend %s: connect failed: %s", name(), uv_strerror(status));
+    fail(CacheErrorReason::kBackendFailed, text);
+    return;
+  }
+  state_ = State::kReady;
+  if (conn_->startRead() != 0) {
+    char text[160];
+    snprintf(text, sizeof text, "backend %s: connection failed", name());
+    fail(CacheErrorReason::kBackendFailed, text);
+    return;
+  }
+  worker_.flushes().add(this);
+}
+
+void CacheServer::flush() noexcept {
+  if (state_ != State::kReady || writing_ || out_.empty()) return;
+  uv_buf_t bufs[kMaxWriteBuffers];
+  int n = out_.buffers(bufs, kMaxWriteBuffers);
+  int w = uv_try_write(conn_->stream(), bufs, static_cast<unsigned>(n));
+  if (w == UV_EAGAIN) w = 0;
+  if (w < 0) {
+    char text[160];
+    snprintf(text, sizeof text, "backend %s: write failed: %s", name(), uv_strerror(w));
+    fail(CacheErrorReason::kBackendFailed, text);
+    return;
+  }
+  stats_.bytes_tx.add(static_cast<uint64_t>(w));
+  out_.consume(static_cast<size_t>(w));
+  if (out_.empty()) return;
+  n = out_.buffers(bufs, kMaxWriteBuffers);
+  size_t total = 0;
+  for (int i = 0; i < n; ++i) total += bufs[i].len;
+  if (uv_write(&write_req_, conn_->stream(), bufs, static_cast<unsigned>(n), onWrite) != 0) {
+    char text[160];
+    snprintf(text, sizeof text, "backend %s: write failed", name());
+    fail(CacheErrorReason::kBackendFailed, text);
+    return;
+  }
+  writing_ = true;
+  write_bytes_ = total;
+  write_generation_ = generation_;
+  ++pending_;
+}
+
+void CacheServer::onWrite(uv_write_t* req, int status) {
+  static_cast<CacheServer*>(req->data)->handleWrite(status);
+}
+
+void CacheServer::handleWrite(int status) noexcept {
+  writing_ = false;
+  --pending_;
+  if (state_ == State::kClosed) {
+    maybeFree();
+    return;
+  }
+  // A write of a connection that has since failed: its bytes went with it.
+  if (write_generation_ != generation_ || status == UV_ECANCELED) {
+    if (state_ == State::kReady) worker_.flushes().add(this);
+    return;
+  }
+  if (status < 0) {
+    char text[160];
+    snprintf(text, sizeof text, "backend %s: write failed: %s", name(), uv_strerror(status));
+    fail(CacheErrorReason::kBackendFailed, text);
+    return;
+  }
+  stats_.bytes_tx.add(write_bytes_);
+  out_.consume(write_bytes_);
+  if (!out_.empty()) worker_.flushes().add(this);
+}
+
+void CacheServer::onUpstreamAlloc(uv_buf_t* buf) noexcept {
+  if (in_ == nullptr) {
+    in_ = worker_.env().buffers().get();
+    in_cap_ = BufferPool::kBlockSize;
+    in_pooled_ = true;
+    in_len_ = 0;
+  }
+  if (in_len_ == in_cap_ && !growBuffer(in_cap_ * 2)) {
+    *buf = uv_buf_init(nullptr, 0);   // libuv reports UV_ENOBUFS
+    return;
+  }
+  *buf = uv_buf_init(in_ + in_len_, static_cast<unsigned>(in_cap_ - in_len_));
+}
+
+bool CacheServer::growBuffer(size_t want) noexcept {
+  if (want > kMaxReplyBytes) return false;
+  char* bigger = new (std::nothrow) char[want];
+  if (bigger == nullptr) return false;
+  memcpy(bigger, in_, in_len_);
+  const size_t len = in_len_;
+  releaseBuffer();
+  in_ = bigger;
+  in_len_ = len;
+  in_cap_ = want;
+  in_pooled_ = false;
+  return true;
+}
+
+void CacheServer::releaseBuffer() noexcept {
+  if (in_ != nullptr) {
+    if (in_pooled_)
+      worker_.env().buffers().put(in_);
+    else
+      delete[] in_;
+  }
+  in_ = nullptr;
+  in_len_ = in_cap_ = 0;
+  in_pooled_ = false;
+}
+
+void CacheServer::onUpstreamRead(ssize_t n, const uv_buf_t*) noexcept {
+  if (state_ != State::kReady) return;
+  if (n == 0) return;
+  if (n < 0) {
+    char text[160];
+    if (n == UV_EOF)
+      snprintf(text, sizeof text, "backend %s closed the connection", name());
+    else if (n == UV_ENOBUFS)
+      snprintf(text, sizeof text, "backend %s: reply larger than %zu bytes", name(),
+               kMaxReplyBytes);
+    else
+      snprintf(text, sizeof text, "backend %s: connection failed: %s", name(),
+               uv_strerror(static_cast<int>(n)));
+    fail(CacheErrorReason::kBackendFailed, text);
+    return;
+  }
+  in_len_ += static_cast<size_t>(n);
+  stats_.bytes_rx.add(static_cast<uint64_t>(n));
+  readReplies();
+}
+
+// Every complete reply in the buffer goes to the fragment at the head of the FIFO. What is
+// left (part of a reply) moves to the front of the buffer; an empty buffer goes back to the
+// pool.
+void CacheServer::readReplies() noexcept {
+  size_t pos = 0;
+  const uint64_t now_ns = uv_hrtime();
+  while (pos < in_len_ && state_ == State::kReady) {
+    const uint8_t kind = handshake_pending_ ? group_.wire->handshakeKind()
+                         : head_ != nullptr  ? head_->reply_kind
+                                             : 0;
+    const int64_t len = group_.wire->frameReply(kind, in_ + pos, in_len_ - pos, scan_);
+    if (len == 0) break;
+    if (len < 0 || (head_ == nullptr && !handshake_pending_)) {
+      char text[160];
+      snprintf(text, sizeof text, "backend %s sent %s", name(),
+               len < 0 ? "a malformed reply" : "a reply to no command");
+      fail(CacheErrorReason::kBackendFailed, text);
+      return;
+    }
+    scan_ = ReplyScan{};
+    const char* p = in_ + pos;
+    pos += static_cast<size_t>(len);
+    if (handshake_pending_) {
+      handshake_pending_ = false;
+      if (!group_.wire->handshakeOk(p, static_cast<size_t>(len))) {
+        char text[200];
+        const int shown = len > 80 ? 80 : static_cast<int>(len) - 2;
+        snprintf(text, sizeof text, "backend %s refused lb's AUTH: %.*s", name(),
+                 shown > 0 ? shown : 0, p);
+        fail(CacheErrorReason::kBackendFailed, text);
+        return;
+      }
+      continue;
+    }
+    CacheFragment* f = head_;
+    head_ = f->next;
+    if (head_ == nullptr) tail_ = nullptr;
+    --queued_;
+    ++live_release_;
+    recordLatency(stats_, (now_ns - f->sent_ns) / 1000);
+    if (!f->timed_out) {
+      const bool error = group_.wire->isError(p, static_cast<size_t>(len));
+      stats_.commands[static_cast<int>(error ? CommandResult::kError : CommandResult::kOk)].add();
+    }
+    if (f->command != nullptr)
+      f->command->session->fragmentReply(f, p, static_cast<size_t>(len));
+    worker_.freeFragment(f);
+  }
+  settleLive();
+  if (state_ != State::kReady) return;
+  if (pos == in_len_) {
+    releaseBuffer();
+  } else if (pos > 0) {
+    memmove(in_, in_ + pos, in_len_ - pos);
+    in_len_ -= pos;
+    if (!in_pooled_ && in_len_ <= BufferPool::kBlockSize / 2 && scan_.pos == 0) {
+      // A large reply is through: back to a pool block for the small ones.
+      char* block = worker_.env().buffers().get();
+      memcpy(block, in_, in_len_);
+      delete[] in_;
+      in_ = block;
+      in_cap_ = BufferPool::kBlockSize;
+      in_pooled_ = true;
+    }
+  }
+  closeIfRetiredAndEmpty();
+}
+
+void CacheServer::settleLive() noexcept {
+  if (live_release_ == 0) return;
+  group_.state->dropLive(live_release_);
+  live_release_ = 0;
+}
+
+void CacheServer::onTimer(uv_timer_t* t) { static_cast<CacheServer*>(t->data)->handleTimer(); }
+
+// Answers every fragment past its deadline with a timeout (it stays queued, detached, for
+// its late reply), closes a connection whose oldest fragment has waited twice its timeout,
+// and re-arms for the next deadline.
+void CacheServer::handleTimer() noexcept {
+  timer_at_ = 0;
+  if (state_ == State::kClosed) return;
+  const uint64_t now = uv_now(worker_.env().loop());
+  if (state_ == State::kConnecting && conn_ == nullptr) {
+    // Pushed while no connection could even start.
+    char text[160];
+    snprintf(text, sizeof text, "backend %s: connect failed", name());
+    fail(CacheErrorReason::kBackendFailed, text);
+    return;
+  }
+  if (head_ != nullptr && now >= head_->deadline_ms + head_->timeout_ms) {
+    char text[160];
+    snprintf(text, sizeof text, "backend %s stopped answering (no reply for %llums)", name(),
+             static_cast<unsigned long long>(now - (head_->deadline_ms - head_->timeout_ms)));
+    fail(CacheErrorReason::kBackendTimeout, text);
+    return;
+  }
+  uint64_t next = head_ != nullptr ? head_->deadline_ms + head_->timeout_ms : 0;
+  for (CacheFragment* f = head_; f != nullptr; f = f->next) {
+    if (f->timed_out) continue;
+    if (f->deadline_ms <= now) {
+      f->timed_out = true;
+      stats_.commands[static_cast<int>(CommandResult::kTimeout)].add();
+      if (f->command != nullptr) {
+        char text[160];
+        snprintf(text, sizeof text, "backend %s timed out after %ums", name(), f->timeout_ms);
+        f->command->session->fragmentFailed(f, CacheErrorReason::kBackendTimeout, text);
+      }
+      continue;
+    }
+    if (f->command != nullptr && (next == 0 || f->deadline_ms < next)) next = f->deadline_ms;
+  }
+  if (next != 0) armTimer(next);
+}
+
+void CacheServer::fail(CacheErrorReason reason, const char* text, bool for_good) noexcept {
+  LB_DEBUG("cache: %s", text);
+  ++generation_;
+  if (conn_ != nullptr) {
+    conn_->close();   // a pending write comes back cancelled
+    conn_ = nullptr;
+  }
+  state_ = for_good ? State::kClosed : State::kIdle;
+  handshake_pending_ = false;
+  out_.clear();
+  releaseBuffer();
+  scan_ = ReplyScan{};
+  // Detach the whole FIFO first: a session answering one command may not see the others.
+  CacheFragment* f = head_;
+  head_ = tail_ = nullptr;
+  queued_ = 0;
+  while (f != nullptr) {
+    CacheFragment* next = f->next;
+    ++live_release_;
+    if (!f->timed_out) {
+      const bool timeout = reason == CacheErrorReason::kBackendTimeout;
+      stats_.commands[static_cast<int>(timeout ? CommandResult::kTimeout : CommandResult::kError)]
+          .add();
+      if (f->command != nullptr) f->command->session->fragmentFailed(f, reason, text);
+    }
+    worker_.freeFragment(f);
+    f = next;
+  }
+  settleLive();
+  if (timer_at_ != 0) {
+    uv_timer_stop(&timer_);
+    timer_at_ = 0;
+  }
+  if (!for_good) closeIfRetiredAndEmpty();
+}
+
+void CacheServer::retire() noexcept {
+  retired_ = true;
+  closeIfRetiredAndEmpty();
+}
+
+void CacheServer::closeIfRetiredAndEmpty() noexcept {
+  if (retired_ && head_ == nullptr && state_ != State::kClosed) close();
+}
+
+void CacheServer::close() noexcept {
+  if (state_ == State::kClosed) return;
+  fail(CacheErrorReason::kBackendFailed, "lb is stopping", true);
+  uv_timer_stop(&timer_);
+  uv_close(reinterpret_cast<uv_handle_t*>(&timer_), onClosed);
+}
+
+void CacheServer::onClosed(uv_handle_t* h) {
+  auto* s = static_cast<CacheServer*>(h->data);
+  --s->pending_;
+  s->maybeFree();
+}
+
+void CacheServer::maybeFree() noexcept {
+  if (state_ != State::kClosed || pending_ > 0) return;
+  worker_.serverGone(&group_, this);
+  delete this;
+}
+
+}  // namespace lb

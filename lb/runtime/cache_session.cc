@@ -1,0 +1,556 @@
+#include "lb/runtime/cache_session.h"
+
+#include <cstring>
+#include <new>
+
+#include "lb/core/hash.h"
+#include "lb/core/log.h"
+#include "lb/runtime/access_log.h"
+#include "lb/runtime/backend_attempt.h"
+#include "lb/runtime/cache_server.h"
+#include "lb/runtime/cache_worker.h"
+#include "lb/runtime/worker_env.h"
+
+namespace lb {
+
+namespace {
+constexpr int kMaxWriteBuffers = 32;
+// Below this much room after the unparsed bytes, they move to the front of the buffer.
+constexpr size_t kMinReadRoom = 4096;
+// A command may exceed max_request_bytes by its framing (headers, CRLFs) before the parser
+// has seen enough to refuse it.
+constexpr size_t kFramingSlack = 64 * 1024;
+}  // namespace
+
+const char* cacheOutcomeName(CacheOutcome o) noexcept {
+  switch (o) {
+    case CacheOutcome::kOk: return "ok";
+    case CacheOutcome::kQuit: return "quit";
+    case CacheOutcome::kIdleTimeout: return "idle_timeout";
+    case CacheOutcome::kClientReset: return "client_reset";
+    case CacheOutcome::kProtocolError: return "protocol_error";
+    case CacheOutcome::kOverLimit: return "over_limit";
+    case CacheOutcome::kDrained: return "drained";
+    case CacheOutcome::kAborted: return "aborted";
+  }
+  return "?";
+}
+
+CacheSession::CacheSession(WorkerEnv& env, const std::shared_ptr<const Snapshot>& snapshot,
+                           uint32_t listener, const CacheWire& wire) noexcept
+    : env_(env),
+      cache_(CacheWorker::of(env)),
+      snapshot_(snapshot),
+      listener_(snapshot_->listeners[listener]),
+      cluster_(snapshot_->clusters[listener_.cluster]),
+      wire_(wire),
+      lstats_(listener_.state->per_worker[env.index()]),
+      out_(env.buffers()),
+      arena_(env.buffers()) {
+  env_.link(this);
+  down_.data = this;
+  timer_.data = this;
+  write_req_.data = this;
+  uv_tcp_init(env.loop(), &down_);
+  uv_timer_init(env.loop(), &timer_);
+  pending_ = 2;   // the two handles' close callbacks
+  start_ns_ = uv_hrtime();
+}
+
+CacheSession::~CacheSession() { env_.unlink(this); }
+
+bool CacheSession::acceptFrom(uv_stream_t* server) noexcept {
+  if (uv_accept(server, reinterpret_cast<uv_stream_t*>(&down_)) == 0) return true;
+  state_ = State::kClosed;
+  uv_close(reinterpret_cast<uv_handle_t*>(&timer_), onClosed);
+  uv_close(reinterpret_cast<uv_handle_t*>(&down_), onClosed);
+  return false;
+}
+
+void CacheSession::start(Admission admission) noexcept {
+  env_.noteAccepted();
+  lstats_.connections_active.add(1);
+  int len = sizeof peer_;
+  uv_tcp_getpeername(&down_, reinterpret_cast<sockaddr*>(&peer_), &len);
+  uv_tcp_nodelay(&down_, 1);
+  slot_ = static_cast<uint32_t>(env_.nextRandom());
+  table_ = cache_.holdTable(*snapshot_, listener_.cluster, wire_);
+  last_activity_ms_ = uv_now(env_.loop());
+  const uint64_t idle = static_cast<uint64_t>(listener_.config->timeouts.idle.count());
+  uv_timer_start(&timer_, onTimer, idle, 0);
+  if (admission == Admission::kOverLimit || table_ == nullptr) {
+    if (CacheCommand* cmd = beginCommand(0)) answerStatic(cmd, overLimitReply());
+    finish(CacheOutcome::kOverLimit);
+    return;
+  }
+  readStart();
+}
+
+// --- Reading -----------------------------------------------------------------------------
+
+void CacheSession::readStart() noexcept {
+  if (reading_ || state_ != State::kServing || eof_) return;
+  if (uv_read_start(reinterpret_cast<uv_stream_t*>(&down_), onAlloc, onRead) == 0)
+    reading_ = true;
+}
+
+void CacheSession::readStop() noexcept {
+  if (!reading_) return;
+  uv_read_stop(reinterpret_cast<uv_stream_t*>(&down_));
+  reading_ = false;
+}
+
+void CacheSession::onAlloc(uv_handle_t* h, size_t, uv_buf_t* buf) {
+  static_cast<CacheSession*>(h->data)->allocInput(buf);
+}
+
+void CacheSession::allocInput(uv_buf_t* buf) noexcept {
+  if (in_ == nullptr) {
+    in_ = env_.buffers().get();
+    in_cap_ = BufferPool::kBlockSize;
+    in_pooled_ = true;
+    in_pos_ = in_len_ = 0;
+  }
+  if (in_pos_ > 0 && in_cap_ - in_len_ < kMinReadRoom) {
+    memmove(in_, in_ + in_pos_, in_len_ - in_pos_);
+    in_len_ -= in_pos_;
+    in_pos_ = 0;
+  }
+  if (in_len_ == in_cap_ && !growInput(in_cap_ * 2)) {
+    *buf = uv_buf_init(nullptr, 0);   // UV_ENOBUFS follows: the command is too large
+    return;
+  }
+  *buf = uv_buf_init(in_ + in_len_, static_cast<unsigned>(in_cap_ - in_len_));
+}
+
+// A command larger than the buffer: a heap buffer of `want` bytes (at most the listener's
+// max_request_bytes plus framing), the unparsed bytes moved to its front.
+bool CacheSession::growInput(size_t want) noexcept {
+  const size_t max = static_cast<size_t>(limits().max_request_bytes) + kFramingSlack;
+  if (in_cap_ >= max) return false;
+  if (want > max) want = max;
+  char* bigger = new (std::nothrow) char[want];
+  if (bigger == nullptr) return false;
+  const size_t len = in_len_ - in_pos_;
+  memcpy(bigger, in_ + in_pos_, len);
+  releaseInput();
+  in_ = bigger;
+  in_cap_ = want;
+  in_len_ = len;
+  in_pooled_ = false;
+  return true;
+}
+
+void CacheSession::releaseInput() noexcept {
+  if (in_ != nullptr) {
+    if (in_pooled_)
+      env_.buffers().put(in_);
+    else
+      delete[] in_;
+  }
+  in_ = nullptr;
+  in_pos_ = in_len_ = in_cap_ = 0;
+  in_pooled_ = false;
+}
+
+void CacheSession::onRead(uv_stream_t* s, ssize_t n, const uv_buf_t*) {
+  static_cast<CacheSession*>(s->data)->handleRead(n);
+}
+
+void CacheSession::handleRead(ssize_t n) noexcept {
+  if (state_ == State::kClosed) return;
+  if (n < 0) {
+    readStop();
+    if (n == UV_EOF) {
+      // The client sent all it will: answer what it sent, then close.
+      eof_ = true;
+      if (in_ != nullptr && in_pos_ == in_len_) releaseInput();
+      finish(CacheOutcome::kOk);
+    } else if (n == UV_ENOBUFS) {
+      finish(CacheOutcome::kProtocolError);   // the protocol's parser refused it already
+    } else {
+      closeNow(CacheOutcome::kClientReset);
+    }
+    return;
+  }
+  if (n == 0) return;
+  in_len_ += static_cast<size_t>(n);
+  bytes_in_ += static_cast<uint64_t>(n);
+  last_activity_ms_ = uv_now(env_.loop());
+  parseInput();
+}
+
+void CacheSession::parseInput() noexcept {
+  while (state_ == State::kServing) {
+    if (skip_ > 0) {
+      const size_t drop = skip_ < in_len_ - in_pos_ ? skip_ : in_len_ - in_pos_;
+      in_pos_ += drop;
+      skip_ -= drop;
+      if (skip_ > 0) break;
+    }
+    const size_t avail = in_len_ - in_pos_;
+    if (avail == 0 || avail < need_) break;
+    if (!canAccept()) break;
+    need_ = 0;
+    const size_t used = parse(in_ + in_pos_, avail);
+    in_pos_ += used;
+    if (skip_ == 0 && (used == 0 || need_ > 0)) break;
+  }
+  if (in_ != nullptr && in_pos_ == in_len_) {
+    releaseInput();
+  } else if (need_ > in_cap_ - in_pos_ && state_ == State::kServing) {
+    growInput(need_);   // failing here leaves the buffer full: the next read reports ENOBUFS
+  }
+  if (state_ == State::kServing && !canAccept()) readStop();
+}
+
+bool CacheSession::canAccept() const noexcept {
+  return in_flight_ < listener_.config->limits.max_in_flight && out_.size() < kHighWatermark;
+}
+
+// --- Commands ----------------------------------------------------------------------------
+
+CacheCommand* CacheSession::beginCommand(uint8_t kind) noexcept {
+  CacheCommand* cmd = cache_.newCommand();
+  if (cmd == nullptr) {
+    finish(CacheOutcome::kProtocolError);
+    return nullptr;
+  }
+  cmd->session = this;
+  cmd->seq = next_seq_++;
+  cmd->kind = kind;
+  if (tail_ != nullptr)
+    tail_->next = cmd;
+  else
+    head_ = cmd;
+  tail_ = cmd;
+  ++in_flight_;
+  ++commands_;
+  return cmd;
+}
+
+void CacheSession::answerStatic(CacheCommand* cmd, std::string_view bytes) noexcept {
+  cmd->reply = bytes.data();
+  cmd->reply_len = static_cast<uint32_t>(bytes.size());
+  cmd->merged = false;
+  complete(cmd);
+}
+
+void CacheSession::answer(CacheCommand* cmd, std::string_view bytes) noexcept {
+  const char* copy = arena_.copy(bytes.data(), bytes.size(), cmd->seq);
+  if (copy == nullptr) {
+    answerStatic(cmd, {});
+    finish(CacheOutcome::kProtocolError);
+    return;
+  }
+  answerStatic(cmd, {copy, bytes.size()});
+}
+
+void CacheSession::answerError(CacheCommand* cmd, CacheErrorReason reason,
+                               std::string_view bytes) noexcept {
+  ++errors_;
+  lstats_.cache_errors[static_cast<int>(reason)].add();
+  answer(cmd, bytes);
+}
+
+void CacheSession::complete(CacheCommand* cmd) noexcept {
+  cmd->state = CacheCommand::State::kDone;
+  if (cmd == head_) dirty();
+}
+
+void CacheSession::finish(CacheOutcome outcome) noexcept {
+  if (state_ != State::kServing) return;
+  state_ = State::kFinishing;
+  outcome_ = outcome;
+  readStop();
+  dirty();
+}
+
+bool CacheSession::pickHost(std::string_view key, uint32_t* host) noexcept {
+  const uint64_t hash = hashKeyBytes(cluster_.selector->key_hash,
+                                     keyWithinHashTag(key, listener_.config->hash_tag));
+  Pick p;
+  if (!pickForKey(cluster_, hash, &p)) return false;
+  cluster_.backends[p.host].state->per_worker[env_.index()].picks[static_cast<int>(p.reason)]
+      .add();
+  *host = p.host;
+  return true;
+}
+
+bool CacheSession::pickKeyless(uint32_t* host) noexcept {
+  Pick p;
+  if (!pickWithoutKey(env_, *listener_.config, cluster_, &p)) return false;
+  cluster_.backends[p.host].state->per_worker[env_.index()].picks[static_cast<int>(p.reason)]
+      .add();
+  *host = p.host;
+  return true;
+}
+
+ByteChain& CacheSession::openFragment(uint32_t host) noexcept {
+  CacheServerGroup* g = table_->hosts[host];
+  CacheServer* s = g->servers[slot_ % g->servers.size()];
+  return s->open(static_cast<uint64_t>(listener_.config->timeouts.connect.count()));
+}
+
+void CacheSession::sendFragment(CacheCommand* cmd, uint32_t host, uint8_t reply_kind) noexcept {
+  CacheServerGroup* g = table_->hosts[host];
+  CacheServer* s = g->servers[slot_ % g->servers.size()];
+  CacheFragment* f = cache_.newFragment();
+  if (f == nullptr) {
+    // The bytes are in the server's chain already and will be answered: a detached
+    // fragment would be needed to drop that answer, and there is no memory for one. The
+    // connection cannot stay aligned; this client goes.
+    finish(CacheOutcome::kProtocolError);
+    return;
+  }
+  f->command = cmd;
+  f->index = cmd->fragment_count++;
+  f->reply_kind = reply_kind;
+  f->timeout_ms = static_cast<uint32_t>(listener_.config->timeouts.response.count());
+  f->sent_ns = uv_hrtime();
+  f->next_in_command = cmd->fragments;
+  cmd->fragments = f;
+  ++cmd->pending;
+  s->push(f);
+}
+
+bool CacheSession::merge(CacheCommand* cmd, uint16_t fragments, size_t plan_bytes) noexcept {
+  cmd->merged = true;
+  cmd->parts = reinterpret_cast<FragmentReply*>(
+      arena_.allocate(sizeof(FragmentReply) * fragments, cmd->seq));
+  cmd->plan = plan_bytes > 0 ? arena_.allocate(plan_bytes, cmd->seq) : nullptr;
+  if (cmd->parts == nullptr || (plan_bytes > 0 && cmd->plan == nullptr)) return false;
+  for (uint16_t i = 0; i < fragments; ++i) cmd->parts[i] = {nullptr, 0};
+  return true;
+}
+
+// Takes `f` off its command's list of unanswered fragments.
+static void unlinkFragment(CacheCommand* cmd, CacheFragment* f) noexcept {
+  for (CacheFragment** p = &cmd->fragments; *p != nullptr; p = &(*p)->next_in_command) {
+    if (*p == f) {
+      *p = f->next_in_command;
+      break;
+    }
+  }
+  f->next_in_command = nullptr;
+  f->command = nullptr;
+  --cmd->pending;
+}
+
+void CacheSession::fragmentReply(CacheFragment* f, const char* p, size_t n) noexcept {
+  CacheCommand* cmd = f->command;
+  unlinkFragment(cmd, f);
+  switch (useReply(*cmd, p, n)) {
+    case ReplyUse::kPass:
+      if (cmd == head_ && cmd->pending == 0 && state_ != State::kClosed) {
+        // Nothing ahead of it: straight to the output, no copy in between.
+        out_.append(p, n);
+        answerStatic(cmd, {});
+        return;
+      }
+      cmd->merged = false;
+      cmd->reply = arena_.copy(p, n, cmd->seq);
+      cmd->reply_len = cmd->reply != nullptr ? static_cast<uint32_t>(n) : 0;
+      break;
+    case ReplyUse::kDrop:
+      cmd->merged = false;
+      cmd->reply = nullptr;
+      cmd->reply_len = 0;
+      break;
+    case ReplyUse::kStore:
+      cmd->parts[f->index].bytes = arena_.copy(p, n, cmd->seq);
+      cmd->parts[f->index].len = static_cast<uint32_t>(n);
+      break;
+  }
+  if (cmd->pending == 0) complete(cmd);
+}
+
+// Every fragment of `cmd` still out is left to its server as a tombstone.
+void CacheSession::detach(CacheCommand* cmd) noexcept {
+  for (CacheFragment* f = cmd->fragments; f != nullptr;) {
+    CacheFragment* next = f->next_in_command;
+    f->next_in_command = nullptr;
+    f->command = nullptr;
+    f = next;
+  }
+  cmd->fragments = nullptr;
+  cmd->pending = 0;
+}
+
+void CacheSession::fragmentFailed(CacheFragment* f, CacheErrorReason reason,
+                                  std::string_view text) noexcept {
+  CacheCommand* cmd = f->command;
+  unlinkFragment(cmd, f);
+  detach(cmd);
+  cmd->merged = false;
+  answerFailure(cmd, reason, text);
+}
+
+// --- Writing -----------------------------------------------------------------------------
+
+void CacheSession::dirty() noexcept {
+  if (state_ != State::kClosed) cache_.flushes().add(this);
+}
+
+void CacheSession::emitReady() noexcept {
+  uint64_t emitted = 0;
+  while (head_ != nullptr && head_->state == CacheCommand::State::kDone) {
+    CacheCommand* cmd = head_;
+    if (cmd->merged)
+      emitMerged(*cmd, out_);
+    else if (cmd->reply_len > 0)
+      out_.append(cmd->reply, cmd->reply_len);
+    emitted = cmd->seq;
+    head_ = cmd->next;
+    if (head_ == nullptr) tail_ = nullptr;
+    --in_flight_;
+    cache_.freeCommand(cmd);
+  }
+  if (emitted == 0) return;
+  if (head_ == nullptr)
+    arena_.clear();
+  else
+    arena_.release(emitted);
+}
+
+void CacheSession::flush() noexcept {
+  if (state_ == State::kClosed) return;
+  emitReady();
+  writeOut();
+  if (state_ == State::kClosed) return;
+  if (state_ == State::kFinishing) {
+    if (head_ == nullptr && out_.empty() && !writing_) closeNow(outcome_);
+    return;
+  }
+  maybeResume();
+}
+
+void CacheSession::writeOut() noexcept {
+  if (writing_ || out_.empty()) return;
+  uv_buf_t bufs[kMaxWriteBuffers];
+  auto* stream = reinterpret_cast<uv_stream_t*>(&down_);
+  int n = out_.buffers(bufs, kMaxWriteBuffers);
+  int w = uv_try_write(stream, bufs, static_cast<unsigned>(n));
+  if (w == UV_EAGAIN) w = 0;
+  if (w < 0) {
+    closeNow(CacheOutcome::kClientReset);
+    return;
+  }
+  bytes_out_ += static_cast<uint64_t>(w);
+  out_.consume(static_cast<size_t>(w));
+  if (out_.empty()) return;
+  n = out_.buffers(bufs, kMaxWriteBuffers);
+  size_t total = 0;
+  for (int i = 0; i < n; ++i) total += bufs[i].len;
+  if (uv_write(&write_req_, stream, bufs, static_cast<unsigned>(n), onWrite) != 0) {
+    closeNow(CacheOutcome::kClientReset);
+    return;
+  }
+  writing_ = true;
+  write_bytes_ = total;
+  ++pending_;
+}
+
+void CacheSession::onWrite(uv_write_t* req, int status) {
+  static_cast<CacheSession*>(req->data)->handleWrite(status);
+}
+
+void CacheSession::handleWrite(int status) noexcept {
+  writing_ = false;
+  if (state_ == State::kClosed) {
+    callbackDone();
+    return;
+  }
+  --pending_;
+  if (status < 0) {
+    closeNow(CacheOutcome::kClientReset);
+    return;
+  }
+  bytes_out_ += write_bytes_;
+  out_.consume(write_bytes_);
+  dirty();
+}
+
+// Reading stopped at a limit: with room again, parse what is buffered, then read more.
+void CacheSession::maybeResume() noexcept {
+  if (state_ != State::kServing || reading_ || eof_ || !canAccept()) return;
+  if (out_.size() > kLowWatermark) return;
+  parseInput();
+  if (state_ == State::kServing && canAccept()) readStart();
+}
+
+// --- Timer, close ------------------------------------------------------------------------
+
+void CacheSession::onTimer(uv_timer_t* t) { static_cast<CacheSession*>(t->data)->handleTimer(); }
+
+// timeouts.idle: a client with nothing in flight and nothing read for that long is closed.
+// The timer runs once per idle period rather than being restarted on every read.
+void CacheSession::handleTimer() noexcept {
+  if (state_ == State::kClosed) return;
+  const uint64_t idle = static_cast<uint64_t>(listener_.config->timeouts.idle.count());
+  const uint64_t now = uv_now(env_.loop());
+  const uint64_t quiet = now - last_activity_ms_;
+  if (head_ == nullptr && out_.empty() && quiet >= idle) {
+    closeNow(state_ == State::kServing ? CacheOutcome::kIdleTimeout : outcome_);
+    return;
+  }
+  uv_timer_start(&timer_, onTimer, quiet >= idle ? idle : idle - quiet, 0);
+}
+
+void CacheSession::drain() noexcept {
+  if (state_ != State::kServing) return;
+  finish(CacheOutcome::kDrained);
+}
+
+void CacheSession::abort() noexcept { closeNow(CacheOutcome::kAborted); }
+
+void CacheSession::closeNow(CacheOutcome outcome) noexcept {
+  if (state_ == State::kClosed) return;
+  if (state_ == State::kServing || outcome != CacheOutcome::kOk) outcome_ = outcome;
+  state_ = State::kClosed;
+  cache_.flushes().remove(this);
+  logRecord();
+  lstats_.connections_active.add(-1);
+  readStop();
+  while (head_ != nullptr) {
+    CacheCommand* cmd = head_;
+    head_ = cmd->next;
+    detach(cmd);
+    cache_.freeCommand(cmd);
+  }
+  tail_ = nullptr;
+  in_flight_ = 0;
+  out_.clear();   // a write still queued comes back cancelled; libuv reads its bytes no more
+  arena_.clear();
+  releaseInput();
+  cache_.releaseTable(table_);
+  table_ = nullptr;
+  uv_timer_stop(&timer_);
+  uv_close(reinterpret_cast<uv_handle_t*>(&timer_), onClosed);
+  uv_close(reinterpret_cast<uv_handle_t*>(&down_), onClosed);
+}
+
+void CacheSession::onClosed(uv_handle_t* h) { static_cast<CacheSession*>(h->data)->callbackDone(); }
+
+void CacheSession::callbackDone() noexcept {
+  if (--pending_ == 0) delete this;
+}
+
+void CacheSession::logRecord() noexcept {
+  AccessLog* log = env_.accessLog();
+  if (log == nullptr || !log->enabled()) return;
+  AccessRecord r;
+  r.listener = listener_.config->name;
+  r.proto = wire_.name();
+  r.client = reinterpret_cast<const sockaddr*>(&peer_);
+  r.outcome = cacheOutcomeName(outcome_);
+  r.bytes_in = bytes_in_;
+  r.bytes_out = bytes_out_;
+  r.duration_us = (uv_hrtime() - start_ns_) / 1000;
+  r.commands = commands_;
+  r.errors = errors_;
+  r.has_counts = true;
+  log->write(r);
+}
+
+}  // namespace lb

@@ -1,0 +1,232 @@
+// One client connection of a cache protocol (redis, memcached): everything but the protocol.
+// A protocol (lb/proxy/redis, lb/proxy/memcached) derives from it, parses commands out of
+// the bytes it is given, routes each key with pickHost(), sends fragments to the worker's
+// pipelined server connections, and says how backend replies become the client's replies;
+// this class does the rest:
+//
+//   - reads into a pool block, parsed in place; a command larger than a block grows the
+//     buffer up to limits.max_request_bytes; nothing is held while the client is idle;
+//   - keeps the client's commands in a queue and answers them strictly in order: a reply
+//     that arrives before the ones ahead of it waits in the ReplyArena; the one at the head
+//     goes straight to the output;
+//   - writes once per loop turn (the worker's FlushList), through a ByteChain;
+//   - stops reading while limits.max_in_flight commands wait for replies, or while more than
+//     kHighWatermark bytes wait for the client to read them, and resumes below;
+//   - closes after timeouts.idle with nothing in flight; drain finishes what is in flight.
+//
+// States:
+//   kServing ──QUIT, EOF, a fatal protocol error, drain──> kFinishing ──queue empty and
+//   output written──> kClosed;  kServing/kFinishing ──write error, abort──> kClosed.
+//   kServing reads and parses; kFinishing reads nothing more and answers what it has.
+//
+// Access log: one line per connection when it closes (proto=redis|memcached, status = how
+// it ended, commands and errors counted); none per command, as twemproxy logs none.
+//
+// Lifetime: owns the client socket and idle timer; neither copied nor moved; handle.data =
+// this; frees itself after the last callback. Loop thread only.
+#pragma once
+
+#include <uv.h>
+
+#include <cstdint>
+#include <memory>
+#include <string_view>
+
+#include "lb/core/stats.h"
+#include "lb/routing/snapshot.h"
+#include "lb/runtime/byte_chain.h"
+#include "lb/runtime/cache_command.h"
+#include "lb/runtime/cache_wire.h"
+#include "lb/runtime/flush_list.h"
+#include "lb/runtime/protocols.h"
+#include "lb/runtime/reply_arena.h"
+#include "lb/runtime/session.h"
+
+namespace lb {
+
+class CacheWorker;
+class CacheServer;
+struct CacheServerTable;
+class WorkerEnv;
+
+// How a cache client connection ended; the access log's status.
+enum class CacheOutcome : uint8_t {
+  kOk,             // the client closed it
+  kQuit,           // QUIT / quit
+  kIdleTimeout,
+  kClientReset,    // a read or write error on the client's socket
+  kProtocolError,  // input lb could not resynchronise on
+  kOverLimit,      // past limits.max_connections
+  kDrained,        // the worker drained; what was in flight was answered
+  kAborted,        // the worker stopped
+};
+const char* cacheOutcomeName(CacheOutcome o) noexcept;
+
+class CacheSession : public Session, public Flushable, public FragmentOwner {
+ public:
+  CacheSession(const CacheSession&) = delete;
+  CacheSession& operator=(const CacheSession&) = delete;
+
+  // Session.
+  void abort() noexcept override;
+  void drain() noexcept override;
+  // Flushable: emit the replies that are ready, in order, and write.
+  void flush() noexcept override;
+
+  // From a CacheServer, for a fragment still attached to one of this session's commands:
+  // its backend's complete reply, or the failure that ends it (the whole command is
+  // answered with the protocol's error, its other fragments detached).
+  void fragmentReply(CacheFragment* f, const char* p, size_t n) noexcept override;
+  void fragmentFailed(CacheFragment* f, CacheErrorReason reason,
+                      std::string_view text) noexcept override;
+
+  // Bytes past which the session stops reading a client that does not read its replies.
+  static constexpr size_t kHighWatermark = 256 * 1024;
+  static constexpr size_t kLowWatermark = 64 * 1024;
+
+ protected:
+  // Loop thread. `snapshot`'s listener `listener` has this session's protocol.
+  CacheSession(WorkerEnv& env, const std::shared_ptr<const Snapshot>& snapshot,
+               uint32_t listener, const CacheWire& wire) noexcept;
+  ~CacheSession() override;
+
+  // The protocol's half. parse: consume complete commands from [p, p + n) while
+  // canAccept(), dispatching each; return the bytes consumed. When a command is incomplete,
+  // stop there and call needBytes(total). Never keeps pointers into [p, p + n).
+  virtual size_t parse(const char* p, size_t n) noexcept = 0;
+  // How a backend reply to `cmd` is used (kStore only for commands begun with merge()).
+  virtual ReplyUse useReply(const CacheCommand& cmd, const char* p, size_t n) noexcept = 0;
+  // A merged command's reply, from cmd.parts, appended to `out`.
+  virtual void emitMerged(CacheCommand& cmd, ByteChain& out) noexcept = 0;
+  // Answer `cmd` (with answerError) for a failure lb saw: `text` says what happened
+  // ("backend s2 timed out after 300ms"), the protocol wraps it.
+  virtual void answerFailure(CacheCommand* cmd, CacheErrorReason reason,
+                             std::string_view text) noexcept = 0;
+  // What a client past limits.max_connections is told before lb closes.
+  virtual std::string_view overLimitReply() const noexcept = 0;
+
+  // The protocol's accept function: acceptFrom takes the pending connection from `server`
+  // (false when another worker took it or the client is gone: the session then frees
+  // itself quietly), start serves it.
+  bool acceptFrom(uv_stream_t* server) noexcept;
+  void start(Admission admission) noexcept;
+
+  // --- For parse(): commands --------------------------------------------------------
+  // A new command at the end of the client's queue. nullptr only when memory is exhausted
+  // (the session is then finishing).
+  CacheCommand* beginCommand(uint8_t kind) noexcept;
+  // Answers a command now: `bytes` are copied (answer) or outlive the session (answerStatic).
+  void answer(CacheCommand* cmd, std::string_view bytes) noexcept;
+  void answerStatic(CacheCommand* cmd, std::string_view bytes) noexcept;
+  // The same for an error lb answers itself, counted in lb_cache_errors_total.
+  void answerError(CacheCommand* cmd, CacheErrorReason reason, std::string_view bytes) noexcept;
+  // Answers what is queued, then closes (QUIT; input that cannot be resynchronised).
+  void finish(CacheOutcome outcome) noexcept;
+  // Whether one more command may be taken now (limits.max_in_flight, output watermark).
+  bool canAccept() const noexcept;
+  bool serving() const noexcept { return state_ == State::kServing; }
+  // The command at the start of the input needs `total` bytes (from its start) before it
+  // can parse: parse() is not called again until they are here.
+  void needBytes(size_t total) noexcept { need_ = total; }
+  // Drop the next n bytes of input once what parse() consumed is gone (memcached's data
+  // block of a command lb refused).
+  void skipInput(size_t n) noexcept { skip_ += n; }
+
+  // --- For parse(): routing -------------------------------------------------------------
+  // The host `key` goes to now (the listener's hash tag, the cluster's key hash and
+  // selector, bounded loads and health, the pick counted); false when no backend is usable.
+  bool pickHost(std::string_view key, uint32_t* host) noexcept;
+  // The same for a command without a key, by on_missing_key (random, round_robin); false
+  // for reject or when no backend is usable.
+  bool pickKeyless(uint32_t* host) noexcept;
+  // One fragment of `cmd` to `host`: openFragment gives the server's request chain, the
+  // protocol appends the fragment's bytes, sendFragment queues it. Nothing else may be
+  // appended to any server between the two.
+  ByteChain& openFragment(uint32_t host) noexcept;
+  void sendFragment(CacheCommand* cmd, uint32_t host, uint8_t reply_kind) noexcept;
+  // Before the fragments of a merged command: room for one stored reply per fragment and
+  // `plan_bytes` of the protocol's plan (cmd->plan). False when memory is exhausted.
+  bool merge(CacheCommand* cmd, uint16_t fragments, size_t plan_bytes) noexcept;
+
+  const ListenerSnapshot& listener() const noexcept { return listener_; }
+  const ClusterSnapshot& cluster() const noexcept { return cluster_; }
+  const Limits& limits() const noexcept { return listener_.config->limits; }
+  CacheWorker& cache() noexcept { return cache_; }
+  WorkerEnv& env() noexcept { return env_; }
+  ReplyArena& arena() noexcept { return arena_; }
+  ListenerWorkerStats& listenerStats() noexcept { return lstats_; }
+
+ private:
+  enum class State : uint8_t { kServing, kFinishing, kClosed };
+
+  void parseInput() noexcept;
+  void readStart() noexcept;
+  void readStop() noexcept;
+  void allocInput(uv_buf_t* buf) noexcept;
+  void handleRead(ssize_t n) noexcept;
+  void handleWrite(int status) noexcept;
+  void handleTimer() noexcept;
+  void emitReady() noexcept;
+  void writeOut() noexcept;
+  void maybeResume() noexcept;
+  void releaseInput() noexcept;
+  bool growInput(size_t want) noexcept;
+  void complete(CacheCommand* cmd) noexcept;
+  void detach(CacheCommand* cmd) noexcept;
+  void closeNow(CacheOutcome outcome) noexcept;
+  void logRecord() noexcept;
+  void dirty() noexcept;
+  void callbackDone() noexcept;
+
+  static void onAlloc(uv_handle_t* h, size_t suggested, uv_buf_t* buf);
+  static void onRead(uv_stream_t* s, ssize_t n, const uv_buf_t* buf);
+  static void onWrite(uv_write_t* req, int status);
+  static void onTimer(uv_timer_t* t);
+  static void onClosed(uv_handle_t* h);
+
+  WorkerEnv& env_;
+  CacheWorker& cache_;
+  std::shared_ptr<const Snapshot> snapshot_;
+  const ListenerSnapshot& listener_;
+  const ClusterSnapshot& cluster_;
+  const CacheWire& wire_;
+  ListenerWorkerStats& lstats_;
+  CacheServerTable* table_ = nullptr;
+  uint32_t slot_ = 0;              // which of a group's connections this client uses
+  State state_ = State::kServing;
+  CacheOutcome outcome_ = CacheOutcome::kOk;
+
+  uv_tcp_t down_;
+  uv_timer_t timer_;
+  uv_write_t write_req_;
+  int pending_ = 0;                // close callbacks and a write still to call back
+  bool reading_ = false;
+  bool eof_ = false;
+  bool writing_ = false;
+  size_t write_bytes_ = 0;
+
+  char* in_ = nullptr;             // input: [in_pos_, in_len_) not yet parsed
+  size_t in_pos_ = 0;
+  size_t in_len_ = 0;
+  size_t in_cap_ = 0;
+  bool in_pooled_ = false;
+  size_t need_ = 0;
+  size_t skip_ = 0;
+
+  CacheCommand* head_ = nullptr;   // the client's commands, oldest first
+  CacheCommand* tail_ = nullptr;
+  uint32_t in_flight_ = 0;         // commands in the queue
+  uint64_t next_seq_ = 1;
+  ByteChain out_;
+  ReplyArena arena_;
+
+  uint64_t start_ns_ = 0;
+  uint64_t last_activity_ms_ = 0;
+  uint64_t bytes_in_ = 0;
+  uint64_t bytes_out_ = 0;
+  uint64_t commands_ = 0;
+  uint64_t errors_ = 0;
+  sockaddr_storage peer_{};
+};
+
+}  // namespace lb

@@ -1,0 +1,212 @@
+#include "lb/runtime/cache_worker.h"
+
+#include <cstring>
+#include <new>
+
+#include "lb/runtime/cache_server.h"
+#include "lb/runtime/worker_env.h"
+
+namespace lb {
+
+namespace {
+// Objects kept for reuse; beyond, a returned one is freed (a burst does not pin its peak).
+constexpr size_t kMaxFree = 1 << 16;
+}  // namespace
+
+CacheWorker& CacheWorker::of(WorkerEnv& env) {
+  if (env.cacheService() == nullptr) env.setCacheService(std::make_unique<CacheWorker>(env));
+  return static_cast<CacheWorker&>(*env.cacheService());
+}
+
+CacheWorker::CacheWorker(WorkerEnv& env) : env_(env), flushes_(env.loop()) {
+  free_commands_.reserve(1024);
+  free_fragments_.reserve(1024);
+}
+
+CacheWorker::~CacheWorker() {
+  for (CacheCommand* c : free_commands_) delete c;
+  for (CacheFragment* f : free_fragments_) delete f;
+  for (CacheServerTable* t : tables_) delete t;
+  // Groups whose servers are all gone; any other would be a server still open, which
+  // close() and the loop's last turn rule out.
+  for (CacheServerGroup* g : groups_) delete g;
+}
+
+CacheCommand* CacheWorker::newCommand() noexcept {
+  CacheCommand* c;
+  if (!free_commands_.empty()) {
+    c = free_commands_.back();
+    free_commands_.pop_back();
+    *c = CacheCommand{};
+  } else {
+    c = new (std::nothrow) CacheCommand();
+    if (c == nullptr) return nullptr;
+  }
+  ++commands_out_;
+  return c;
+}
+
+void CacheWorker::freeCommand(CacheCommand* c) noexcept {
+  --commands_out_;
+  if (free_commands_.size() < kMaxFree) {
+    try {
+      free_commands_.push_back(c);
+      return;
+    } catch (...) {
+    }
+  }
+  delete c;
+}
+
+CacheFragment* CacheWorker::newFragment() noexcept {
+  CacheFragment* f;
+  if (!free_fragments_.empty()) {
+    f = free_fragments_.back();
+    free_fragments_.pop_back();
+    *f = CacheFragment{};
+  } else {
+    f = new (std::nothrow) CacheFragment();
+    if (f == nullptr) return nullptr;
+  }
+  ++fragments_out_;
+  return f;
+}
+
+void CacheWorker::freeFragment(CacheFragment* f) noexcept {
+  --fragments_out_;
+  if (free_fragments_.size() < kMaxFree) {
+    try {
+      free_fragments_.push_back(f);
+      return;
+    } catch (...) {
+    }
+  }
+  delete f;
+}
+
+CacheServerGroup* CacheWorker::group(const BackendSnapshot& backend, const CacheWire& wire,
+                                     const ClusterConfig& cluster) {
+  for (CacheServerGroup* g : groups_) {
+    if (g->state != backend.state || g->wire != &wire || g->password != cluster.password ||
+        g->servers.size() != cluster.server_connections ||
+        g->target.address_len != backend.address_len ||
+        memcmp(&g->target.address, &backend.address, backend.address_len) != 0)
+      continue;
+    // A retired group whose servers are still finishing is not reused: it is on its way out.
+    if (g->tables == 0) continue;
+    return g;
+  }
+  auto* g = new CacheServerGroup();
+  g->state = backend.state;
+  g->target.state = backend.state;
+  g->target.address = backend.address;
+  g->target.address_len = backend.address_len;
+  g->wire = &wire;
+  g->password = cluster.password;
+  g->handshake = wire.handshake(cluster.password);
+  g->servers.resize(cluster.server_connections, nullptr);
+  for (auto& s : g->servers) {
+    s = new CacheServer(*this, *g);
+    ++g->open;
+  }
+  groups_.push_back(g);
+  return g;
+}
+
+CacheServerTable* CacheWorker::holdTable(const Snapshot& snapshot, uint32_t cluster,
+                                         const CacheWire& wire) noexcept {
+  if (snapshot.generation > generation_) generation_ = snapshot.generation;
+  for (CacheServerTable* t : tables_) {
+    if (t->generation == snapshot.generation && t->cluster == cluster && t->wire == &wire) {
+      ++t->sessions;
+      return t;
+    }
+  }
+  try {
+    const ClusterSnapshot& c = snapshot.clusters[cluster];
+    auto table = std::make_unique<CacheServerTable>();
+    table->generation = snapshot.generation;
+    table->cluster = cluster;
+    table->wire = &wire;
+    table->hosts.reserve(c.backends.size());
+    for (const BackendSnapshot& b : c.backends) {
+      CacheServerGroup* g = group(b, wire, *c.config);
+      ++g->tables;
+      table->hosts.push_back(g);
+    }
+    if (scratch_.fragment_of_host.size() < c.backends.size())
+      scratch_.fragment_of_host.resize(c.backends.size(), -1);
+    table->sessions = 1;
+    tables_.push_back(table.get());
+    return table.release();
+  } catch (...) {
+    return nullptr;
+  }
+}
+
+void CacheWorker::releaseTable(CacheServerTable* table) noexcept {
+  if (table == nullptr || --table->sessions > 0) return;
+  if (table->generation == generation_ && !closed_) return;   // kept for the next client
+  for (size_t i = 0; i < tables_.size(); ++i)
+    if (tables_[i] == table) {
+      dropTable(i);
+      return;
+    }
+}
+
+void CacheWorker::snapshotChanged(uint64_t generation) noexcept {
+  if (generation > generation_) generation_ = generation;
+  for (size_t i = tables_.size(); i-- > 0;)
+    if (tables_[i]->sessions == 0 && tables_[i]->generation != generation_) dropTable(i);
+}
+
+void CacheWorker::dropTable(size_t index) noexcept {
+  CacheServerTable* t = tables_[index];
+  tables_.erase(tables_.begin() + static_cast<ptrdiff_t>(index));
+  for (CacheServerGroup* g : t->hosts)
+    if (--g->tables == 0) retireGroup(g);
+  delete t;
+}
+
+void CacheWorker::retireGroup(CacheServerGroup* g) noexcept {
+  for (CacheServer* s : g->servers)
+    if (s != nullptr) s->retire();
+}
+
+void CacheWorker::serverGone(CacheServerGroup* g, CacheServer* s) noexcept {
+  for (auto& slot : g->servers)
+    if (slot == s) slot = nullptr;
+  if (--g->open > 0) return;
+  for (size_t i = 0; i < groups_.size(); ++i)
+    if (groups_[i] == g) {
+      groups_.erase(groups_.begin() + static_cast<ptrdiff_t>(i));
+      break;
+    }
+  delete g;
+}
+
+void CacheWorker::close() noexcept {
+  if (closed_) return;
+  closed_ = true;
+  for (size_t i = tables_.size(); i-- > 0;) {
+    tables_[i]->sessions = 0;
+    dropTable(i);
+  }
+  // Copies: a server's close may free its group (serverGone) once its handles are closed,
+  // which is later, in the loop's closing phase; the list itself does not change here.
+  std::vector<CacheServerGroup*> groups = groups_;
+  for (CacheServerGroup* g : groups)
+    for (CacheServer* s : g->servers)
+      if (s != nullptr) s->close();
+  flushes_.close();
+}
+
+size_t CacheWorker::serverCount() const noexcept {
+  size_t n = 0;
+  for (const CacheServerGroup* g : groups_)
+    for (const CacheServer* s : g->servers)
+      if (s != nullptr && s->connected()) ++n;
+  return n;
+}
+
+}  // namespace lb

@@ -1,0 +1,124 @@
+// One worker's share of the cache protocols (redis, memcached): its pipelined server
+// connections, the free lists commands and fragments come from, its flush list, and scratch
+// space a session parses into. WorkerEnv::cache() creates it on a worker's first cache
+// client; Worker::shutdownLoop closes it.
+//
+// Server connections, as twemproxy keeps them: a few long-lived connections per backend
+// (clusters.NAME.server_connections, default 1), shared by every client of the worker, each
+// carrying many clients' commands at once. They are grouped by backend:
+//
+//   CacheServerTable   one per (snapshot, cluster, protocol): the group of each host, by
+//                      host index, so a session finds its server in O(1). Held by the
+//                      sessions that route with that snapshot.
+//   CacheServerGroup   one per (backend, address, protocol, password, connection count):
+//                      its connections. Shared by the tables of every snapshot that keeps the
+//                      backend unchanged, so a reload that does not touch a backend keeps its
+//                      connections; a group no table uses any more retires (each connection
+//                      closes once its queue is empty).
+//
+// Loop thread only.
+#pragma once
+
+#include <uv.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "lb/routing/snapshot.h"
+#include "lb/runtime/cache_command.h"
+#include "lb/runtime/cache_server.h"
+#include "lb/runtime/cache_wire.h"
+#include "lb/runtime/flush_list.h"
+#include "lb/runtime/worker_env.h"
+
+namespace lb {
+
+
+struct CacheServerTable {
+  uint64_t generation = 0;           // the snapshot's
+  uint32_t cluster = 0;              // its index in the snapshot
+  const CacheWire* wire = nullptr;
+  std::vector<CacheServerGroup*> hosts;   // by host index
+  uint32_t sessions = 0;             // sessions that hold it
+};
+
+// Scratch a session fills while it parses and dispatches one command, then forgets: never
+// held across callbacks, so one per worker serves every session. Grows to the largest
+// command seen (bounded by limits.max_arguments), then allocates no more.
+struct CacheScratch {
+  std::vector<std::string_view> args;
+  std::string text;                  // decoded inline arguments
+  std::vector<uint32_t> hosts;       // the host of each key
+  std::vector<uint32_t> order;       // key indices sorted by fragment
+  std::vector<int32_t> fragment_of_host;   // -1 between uses; sized to the largest cluster
+  std::vector<uint32_t> cursor;      // per fragment: a position while splitting or merging
+  std::vector<uint32_t> fragment_hosts;   // the host of each fragment
+  std::vector<std::string_view> keys;     // a split command's keys
+  std::vector<uint16_t> key_fragments;    // the fragment of each of them
+};
+
+class CacheWorker final : public CacheServerHost, public WorkerService {
+ public:
+  // `env` outlives this; the flush list's handle starts on env's loop.
+  explicit CacheWorker(WorkerEnv& env);
+  ~CacheWorker();
+  CacheWorker(const CacheWorker&) = delete;
+  CacheWorker& operator=(const CacheWorker&) = delete;
+
+  // The worker's CacheWorker, made on first use (a worker without redis or memcached
+  // listeners never has one).
+  static CacheWorker& of(WorkerEnv& env);
+
+  WorkerEnv& env() noexcept override { return env_; }
+  FlushList& flushes() noexcept override { return flushes_; }
+  CacheScratch& scratch() noexcept { return scratch_; }
+
+  // Free lists. new* never fails silently: nullptr only when memory is exhausted.
+  CacheCommand* newCommand() noexcept;
+  void freeCommand(CacheCommand* c) noexcept;
+  CacheFragment* newFragment() noexcept;
+  void freeFragment(CacheFragment* f) noexcept override;
+  // Objects handed out and not returned (a test checks that nothing leaks).
+  size_t commandsOut() const noexcept { return commands_out_; }
+  size_t fragmentsOut() const noexcept { return fragments_out_; }
+
+  // The servers of cluster `cluster` of `snapshot` for `wire`'s protocol, held for one
+  // session until releaseTable. nullptr only when memory is exhausted.
+  CacheServerTable* holdTable(const Snapshot& snapshot, uint32_t cluster,
+                              const CacheWire& wire) noexcept;
+  void releaseTable(CacheServerTable* table) noexcept;
+  // The worker has a new snapshot: tables of older ones that no session holds go, and the
+  // groups only they used retire.
+  void snapshotChanged(uint64_t generation) noexcept override;
+  // Server `s` of `group` has closed for good and is freeing itself.
+  void serverGone(CacheServerGroup* group, CacheServer* s) noexcept override;
+
+  // Worker stop: every server connection closes now (their fragments are failed), and the
+  // flush list's handle closes. Sessions are aborted before this.
+  void close() noexcept override;
+
+  size_t serverCount() const noexcept;   // open server connections (tests)
+
+ private:
+  CacheServerGroup* group(const BackendSnapshot& backend, const CacheWire& wire,
+                          const ClusterConfig& cluster);
+  void dropTable(size_t index) noexcept;
+  void retireGroup(CacheServerGroup* g) noexcept;
+
+  WorkerEnv& env_;
+  FlushList flushes_;
+  CacheScratch scratch_;
+  std::vector<CacheCommand*> free_commands_;
+  std::vector<CacheFragment*> free_fragments_;
+  size_t commands_out_ = 0;
+  size_t fragments_out_ = 0;
+  uint64_t generation_ = 0;          // the newest snapshot this worker has seen
+  std::vector<CacheServerTable*> tables_;
+  std::vector<CacheServerGroup*> groups_;
+  bool closed_ = false;
+};
+
+}  // namespace lb
