@@ -31,16 +31,23 @@ struct BackendSnapshot {
   double keyspace_share = 0;                // fraction of the key space this backend owns
 };
 
-// LoadView over a cluster's shared live-load counters and health flags.
+// LoadView over a cluster's shared live-load counters and health flags, and the cluster's
+// panic flag: in panic every host is usable (the pick routes by the table as if all were
+// healthy). The flag is read only when a host is unhealthy, so a pick whose host is up pays
+// nothing for it, and one past a down host one relaxed load; never a scan of the hosts.
 class ClusterLoads final : public LoadView {
  public:
-  explicit ClusterLoads(const std::vector<BackendSnapshot>* backends) : backends_(backends) {}
+  // `panic` may be null (never in panic): tests that stand a cluster up by hand.
+  explicit ClusterLoads(const std::vector<BackendSnapshot>* backends,
+                        const std::atomic<bool>* panic = nullptr)
+      : backends_(backends), panic_(panic) {}
   uint64_t load(uint32_t host) const noexcept override;
   uint64_t totalLoad() const noexcept override;
   bool usable(uint32_t host) const noexcept override;
 
  private:
   const std::vector<BackendSnapshot>* backends_;
+  const std::atomic<bool>* panic_;
 };
 
 struct ClusterSnapshot {
@@ -49,6 +56,7 @@ struct ClusterSnapshot {
   std::unique_ptr<SelectorTable> table;
   std::optional<BoundedLoad> bounded;       // set when hash_balance_factor > 0
   std::vector<BackendSnapshot> backends;    // index = host index in table
+  std::shared_ptr<ClusterState> state;      // the panic flag, kept across reloads
   std::unique_ptr<ClusterLoads> loads;
   // Each worker's place in the round-robin rotation for keyless requests (on_missing_key =
   // "round_robin"; lb/routing/rotation.h). Starts afresh with each snapshot.
@@ -85,18 +93,20 @@ struct Snapshot {
   const ListenerSnapshot* findListener(const std::string& name) const;
 };
 
-// Main thread only. Keeps BackendState and ListenerState alive across reloads so that a
-// backend (cluster, name) that stays keeps its live counter and statistics.
+// Main thread only. Keeps BackendState, ClusterState and ListenerState alive across reloads
+// so that a backend (cluster, name) that stays keeps its live counter, statistics and health.
 class StateRegistry {
  public:
   explicit StateRegistry(unsigned workers) : workers_(workers) {}
   std::shared_ptr<BackendState> backend(const std::string& cluster, const std::string& name);
+  std::shared_ptr<ClusterState> cluster(const std::string& name);
   std::shared_ptr<ListenerState> listener(const std::string& name);
   unsigned workers() const { return workers_; }
 
  private:
   unsigned workers_;
   std::map<std::pair<std::string, std::string>, std::weak_ptr<BackendState>> backends_;
+  std::map<std::string, std::weak_ptr<ClusterState>> clusters_;
   std::map<std::string, std::weak_ptr<ListenerState>> listeners_;
 };
 
