@@ -27,6 +27,7 @@ struct BackendTotals {
   uint64_t latency_le[kLatencyBuckets.size()] = {};
   uint64_t latency_count = 0, latency_sum_us = 0;
   int64_t connections = 0;
+  uint64_t failures[kBackendFailureKinds] = {};
 };
 
 BackendTotals sumBackend(const BackendState& s) {
@@ -41,6 +42,7 @@ BackendTotals sumBackend(const BackendState& s) {
     t.latency_count += ws.latency_count.get();
     t.latency_sum_us += ws.latency_sum_us.get();
     t.connections += ws.connections.get();
+    for (int k = 0; k < kBackendFailureKinds; ++k) t.failures[k] += ws.failures[k].get();
   }
   return t;
 }
@@ -129,6 +131,27 @@ std::vector<MetricFamily> collectSnapshotMetrics(const Snapshot& snap) {
                             "bounded loads (hash_balance_factor); absent when off.",
                             MetricType::Gauge, n);
 
+  MetricFamily connect_failures = family("lb_backend_connect_failures_total",
+                                         "Connections to the backend that failed, by reason: "
+                                         "refused, timeout (timeouts.connect), reset (closed "
+                                         "before the backend sent anything).",
+                                         MetricType::Counter, n * kConnectFailureKinds);
+  MetricFamily checks = family("lb_backend_health_checks_total",
+                               "Active health checks of the backend by result: ok, fail, "
+                               "timeout.",
+                               MetricType::Counter, n * kCheckResults);
+  MetricFamily transitions = family("lb_backend_health_transitions_total",
+                                    "Times the backend went up (picked again) or down (skipped) "
+                                    "by active checks or outlier ejection.",
+                                    MetricType::Counter, n * 2);
+  MetricFamily ejections = family("lb_backend_ejections_total",
+                                  "Times outlier detection ejected the backend.",
+                                  MetricType::Counter, n);
+  MetricFamily panic = family("lb_cluster_panic",
+                              "1 while fewer than panic_threshold percent of the cluster's "
+                              "backends are healthy and picks ignore health.",
+                              MetricType::Gauge, snap.clusters.size());
+
   std::vector<int64_t> live;
   for (const ClusterSnapshot& c : snap.clusters) {
     const std::string& cluster = c.config->name;
@@ -166,7 +189,25 @@ std::vector<MetricFamily> collectSnapshotMetrics(const Snapshot& snap) {
       addGauge(weight, labels(), b.config->weight);
       addGauge(share, labels(), b.keyspace_share);
       if (c.bounded) addGauge(cap, labels(), static_cast<double>(c.bounded->cap(i, total)));
+      for (int k = 0; k < kConnectFailureKinds; ++k)
+        addCounter(connect_failures,
+                   labels3("reason", connectFailureLabel(static_cast<BackendFailure>(k))),
+                   static_cast<double>(t.failures[k]));
+      const HealthRecord& h = s.health;
+      if (c.config->health)
+        for (int r = 0; r < kCheckResults; ++r)
+          addCounter(checks, labels3("result", checkResultName(static_cast<CheckResult>(r))),
+                     static_cast<double>(h.checks[r].get()));
+      if (c.config->health || c.config->outlier) {
+        addCounter(transitions, labels3("to", "up"), static_cast<double>(h.transitions[0].get()));
+        addCounter(transitions, labels3("to", "down"),
+                   static_cast<double>(h.transitions[1].get()));
+      }
+      if (c.config->outlier)
+        addCounter(ejections, labels(), static_cast<double>(h.ejections.get()));
     }
+    const bool in_panic = c.state && c.state->panic.load(std::memory_order_relaxed);
+    addGauge(panic, {{"cluster", cluster}}, in_panic ? 1 : 0);
   }
 
   const size_t nl = snap.listeners.size();
@@ -213,9 +254,10 @@ std::vector<MetricFamily> collectSnapshotMetrics(const Snapshot& snap) {
   }
 
   std::vector<MetricFamily> out;
-  out.reserve(14);
+  out.reserve(19);
   for (MetricFamily* f : {&active, &conns, &requests, &picks, &bytes, &latency, &healthy, &weight,
-                          &share, &cap, &down_conns, &over_limit, &down_requests, &errors})
+                          &share, &cap, &connect_failures, &checks, &transitions, &ejections,
+                          &panic, &down_conns, &over_limit, &down_requests, &errors})
     if (!f->metric.empty()) out.push_back(std::move(*f));
   return out;
 }
