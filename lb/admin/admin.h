@@ -19,7 +19,8 @@
 //              health and live loads. Query values are percent-decoded, '+' as a space (as
 //              HTML forms and curl --data-urlencode send them). 400 when a parameter is
 //              missing or malformed, 404 for an unknown cluster.
-// Limits: 16 KiB per request (431 beyond), 64 connections, 30 s to send each request.
+// Limits: a 16 KiB request head (431 beyond) and body (413 beyond), 64 connections, 30 s for
+// each request and its answer. Served by lb's HTTP server (lb/http/server.h).
 #pragma once
 
 #include <uv.h>

@@ -43,7 +43,7 @@ AdminResponse Admin::handle(const AdminRequest& req) {
 Admin* startAdmin(uv_loop_t* loop, const std::string& listen, AdminHooks hooks,
                   std::string* error) {
   auto* admin = new Admin(std::move(hooks));
-  admin->server_ = AdminHttpServer::start(
+  admin->server_ = startAdminHttp(
       loop, listen, [admin](const AdminRequest& r) { return admin->handle(r); },
       [admin] { delete admin; }, error);
   if (admin->server_ == nullptr) {
@@ -51,9 +51,7 @@ Admin* startAdmin(uv_loop_t* loop, const std::string& listen, AdminHooks hooks,
     return nullptr;
   }
   // The bound port, not the configured one: with port 0, tests read it from this line.
-  const std::string bound =
-      listen.substr(0, listen.rfind(':') + 1) + std::to_string(admin->port());
-  LB_INFO("admin listening on %s", bound.c_str());
+  LB_INFO("admin listening on %s", admin->server_->address().c_str());
   return admin;
 }
 

@@ -31,7 +31,7 @@ class Admin {
 
   AdminHooks hooks_;
   Metrics metrics_;
-  AdminHttpServer* server_ = nullptr;   // frees itself; its on_closed deletes this
+  HttpServer* server_ = nullptr;   // frees itself; its on_closed deletes this
 };
 
 }  // namespace lb

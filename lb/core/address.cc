@@ -13,8 +13,8 @@ const char kExample[] = "e.g. 127.0.0.1:9001 or [::1]:9001";
 
 std::string quoted(std::string_view text) { return "'" + std::string(text) + "'"; }
 
-// Decimal 1-65535, no sign, no leading '+', at most 5 digits.
-bool parsePort(std::string_view text, std::string_view port, uint16_t* out,
+// Decimal 1-65535 (0-65535 with PortZero::kAllow), no sign, no leading '+', at most 5 digits.
+bool parsePort(std::string_view text, std::string_view port, PortZero port_zero, uint16_t* out,
                std::string* error) {
   if (port.empty()) {
     *error = quoted(text) + " has no port (use host:port, " + kExample + ")";
@@ -28,8 +28,10 @@ bool parsePort(std::string_view text, std::string_view port, uint16_t* out,
     }
     n = n * 10 + static_cast<uint32_t>(c - '0');
   }
-  if (n < 1 || n > 65535) {
-    *error = quoted(text) + ": port must be 1-65535, got " + std::to_string(n);
+  const uint32_t lowest = port_zero == PortZero::kAllow ? 0 : 1;
+  if (n < lowest || n > 65535) {
+    *error = quoted(text) + ": port must be " + std::to_string(lowest) + "-65535, got " +
+             std::to_string(n);
     return false;
   }
   *out = static_cast<uint16_t>(n);
@@ -39,7 +41,7 @@ bool parsePort(std::string_view text, std::string_view port, uint16_t* out,
 }  // namespace
 
 bool parseAddress(std::string_view text, sockaddr_storage* out, socklen_t* len,
-                  std::string* error) {
+                  std::string* error, PortZero port_zero) {
   if (text.empty()) {
     *error = std::string("address is empty (use host:port, ") + kExample + ")";
     return false;
@@ -86,7 +88,7 @@ bool parseAddress(std::string_view text, sockaddr_storage* out, socklen_t* len,
       *error = quoted(text) + ": '" + host + "' is not a numeric IPv6 address";
       return false;
     }
-    if (!parsePort(text, port, &port_number, error)) return false;
+    if (!parsePort(text, port, port_zero, &port_number, error)) return false;
     sin6->sin6_family = AF_INET6;
     sin6->sin6_port = htons(port_number);
     *len = sizeof(sockaddr_in6);
@@ -98,7 +100,7 @@ bool parseAddress(std::string_view text, sockaddr_storage* out, socklen_t* len,
                "address (lb does not resolve names)";
       return false;
     }
-    if (!parsePort(text, port, &port_number, error)) return false;
+    if (!parsePort(text, port, port_zero, &port_number, error)) return false;
     sin->sin_family = AF_INET;
     sin->sin_port = htons(port_number);
     *len = sizeof(sockaddr_in);

@@ -11,11 +11,17 @@
 
 namespace lb {
 
-// Parses "a.b.c.d:port" or "[v6]:port" (port 1-65535, decimal) into *out and *len, ready for
-// bind() or connect(). On failure returns false, leaves *out untouched and sets *error to a
-// message that quotes the text and says what to write instead. Pure; any thread.
+// Port 0 asks the kernel for any free port: right for a server a test starts and asks for
+// its port (the admin server, lb-origin), never in a config, where it would change on
+// every start.
+enum class PortZero { kRefuse, kAllow };
+
+// Parses "a.b.c.d:port" or "[v6]:port" (port 1-65535, decimal; 0 too with PortZero::kAllow)
+// into *out and *len, ready for bind() or connect(). On failure returns false, leaves *out
+// untouched and sets *error to a message that quotes the text and says what to write
+// instead. The one address parser of lb and lb-origin. Pure; any thread.
 bool parseAddress(std::string_view text, sockaddr_storage* out, socklen_t* len,
-                  std::string* error);
+                  std::string* error, PortZero port_zero = PortZero::kRefuse);
 
 // "127.0.0.1:9001" or "[::1]:9001"; "?" for a family other than AF_INET or AF_INET6.
 std::string formatAddress(const sockaddr* address);

@@ -25,8 +25,8 @@ bool isIdempotentMethod(uint8_t m) noexcept {
   }
 }
 
-const llhttp_settings_t* HttpParser::settings() noexcept {
-  static const llhttp_settings_t s = [] {
+const llhttp_settings_t* HttpParser::settings(bool with_body) noexcept {
+  static const llhttp_settings_t plain = [] {
     llhttp_settings_t t;
     llhttp_settings_init(&t);
     t.on_message_begin = &HttpParser::onMessageBegin;
@@ -49,11 +49,17 @@ const llhttp_settings_t* HttpParser::settings() noexcept {
     };
     return t;
   }();
-  return &s;
+  // A separate set, so that a parser without a sink costs no call per body piece.
+  static const llhttp_settings_t reporting = [] {
+    llhttp_settings_t t = plain;
+    t.on_body = &HttpParser::onBody;
+    return t;
+  }();
+  return with_body ? &reporting : &plain;
 }
 
-HttpParser::HttpParser(llhttp_type_t type) {
-  llhttp_init(&parser_, type, settings());
+HttpParser::HttpParser(llhttp_type_t type, HttpBodySink* body) : body_sink_(body) {
+  llhttp_init(&parser_, type, settings(body != nullptr));
   parser_.data = this;
 }
 
@@ -211,6 +217,14 @@ int HttpParser::onHeadersComplete(llhttp_t* p) {
   h->has_body_ = (p->flags & F_CHUNKED) || h->content_length_ > 0 ||
                  llhttp_message_needs_eof(p);
   return HPE_PAUSED;
+}
+
+int HttpParser::onBody(llhttp_t* p, const char* at, size_t len) {
+  // llhttp closes an open span at the end of every execute, so a feed of no new bytes in the
+  // middle of a body reports an empty piece: not body, and an echo would write it as the
+  // last chunk.
+  if (len > 0) self(p)->body_sink_->onBody(at, len);
+  return 0;
 }
 
 int HttpParser::onMessageComplete(llhttp_t* p) {

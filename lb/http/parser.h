@@ -44,6 +44,17 @@ struct ParsedHead {
   }
 };
 
+// Receives a message's body as llhttp decodes it (chunk framing removed), piece by piece from
+// inside feed(). For the HTTP server helper (lb/http/server_conn.h), whose handlers read
+// bodies; the proxy passes bodies through with their framing and sets none.
+class HttpBodySink {
+ public:
+  virtual void onBody(const char* data, size_t len) noexcept = 0;
+
+ protected:
+  ~HttpBodySink() = default;
+};
+
 class HttpParser {
  public:
   enum class Result {
@@ -54,7 +65,8 @@ class HttpParser {
   };
   enum class Error { kNone, kMalformed, kTooManyHeaders, kBodyTooLarge };
 
-  explicit HttpParser(llhttp_type_t type);
+  // With a `body` sink, every body byte is also reported to it (it must outlive the parser).
+  explicit HttpParser(llhttp_type_t type, HttpBodySink* body = nullptr);
   HttpParser(const HttpParser&) = delete;
   HttpParser& operator=(const HttpParser&) = delete;
 
@@ -105,11 +117,13 @@ class HttpParser {
   static int onHeaderValueComplete(llhttp_t* p);
   static int onHeadersComplete(llhttp_t* p);
   static int onMessageComplete(llhttp_t* p);
-  static const llhttp_settings_t* settings() noexcept;
+  static int onBody(llhttp_t* p, const char* at, size_t len);
+  static const llhttp_settings_t* settings(bool with_body) noexcept;
 
   void extend(Span* s, bool* open, const char* at, size_t len) noexcept;
 
   llhttp_t parser_;
+  HttpBodySink* body_sink_;
   ParsedHead head_;
   const char* base_ = nullptr;
   Error error_ = Error::kNone;

@@ -1,8 +1,12 @@
 #include "lb/http/rewrite.h"
 
+#include <array>
 #include <cstring>
+#include <iterator>
+#include <string>
 
 #include "lb/core/strings.h"
+#include "lb/http/status.h"
 
 namespace lb {
 
@@ -190,32 +194,16 @@ size_t writeDownstreamResponse(const ParsedHead& head, const char* base,
 }
 
 std::string_view errorResponse(int status) noexcept {
-  switch (status) {
-    case 400:
-      return "HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\nContent-Length: 12\r\n"
-             "Connection: close\r\n\r\nbad request\n";
-    case 408:
-      return "HTTP/1.1 408 Request Timeout\r\nContent-Type: text/plain\r\nContent-Length: 16\r\n"
-             "Connection: close\r\n\r\nrequest timeout\n";
-    case 413:
-      return "HTTP/1.1 413 Content Too Large\r\nContent-Type: text/plain\r\nContent-Length: 18\r\n"
-             "Connection: close\r\n\r\ncontent too large\n";
-    case 431:
-      return "HTTP/1.1 431 Request Header Fields Too Large\r\nContent-Type: text/plain\r\n"
-             "Content-Length: 32\r\nConnection: close\r\n\r\nrequest header fields too large\n";
-    case 502:
-      return "HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/plain\r\nContent-Length: 12\r\n"
-             "Connection: close\r\n\r\nbad gateway\n";
-    case 503:
-      return "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\n"
-             "Content-Length: 20\r\nConnection: close\r\n\r\nservice unavailable\n";
-    case 504:
-      return "HTTP/1.1 504 Gateway Timeout\r\nContent-Type: text/plain\r\nContent-Length: 16\r\n"
-             "Connection: close\r\n\r\ngateway timeout\n";
-    default:
-      return "HTTP/1.1 500 Internal Server Error\r\nContent-Type: text/plain\r\n"
-             "Content-Length: 22\r\nConnection: close\r\n\r\ninternal server error\n";
-  }
+  // Built once from the reason-phrase table, so that answering an error never allocates.
+  static constexpr int kStatuses[] = {400, 408, 413, 431, 502, 503, 504, 500};
+  static const auto kResponses = [] {
+    std::array<std::string, std::size(kStatuses)> all;
+    for (size_t i = 0; i < all.size(); ++i) all[i] = closingResponse(kStatuses[i]);
+    return all;
+  }();
+  size_t i = 0;
+  while (kStatuses[i] != status && kStatuses[i] != 500) ++i;   // 500 for any other
+  return kResponses[i];
 }
 
 }  // namespace lb

@@ -1,7 +1,6 @@
 #include "lb/routing/snapshot.h"
 
-#include <uv.h>
-
+#include "lb/core/address.h"
 #include "lb/core/log_sink.h"
 #include "lb/routing/cluster_table.h"
 #include "plugins/builtin.h"
@@ -82,21 +81,6 @@ std::vector<double> keyspaceShares(const SelectorTable& table, const KeyHash& ke
   return shares;
 }
 
-bool resolveAddress(const std::string& address, sockaddr_storage* out, socklen_t* len) {
-  // Numeric host:port or [v6]:port only; the loader has already validated the form.
-  auto colon = address.rfind(':');
-  if (colon == std::string::npos) return false;
-  std::string host = address.substr(0, colon);
-  int port = atoi(address.c_str() + colon + 1);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
-    host = host.substr(1, host.size() - 2);
-    *len = sizeof(sockaddr_in6);
-    return uv_ip6_addr(host.c_str(), port, reinterpret_cast<sockaddr_in6*>(out)) == 0;
-  }
-  *len = sizeof(sockaddr_in);
-  return uv_ip4_addr(host.c_str(), port, reinterpret_cast<sockaddr_in*>(out)) == 0;
-}
-
 Result<std::shared_ptr<const Snapshot>> buildSnapshot(Config config, StateRegistry& registry,
                                                       uint64_t generation) {
   auto snap = std::make_shared<Snapshot>();
@@ -131,10 +115,11 @@ Result<std::shared_ptr<const Snapshot>> buildSnapshot(Config config, StateRegist
       b.config = &cc.backends[i];
       b.state = registry.backend(cc.name, b.config->name);
       b.keyspace_share = shares[i];
-      if (!resolveAddress(b.config->address, &b.address, &b.address_len))
+      std::string why;
+      if (!parseAddress(b.config->address, &b.address, &b.address_len, &why))
         errors.push_back({file, b.config->pos,
                           "clusters." + cc.name + ".backends[" + std::to_string(i) + "].address",
-                          "cannot resolve '" + b.config->address + "'"});
+                          why});
     }
     cs.loads = std::make_unique<ClusterLoads>(&cs.backends, &cs.state->panic);
     cs.rotation = Rotation(registry.workers());
@@ -154,9 +139,9 @@ Result<std::shared_ptr<const Snapshot>> buildSnapshot(Config config, StateRegist
     if (!found)
       errors.push_back({file, lc.pos, "listeners." + lc.name + ".cluster",
                         "cluster '" + lc.cluster + "' is not defined"});
-    if (!resolveAddress(lc.listen, &ls.listen_address, &ls.listen_address_len))
-      errors.push_back({file, lc.pos, "listeners." + lc.name + ".listen",
-                        "cannot resolve '" + lc.listen + "'"});
+    std::string why;
+    if (!parseAddress(lc.listen, &ls.listen_address, &ls.listen_address_len, &why))
+      errors.push_back({file, lc.pos, "listeners." + lc.name + ".listen", why});
     if (!lc.hash.empty()) {
       auto chain = KeyChain::build(lc.hash, protocolName(lc.protocol), file, "listeners." + lc.name + ".hash");
       if (chain.ok())

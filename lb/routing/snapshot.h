@@ -110,9 +110,6 @@ class StateRegistry {
   std::map<std::string, std::weak_ptr<ListenerState>> listeners_;
 };
 
-// Numeric "host:port" or "[v6]:port" to a socket address; false when it does not parse.
-bool resolveAddress(const std::string& address, sockaddr_storage* out, socklen_t* len);
-
 // The fraction of the key space each host owns under `table`, by sampling evenly spaced
 // hashes over the key hash's range (key_hash.bits: 64 for XXH64, 32 for CRC32 and most of
 // twemproxy's hashes, 15 for its crc32).

@@ -24,7 +24,7 @@ class AdminHttpTest : public ::testing::Test {
   void start(AdminLimits limits = {}) {
     server_ = loop_.run([&] {
       std::string error;
-      auto* s = AdminHttpServer::start(
+      auto* s = startAdminHttp(
           loop_.loop(), "127.0.0.1:0",
           [this](const AdminRequest& r) {
             ++requests_;
@@ -56,7 +56,7 @@ class AdminHttpTest : public ::testing::Test {
   }
 
   LoopThread loop_;
-  AdminHttpServer* server_ = nullptr;
+  HttpServer* server_ = nullptr;
   int port_ = 0;
   std::atomic<int> requests_{0};
   std::atomic<bool> closed_{false};
@@ -224,9 +224,8 @@ TEST_F(AdminHttpTest, StopCancelsAWriteInFlight) {
 TEST(AdminHttpStartTest, FailsOnUnparsableAddress) {
   LoopThread loop;
   std::string error;
-  auto* s = loop.run([&] {
-    return AdminHttpServer::start(loop.loop(), "nonsense", nullptr, nullptr, &error);
-  });
+  auto* s =
+      loop.run([&] { return startAdminHttp(loop.loop(), "nonsense", nullptr, nullptr, &error); });
   EXPECT_EQ(s, nullptr);
   EXPECT_NE(error.find("nonsense"), std::string::npos);
   EXPECT_TRUE(loop.stop());
@@ -234,16 +233,16 @@ TEST(AdminHttpStartTest, FailsOnUnparsableAddress) {
 
 TEST(AdminHttpStartTest, FailsWhenPortIsTaken) {
   LoopThread loop;
-  AdminHttpServer* first = loop.run([&] {
+  HttpServer* first = loop.run([&] {
     std::string e;
-    return AdminHttpServer::start(loop.loop(), "127.0.0.1:0", nullptr, nullptr, &e);
+    return startAdminHttp(loop.loop(), "127.0.0.1:0", nullptr, nullptr, &e);
   });
   ASSERT_NE(first, nullptr);
   int port = loop.run([&] { return first->port(); });
   std::string error;
   auto* second = loop.run([&] {
-    return AdminHttpServer::start(loop.loop(), "127.0.0.1:" + std::to_string(port), nullptr,
-                                  nullptr, &error);
+    return startAdminHttp(loop.loop(), "127.0.0.1:" + std::to_string(port), nullptr, nullptr,
+                          &error);
   });
   EXPECT_EQ(second, nullptr);
   EXPECT_NE(error.find("cannot listen"), std::string::npos) << error;

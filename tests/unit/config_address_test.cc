@@ -73,6 +73,16 @@ TEST(AddressTest, RejectsBadPorts) {
             "'127.0.0.1:' has no port (use host:port, e.g. 127.0.0.1:9001 or [::1]:9001)");
 }
 
+TEST(AddressTest, TakesPortZeroOnlyWhenAskedTo) {
+  sockaddr_storage addr{};
+  socklen_t len = 0;
+  std::string error;
+  ASSERT_TRUE(parseAddress("[::1]:0", &addr, &len, &error, PortZero::kAllow)) << error;
+  EXPECT_EQ(formatAddress(reinterpret_cast<const sockaddr*>(&addr)), "[::1]:0");
+  EXPECT_FALSE(parseAddress("127.0.0.1:65536", &addr, &len, &error, PortZero::kAllow));
+  EXPECT_EQ(error, "'127.0.0.1:65536': port must be 0-65535, got 65536");
+}
+
 TEST(AddressTest, RejectsMalformedShapes) {
   EXPECT_EQ(rejection(""), "address is empty (use host:port, e.g. 127.0.0.1:9001 or [::1]:9001)");
   EXPECT_EQ(rejection("127.0.0.1"),

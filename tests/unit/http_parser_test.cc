@@ -69,6 +69,39 @@ TEST(HttpParserTest, ChunkedBodyPassesThroughWithItsFramingAndStopsAtTheEnd) {
   EXPECT_EQ(s.substr(c, c2), body);
 }
 
+TEST(HttpParserTest, BodySinkGetsTheChunkedBodyWithoutItsFraming) {
+  struct Collect : HttpBodySink {
+    std::string body;
+    void onBody(const char* data, size_t len) noexcept override { body.append(data, len); }
+  } sink;
+  std::string s = "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+                  "5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n";
+  HttpParser p(HTTP_REQUEST, &sink);
+  size_t c = 0;
+  ASSERT_EQ(feedAll(p, s, 0, &c), HttpParser::Result::kHeadComplete);
+  p.resumeAfterHead(false);
+  size_t c2 = 0;
+  EXPECT_EQ(feedAll(p, s, c, &c2), HttpParser::Result::kMessageComplete);
+  EXPECT_EQ(sink.body, "hello world");
+}
+
+TEST(HttpParserTest, BodySinkNeverGetsAnEmptyPiece) {
+  struct Count : HttpBodySink {
+    int empty = 0;
+    void onBody(const char*, size_t len) noexcept override { empty += len == 0; }
+  } sink;
+  std::string s = "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nhello";
+  HttpParser p(HTTP_REQUEST, &sink);
+  size_t c = 0;
+  ASSERT_EQ(feedAll(p, s, 0, &c), HttpParser::Result::kHeadComplete);
+  p.resumeAfterHead(false);
+  size_t c2 = 0;
+  ASSERT_EQ(feedAll(p, s, c, &c2), HttpParser::Result::kNeedMore);
+  // No new bytes, mid-body: llhttp still closes its body span.
+  ASSERT_EQ(p.feed(s.data(), s.data() + s.size(), 0, &c2), HttpParser::Result::kNeedMore);
+  EXPECT_EQ(sink.empty, 0);
+}
+
 TEST(HttpParserTest, ContentLengthWithTransferEncodingIsRejected) {
   std::string s =
       "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n";

@@ -1,21 +1,20 @@
 // One client connection of lb-origin, the test origin server (tools/origin/main.cc documents the
-// per-request behaviours). Requests are parsed with llhttp and answered strictly in order, one
-// at a time: the parser pauses at the end of each message until that message's response has
-// been queued, so pipelined requests never overtake each other.
+// per-request behaviours): the HttpHandler that lb's HTTP server (lb/http/server_conn.h) gives
+// each connection. The server parses and answers pipelined requests strictly in order, one at
+// a time, and does the lingering close; this object decides what each request gets and
+// streams it: an echoed body as it arrives, /bytes one chunk per drained write, a delay on a
+// timer, a raw echo after an upgrade.
 //
-// Loop thread only. The object owns its uv handles (handle.data = this) and deletes itself in
-// the last close callback; nothing else may delete it.
+// Loop thread only; the server connection owns and deletes it.
 #pragma once
-
-#include <llhttp.h>
-#include <uv.h>
 
 #include <atomic>
 #include <cstdint>
-#include <set>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "lb/http/server_conn.h"
 
 namespace lb::origin {
 
@@ -27,109 +26,53 @@ struct OriginShared {
   std::atomic<int64_t> connections_active{0};
 };
 
-// Shared by origin_conn.cc and origin_respond.cc.
-const char* reasonPhrase(int status);   // "OK" for 200; "Status" for codes it does not know
-std::string hexSize(uint64_t n);          // a chunk-size line's number: 1000 -> "3e8"
+std::string hexSize(uint64_t n);   // a chunk-size line's number: 1000 -> "3e8"
 
-class OriginConn {
+class OriginConn final : public HttpHandler {
  public:
-  // Accepts one pending connection on `server` and starts reading. Registers itself in
-  // `live` (the worker's set, used to close everything on shutdown) until it is freed.
-  // Returns false when accept fails (nothing is left allocated).
-  static bool accept(uv_stream_t* server, OriginShared* shared, std::set<OriginConn*>* live);
-
+  explicit OriginConn(OriginShared* shared);
+  ~OriginConn() override;
   OriginConn(const OriginConn&) = delete;
   OriginConn& operator=(const OriginConn&) = delete;
 
-  // Closes now (idempotent); with reset = true the peer gets RST instead of FIN. Pending
-  // writes are cancelled; the object is freed in the last close callback.
-  void close(bool reset = false);
+  void onRequest(HttpServerConn& conn, const HttpRequestHead& head) override;
+  void onBody(HttpServerConn& conn, std::string_view data) override;
+  void onRequestComplete(HttpServerConn& conn) override;
+  void onWritten(HttpServerConn& conn) override;
+  void onTimer(HttpServerConn& conn) override;
+  void onTunnelData(HttpServerConn& conn, std::string_view data) override;
 
  private:
-  enum class Mode { kFixed, kEcho, kBytes, kTunnel };
+  enum class Mode { kFixed, kEcho, kBytes };
 
-  // One request/response exchange.
+  // The current request, copied from its head (a delayed answer outlives the head's view),
+  // and how its answer goes.
   struct Exchange {
+    std::string method;
     std::string url;
     std::vector<std::pair<std::string, std::string>> headers;
-    bool in_value = false;
-    size_t head_bytes = 0;
-    bool head_done = false;
-    bool message_done = false;
-    bool response_started = false;
-    bool response_done = false;
-    bool keep_alive = true;
-    bool is_head = false;
+    uint8_t method_code = 0;
+    int http_major = 1, http_minor = 1;
+    bool has_body = false;
+    bool chunked_in = false;
+    uint64_t content_length = 0;
+    bool upgrade = false;
     bool chunked_out = false;
-    bool websocket = false;
     Mode mode = Mode::kFixed;
+    bool answer_done = false;
     uint64_t body_bytes = 0;       // request body bytes seen
     uint64_t bytes_left = 0;       // /bytes: still to send
-    uint64_t delay_ms = 0;
-    bool delayed = false;          // the delay already ran
   };
 
-  OriginConn(OriginShared* shared, std::set<OriginConn*>* live);
-  ~OriginConn();
-
-  // libuv trampolines: recover `this` from handle->data, never throw.
-  static void onAlloc(uv_handle_t* h, size_t suggested, uv_buf_t* buf);
-  static void onRead(uv_stream_t* s, ssize_t n, const uv_buf_t* buf);
-  static void onWrite(uv_write_t* req, int status);
-  static void onShutdown(uv_shutdown_t* req, int status);
-  static void onTimer(uv_timer_t* t);
-  static void onClosed(uv_handle_t* h);
-
-  // llhttp trampolines.
-  static int onMessageBegin(llhttp_t* p);
-  static int onUrl(llhttp_t* p, const char* at, size_t n);
-  static int onHeaderField(llhttp_t* p, const char* at, size_t n);
-  static int onHeaderValue(llhttp_t* p, const char* at, size_t n);
-  static int onHeadersComplete(llhttp_t* p);
-  static int onBody(llhttp_t* p, const char* at, size_t n);
-  static int onMessageComplete(llhttp_t* p);
-  static const llhttp_settings_t* settings();
-
-  void handleRead(ssize_t n, const uv_buf_t* buf);
-  void handleWriteDone(int status, bool bytes_chunk);
-  void drive();                    // feeds pending_ to llhttp while not paused
-  void afterPause();               // decides what a paused parser waits for
-  void resumeIfReady();            // next exchange once this one's message and response are done
-  void updateReading();
-  int headersComplete();
-  void startResponse();            // writes the head (and a fixed body) of the current exchange
-  void sendBytesChunk();           // /bytes: one chunk, the next when this one is written
-  void finishResponse();
-  void badRequest(int status, const char* reason);
-  void closeAfterWrites();         // graceful: FIN once queued writes are flushed, then linger
-  void startLinger();
-
-  // Queues bytes (copied) / a static buffer (not copied) for writing.
-  void write(std::string data);
-  void writeStatic(const char* data, size_t n, std::string prefix, std::string suffix,
-                   bool bytes_chunk);
+  // tools/origin/respond.cc: writes the head (and a fixed body) of the current exchange.
+  void startResponse(HttpServerConn& conn);
+  void sendBytesChunk(HttpServerConn& conn);   // /bytes: one chunk, the next once written
+  void finishResponse(HttpServerConn& conn);
 
   OriginShared* shared_;
-  std::set<OriginConn*>* live_;
-  uint64_t id_;
-  uint64_t exchanges_ = 0;
-  uv_tcp_t tcp_;
-  uv_timer_t timer_;
-  uv_shutdown_t shutdown_req_;
-  llhttp_t parser_;
+  uint64_t id_;                    // X-Connection-Id
+  uint64_t exchanges_ = 0;         // X-Request-Number
   Exchange ex_;
-  std::string pending_;            // received, not yet parsed
-  char read_buf_[65536];
-  int pending_closes_ = 0;
-  size_t writes_in_flight_ = 0;
-  bool closing_ = false;           // close() called
-  bool paused_ = false;            // llhttp paused; pending_ holds what follows
-  bool driving_ = false;
-  bool reading_ = false;
-  bool read_eof_ = false;
-  bool tunnel_ = false;
-  bool close_after_writes_ = false;
-  bool lingering_ = false;
 };
 
 }  // namespace lb::origin

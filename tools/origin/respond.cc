@@ -1,6 +1,7 @@
 // lb-origin's answers: which behaviour a request asked for (tools/origin/main.cc lists them) and
-// the response head and body that follow from it. OriginConn members; the connection
-// mechanics are in tools/origin/conn.cc.
+// the response head and body that follow from it. OriginConn members; tools/origin/conn.cc
+// has the rest of the handler.
+#include <llhttp.h>
 #include <strings.h>
 
 #include <algorithm>
@@ -11,9 +12,10 @@
 #include <optional>
 #include <string_view>
 
-#include "tools/origin/conn.h"
 #include "lb/core/http_fields.h"
 #include "lb/core/strings.h"
+#include "lb/http/status.h"
+#include "tools/origin/conn.h"
 
 namespace lb::origin {
 namespace {
@@ -77,86 +79,46 @@ const std::string* findHeaderIn(const std::vector<std::pair<std::string, std::st
 
 }  // namespace
 
-const char* reasonPhrase(int status) {
-  switch (status) {
-    case 100: return "Continue";
-    case 101: return "Switching Protocols";
-    case 200: return "OK";
-    case 201: return "Created";
-    case 204: return "No Content";
-    case 206: return "Partial Content";
-    case 301: return "Moved Permanently";
-    case 302: return "Found";
-    case 304: return "Not Modified";
-    case 400: return "Bad Request";
-    case 403: return "Forbidden";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    case 408: return "Request Timeout";
-    case 429: return "Too Many Requests";
-    case 431: return "Request Header Fields Too Large";
-    case 500: return "Internal Server Error";
-    case 502: return "Bad Gateway";
-    case 503: return "Service Unavailable";
-    case 504: return "Gateway Timeout";
-    default: return "Status";
-  }
-}
-
-std::string hexSize(uint64_t n) {
-  char buf[17];
-  auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), n, 16);
-  (void)ec;
-  return std::string(buf, end);
-}
-
-int OriginConn::headersComplete() {
-  Exchange& ex = ex_;
-  ex.head_done = true;
+void OriginConn::onRequest(HttpServerConn& conn, const HttpRequestHead& head) {
   ++exchanges_;
   shared_->requests_served.fetch_add(1);
-  ex.keep_alive = llhttp_should_keep_alive(&parser_) != 0;
-  ex.is_head = parser_.method == HTTP_HEAD;
-  if (param(ex.url, ex.headers, "close") == "1") {
-    close(true);
-    return HPE_PAUSED;
-  }
-  ex.delay_ms = std::min(parseU64(param(ex.url, ex.headers, "delay_ms")).value_or(0), kMaxDelayMs);
-  if (ex.delay_ms > 0 && !ex.delayed) {
-    uv_timer_start(&timer_, onTimer, ex.delay_ms, 0);
-    return HPE_PAUSED;   // resumed by onTimer
-  }
-  startResponse();
-  return closing_ ? HPE_PAUSED : 0;
-}
-
-void OriginConn::onTimer(uv_timer_t* t) {
-  auto* c = static_cast<OriginConn*>(t->data);
-  if (c->closing_) return;
-  if (c->lingering_) {
-    c->close();
+  ex_ = Exchange{};
+  ex_.method = head.method();
+  ex_.url = head.target();
+  for (uint32_t i = 0; i < head.headerCount(); ++i)
+    ex_.headers.emplace_back(head.headerName(i), head.headerValue(i));
+  ex_.method_code = head.methodCode();
+  ex_.http_major = head.httpMajor();
+  ex_.http_minor = head.httpMinor();
+  ex_.has_body = head.chunked() || head.contentLength() > 0;
+  ex_.chunked_in = head.chunked();
+  ex_.content_length = head.contentLength();
+  ex_.upgrade = head.upgrade();
+  if (param(ex_.url, ex_.headers, "close") == "1") {
+    conn.reset();
     return;
   }
-  c->ex_.delayed = true;
-  c->startResponse();
-  if (c->closing_ || c->close_after_writes_) return;
-  c->paused_ = false;
-  llhttp_resume(&c->parser_);
-  c->drive();
+  uint64_t delay_ms =
+      std::min(parseU64(param(ex_.url, ex_.headers, "delay_ms")).value_or(0), kMaxDelayMs);
+  if (delay_ms > 0) {
+    conn.pause();   // the body too waits for the answer
+    conn.startTimer(delay_ms);   // onTimer answers
+    return;
+  }
+  startResponse(conn);
 }
 
-void OriginConn::startResponse() {
+void OriginConn::startResponse(HttpServerConn& conn) {
   Exchange& ex = ex_;
-  ex.response_started = true;
   const auto& url = ex.url;
   std::string_view path = lb::targetPath(url);
-  bool has_body = (parser_.flags & F_CHUNKED) != 0 ||
-                  ((parser_.flags & F_CONTENT_LENGTH) != 0 && parser_.content_length > 0);
-  bool http10 = parser_.http_major == 1 && parser_.http_minor == 0;
+  bool http10 = ex.http_major == 1 && ex.http_minor == 0;
+  bool is_head = ex.method_code == HTTP_HEAD;
+  bool is_connect = ex.method_code == HTTP_CONNECT;
 
   if (const std::string* expect = findHeaderIn(ex.headers, "expect");
-      expect != nullptr && lb::equalsNoCase(*expect, "100-continue") && has_body && !http10)
-    write("HTTP/1.1 100 Continue\r\n\r\n");
+      expect != nullptr && lb::equalsNoCase(*expect, "100-continue") && ex.has_body && !http10)
+    conn.write("HTTP/1.1 100 Continue\r\n\r\n");
 
   std::string head;
   auto common = [&] {
@@ -168,19 +130,19 @@ void OriginConn::startResponse() {
           head.append("X-Echo-").append(name).append(": ").append(v).append("\r\n");
   };
 
-  if (parser_.upgrade) {
+  if (ex.upgrade) {
     const std::string* upgrade = findHeaderIn(ex.headers, "upgrade");
     if (upgrade != nullptr && strcasestr(upgrade->c_str(), "websocket") != nullptr &&
-        parser_.method != HTTP_CONNECT) {
-      ex.websocket = true;
-      ex.mode = Mode::kTunnel;
+        !is_connect) {
       head = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n";
       common();
-      write(head + "\r\n");
-      ex.response_done = true;
+      conn.write(head + "\r\n");
+      ex.answer_done = true;
+      conn.startTunnel();   // every byte after the request is echoed raw from now on
       return;
     }
-    ex.keep_alive = false;   // other upgrades and CONNECT: answered, then the connection ends
+    // Other upgrades and CONNECT: answered, then the connection ends (the server decided
+    // so; conn.keepAlive() is false).
   }
 
   const int sticky = stickyStatus().load(std::memory_order_relaxed);
@@ -190,10 +152,10 @@ void OriginConn::startResponse() {
   int status = static_cast<int>(
       parseU64(param(url, ex.headers, "status")).value_or(sticky != 0 ? sticky : 200));
   if (status < 200 || status > 599) status = 200;
-  if (parser_.method == HTTP_CONNECT) status = 405;
-  bool no_body = ex.is_head || status == 204 || status == 304;
+  if (is_connect) status = 405;
+  bool no_body = is_head || status == 204 || status == 304;
   bool close_after_headers = param(url, ex.headers, "close_after_headers") == "1";
-  if (close_after_headers) ex.keep_alive = false;
+  if (close_after_headers) conn.closeAfterAnswer();
 
   std::string body;
   uint64_t length = 0;
@@ -203,22 +165,21 @@ void OriginConn::startResponse() {
            std::to_string(shared_->connections_active.load()) + ",\"requests_served\":" +
            std::to_string(shared_->requests_served.load()) + "}\n";
   } else if (path == "/headers") {
-    body = std::string(llhttp_method_name(static_cast<llhttp_method_t>(parser_.method))) + " " +
-           url + " HTTP/" + std::to_string(parser_.http_major) + "." +
-           std::to_string(parser_.http_minor) + "\r\n";
+    body = ex.method + " " + url + " HTTP/" + std::to_string(ex.http_major) + "." +
+           std::to_string(ex.http_minor) + "\r\n";
     for (const auto& [k, v] : ex.headers) body += k + ": " + v + "\r\n";
   } else if (path == "/bytes") {
     ex.mode = Mode::kBytes;
     ex.bytes_left = parseU64(param(url, ex.headers, "n")).value_or(0);
     ex.chunked_out = param(url, ex.headers, "chunked") == "1" && !http10;
-  } else if (has_body && !no_body && !close_after_headers) {
+  } else if (ex.has_body && !no_body && !close_after_headers) {
     ex.mode = Mode::kEcho;
-    ex.chunked_out = (parser_.flags & F_CHUNKED) != 0;
+    ex.chunked_out = ex.chunked_in;
   } else {
     body = shared_->name + "\n";
   }
   length = ex.mode == Mode::kBytes ? ex.bytes_left
-         : ex.mode == Mode::kEcho  ? parser_.content_length
+         : ex.mode == Mode::kEcho  ? ex.content_length
                                    : body.size();
 
   head = "HTTP/1.1 " + std::to_string(status) + " " + reasonPhrase(status) + "\r\n";
@@ -233,54 +194,47 @@ void OriginConn::startResponse() {
       head += "Content-Length: " + std::to_string(length) + "\r\n";
     }
   }
-  if (!ex.keep_alive) head += "Connection: close\r\n";
+  if (!conn.keepAlive()) head += "Connection: close\r\n";
   else if (http10) head += "Connection: keep-alive\r\n";
   head += "\r\n";
 
   if (close_after_headers) {
-    write(std::move(head));
-    ex.response_done = true;
-    closeAfterWrites();   // the promised body never comes: the client sees a truncation
+    conn.write(std::move(head));
+    finishResponse(conn);   // and closes: the promised body never comes, a truncation
     return;
   }
   if (no_body) {
-    write(std::move(head));
-    if (ex.mode != Mode::kEcho) ex.mode = Mode::kFixed;
-    ex.response_done = true;
+    conn.write(std::move(head));
+    ex.mode = Mode::kFixed;   // a request body is read and dropped
+    finishResponse(conn);
     return;
   }
   switch (ex.mode) {
     case Mode::kFixed:
-      write(head + body);
-      ex.response_done = true;
+      conn.write(head + body);
+      finishResponse(conn);
       break;
     case Mode::kEcho:
-      write(std::move(head));   // the body follows from onBody, the end from onMessageComplete
+      conn.write(std::move(head));   // the body follows from onBody, the end from onRequestComplete
       break;
     case Mode::kBytes:
-      write(std::move(head));
-      sendBytesChunk();
-      break;
-    case Mode::kTunnel:
+      conn.write(std::move(head));
+      sendBytesChunk(conn);
       break;
   }
 }
 
-void OriginConn::sendBytesChunk() {
-  if (closing_) return;
+void OriginConn::sendBytesChunk(HttpServerConn& conn) {
   if (ex_.bytes_left == 0) {
-    if (ex_.chunked_out) write("0\r\n\r\n");
-    finishResponse();
+    if (ex_.chunked_out) conn.write("0\r\n\r\n");
+    finishResponse(conn);
     return;
   }
   size_t n = static_cast<size_t>(std::min<uint64_t>(ex_.bytes_left, kBytesChunk));
   ex_.bytes_left -= n;
-  if (ex_.chunked_out) writeStatic(bytesPattern(), n, hexSize(n) + "\r\n", "\r\n", true);
-  else writeStatic(bytesPattern(), n, {}, {}, true);
+  std::string_view chunk(bytesPattern(), n);
+  if (ex_.chunked_out) conn.write(hexSize(n) + "\r\n", chunk, "\r\n");
+  else conn.write({}, chunk, {});
 }
 
-void OriginConn::finishResponse() {
-  ex_.response_done = true;
-  resumeIfReady();
-}
 }  // namespace lb::origin

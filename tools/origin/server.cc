@@ -1,95 +1,46 @@
-// lb-origin's listeners and workers. The main thread binds all sockets (so the port, even an
+// lb-origin's workers. The main thread binds every worker's socket (so the port, even an
 // ephemeral one, is known and accepting before the "listening on" line is printed) and then
-// only waits for signals; each worker thread accepts on its own socket and never shares a
-// connection with another.
+// only waits for signals; each worker thread runs lb's HTTP server on its own loop and
+// socket (SO_REUSEPORT) and never shares a connection with another.
 #include "tools/origin/server.h"
 
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 #include <uv.h>
 
 #include <csignal>
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
 #include <memory>
-#include <set>
 #include <thread>
 #include <vector>
 
+#include "lb/core/address.h"
+#include "lb/http/server.h"
 #include "tools/origin/conn.h"
 
 namespace lb::origin {
 namespace {
 
-constexpr int kBacklog = 1024;
-
 struct Worker {
   uv_loop_t loop;
-  uv_tcp_t listener;
   uv_async_t stop;
-  std::set<OriginConn*> live;
-  OriginShared* shared = nullptr;
+  HttpServer* server = nullptr;   // frees itself once stopped
   std::thread thread;
 };
 
-void onConnection(uv_stream_t* server, int status) {
-  auto* w = static_cast<Worker*>(server->data);
-  if (status < 0) return;   // EMFILE and friends: the next accept may do better
-  OriginConn::accept(server, w->shared, &w->live);
-}
-
-// Runs on the worker's loop: closes the listener, every connection, and itself; uv_run then
-// returns because no handle is left.
+// Runs on the worker's loop: stops the server (closing every connection) and the wake-up
+// handle; uv_run then returns because no handle is left.
 void onStop(uv_async_t* a) {
   auto* w = static_cast<Worker*>(a->data);
-  uv_close(reinterpret_cast<uv_handle_t*>(&w->listener), nullptr);
-  std::vector<OriginConn*> conns(w->live.begin(), w->live.end());
-  for (OriginConn* c : conns) c->close();
+  w->server->stop();
   uv_close(reinterpret_cast<uv_handle_t*>(&w->stop), nullptr);
 }
 
-bool parseListen(const std::string& listen, sockaddr_storage* out, std::string* host) {
-  size_t colon = listen.rfind(':');
-  if (colon == std::string::npos) return false;
-  std::string h = listen.substr(0, colon);
-  std::string port_text = listen.substr(colon + 1);
-  char* end = nullptr;
-  long port = strtol(port_text.c_str(), &end, 10);
-  if (port_text.empty() || *end != '\0' || port < 0 || port > 65535) return false;
-  if (h.size() >= 2 && h.front() == '[' && h.back() == ']') {
-    h = h.substr(1, h.size() - 2);
-    if (uv_ip6_addr(h.c_str(), static_cast<int>(port), reinterpret_cast<sockaddr_in6*>(out)) != 0)
-      return false;
-    *host = "[" + h + "]";
-    return true;
+// Stops the servers of workers whose threads never started and runs their loops dry.
+void discard(std::vector<std::unique_ptr<Worker>>& workers) {
+  for (auto& w : workers) {
+    w->server->stop();
+    uv_run(&w->loop, UV_RUN_DEFAULT);
+    uv_loop_close(&w->loop);
   }
-  if (uv_ip4_addr(h.c_str(), static_cast<int>(port), reinterpret_cast<sockaddr_in*>(out)) != 0)
-    return false;
-  *host = h;
-  return true;
-}
-
-// A bound, listening socket; port 0 in addr means "any", and addr receives the real port.
-int bindSocket(sockaddr_storage* addr, bool reuseport) {
-  int fd = socket(addr->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (fd < 0) return -1;
-  int one = 1;
-  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-  if (reuseport) setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
-  socklen_t len = addr->ss_family == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in);
-  if (bind(fd, reinterpret_cast<sockaddr*>(addr), len) != 0 || listen(fd, kBacklog) != 0 ||
-      getsockname(fd, reinterpret_cast<sockaddr*>(addr), &len) != 0) {
-    close(fd);
-    return -1;
-  }
-  return fd;
-}
-
-uint16_t portOf(const sockaddr_storage& a) {
-  return ntohs(a.ss_family == AF_INET6 ? reinterpret_cast<const sockaddr_in6&>(a).sin6_port
-                                       : reinterpret_cast<const sockaddr_in&>(a).sin_port);
 }
 
 struct SignalState {
@@ -108,43 +59,45 @@ void onSignal(uv_signal_t* s, int) {
 
 int runOrigin(const OriginOptions& options) {
   signal(SIGPIPE, SIG_IGN);   // a peer that vanished is an error return, not a death
-  sockaddr_storage addr{};
-  std::string host;
-  if (!parseListen(options.listen, &addr, &host)) {
-    fprintf(stderr, "lb-origin: bad --listen '%s' (want HOST:PORT or [V6]:PORT)\n",
-            options.listen.c_str());
+  sockaddr_storage address;
+  socklen_t address_len = 0;
+  std::string error;
+  if (!parseAddress(options.listen, &address, &address_len, &error, PortZero::kAllow)) {
+    fprintf(stderr, "lb-origin: bad --listen: %s\n", error.c_str());
     return 1;
   }
   OriginShared shared;
   shared.name = options.name;
-  unsigned n = options.workers == 0 ? 1 : options.workers;
-  std::vector<int> fds;
-  for (unsigned i = 0; i < n; ++i) {
-    int fd = bindSocket(&addr, n > 1);   // after the first, addr holds the real port
-    if (fd < 0) {
-      fprintf(stderr, "lb-origin: cannot listen on %s: %s\n", options.listen.c_str(),
-              strerror(errno));
-      for (int f : fds) close(f);
-      return 1;
-    }
-    fds.push_back(fd);
-  }
+  const unsigned n = options.workers == 0 ? 1 : options.workers;
+
+  HttpServerOptions server_options;
+  server_options.max_head_bytes = 64 * 1024;   // url + headers; beyond: 431
+  server_options.reuse_port = n > 1;
+  server_options.backlog = 1024;
+  server_options.error_headers = "X-Backend: " + options.name + "\r\n";
+  auto factory = [&shared](HttpServerConn&) -> std::unique_ptr<HttpHandler> {
+    return std::make_unique<OriginConn>(&shared);
+  };
 
   std::vector<std::unique_ptr<Worker>> workers;
-  for (int fd : fds) {
+  for (unsigned i = 0; i < n; ++i) {
     auto w = std::make_unique<Worker>();
-    w->shared = &shared;
     uv_loop_init(&w->loop);
-    uv_tcp_init(&w->loop, &w->listener);
-    w->listener.data = w.get();
-    uv_async_init(&w->loop, &w->stop, onStop);
-    w->stop.data = w.get();
-    if (uv_tcp_open(&w->listener, fd) != 0 ||
-        uv_listen(reinterpret_cast<uv_stream_t*>(&w->listener), kBacklog, onConnection) != 0) {
-      fprintf(stderr, "lb-origin: cannot listen on %s\n", options.listen.c_str());
+    w->server = HttpServer::start(&w->loop, address, server_options, factory, nullptr, &error);
+    if (w->server == nullptr) {
+      fprintf(stderr, "lb-origin: %s\n", error.c_str());
+      uv_loop_close(&w->loop);
+      discard(workers);
       return 1;
     }
+    // The others share the first one's port, also when it was asked for as port 0.
+    if (i == 0) parseAddress(w->server->address(), &address, &address_len, &error);
     workers.push_back(std::move(w));
+  }
+  const std::string bound = workers[0]->server->address();
+  for (auto& w : workers) {
+    uv_async_init(&w->loop, &w->stop, onStop);
+    w->stop.data = w.get();
   }
 
   uv_loop_t main_loop;
@@ -161,8 +114,7 @@ int runOrigin(const OriginOptions& options) {
       uv_run(&wp->loop, UV_RUN_DEFAULT);
       uv_loop_close(&wp->loop);
     });
-  fprintf(stderr, "lb-origin %s listening on %s:%u\n", options.name.c_str(), host.c_str(),
-          static_cast<unsigned>(portOf(addr)));
+  fprintf(stderr, "lb-origin %s listening on %s\n", options.name.c_str(), bound.c_str());
   fflush(stderr);
 
   uv_run(&main_loop, UV_RUN_DEFAULT);
