@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "tests/integration/proxy_harness.h"
 #include "tests/support/http_client.h"
 #include "tests/support/process.h"
 #include "tests/unit/json_reader.h"
@@ -102,6 +103,31 @@ inline double metricSample(uint16_t admin, const std::string& name, const std::s
   size_t at = r.body.find("\n" + needle);
   if (at == std::string::npos) return -1;
   return strtod(r.body.c_str() + at + 1 + needle.size(), nullptr);
+}
+
+// Four lb-origin backends a, b, c, d and lb in front of them: two workers, the admin listener
+// and one HTTP listener keyed on the x-key header for cluster c. `tail` ends the listener's
+// table (more listener keys) and holds [clusters.c] without its backends, which follow.
+// Empty on success, else why not.
+inline std::string startKeyedFleet(ProxyHarness& h, const std::string& tail) {
+  std::string why;
+  for (const char* n : {"a", "b", "c", "d"})
+    if (!h.startOrigin(n, &why)) return why.empty() ? std::string("origin ") + n : why;
+  if (!h.startLb("[lb]\nworkers = 2\naccess_log = \"\"\n[admin]\nlisten = \"127.0.0.1:{ADMIN}\"\n"
+                 "[listeners.web]\nlisten = \"127.0.0.1:{PORT}\"\ncluster = \"c\"\n"
+                 "hash = [ { header = \"x-key\" } ]\n" +
+                     tail + h.backendsToml({"a", "b", "c", "d"}),
+                 &why))
+    return why.empty() ? "lb did not start" : why;
+  return "";
+}
+
+// From now on the origin answers every request (lb's or anyone's, checks included) with
+// `status`; 0: 200 again (lb-origin's set_status switch). False when it did not answer.
+inline bool setOriginStatus(ProxyHarness& h, const std::string& origin, int status) {
+  return httpExchange(h.originPort(origin),
+                      httpRequest("GET", "/?set_status=" + std::to_string(status)))
+      .ok;
 }
 
 // Stops (SIGSTOP) or resumes (SIGCONT) a backend process.

@@ -34,23 +34,14 @@ std::string keyName(int i) { return "user:" + std::to_string(i); }
 class HealthHttpTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    for (const char* n : {"a", "b", "c", "d"}) {
-      std::string why;
-      ASSERT_TRUE(h_.startOrigin(n, &why)) << why;
-    }
-    std::string why;
-    ASSERT_TRUE(h_.startLb(
-        "[lb]\nworkers = 2\naccess_log = \"\"\n[admin]\nlisten = \"127.0.0.1:{ADMIN}\"\n"
-        "[listeners.web]\nlisten = \"127.0.0.1:{PORT}\"\ncluster = \"c\"\n"
-        "hash = [ { header = \"x-key\" } ]\n"
-        "timeouts = { connect = \"1s\", idle = \"30s\" }\n"
-        "[clusters.c]\nselector = \"ring_hash\"\nretries = 3\n"
-        "health = { type = \"http\", path = \"/health\", interval = \"" +
-            std::to_string(kIntervalMs) + "ms\", timeout = \"" + std::to_string(kTimeoutMs) +
-            "ms\", rise = " + std::to_string(kRise) + ", fall = " + std::to_string(kFall) +
-            " }\n" + h_.backendsToml({"a", "b", "c", "d"}),
-        &why))
-        << why;
+    ASSERT_EQ(startKeyedFleet(
+                  h_, "timeouts = { connect = \"1s\", idle = \"30s\" }\n"
+                      "[clusters.c]\nselector = \"ring_hash\"\nretries = 3\n"
+                      "health = { type = \"http\", path = \"/health\", interval = \"" +
+                          std::to_string(kIntervalMs) + "ms\", timeout = \"" +
+                          std::to_string(kTimeoutMs) + "ms\", rise = " + std::to_string(kRise) +
+                          ", fall = " + std::to_string(kFall) + " }\n"),
+              "");
     // Every backend has been checked once: the checkers run.
     for (const char* n : {"a", "b", "c", "d"})
       ASSERT_TRUE(waitUntil([&] { return backendHealth(h_.adminPort(), "c", n).checked; }, 5s))

@@ -18,21 +18,11 @@ namespace {
 class HealthOutlierTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    for (const char* n : {"a", "b", "c", "d"}) {
-      std::string why;
-      ASSERT_TRUE(h_.startOrigin(n, &why)) << why;
-    }
-    std::string why;
-    ASSERT_TRUE(h_.startLb(
-        "[lb]\nworkers = 2\naccess_log = \"\"\n[admin]\nlisten = \"127.0.0.1:{ADMIN}\"\n"
-        "[listeners.web]\nlisten = \"127.0.0.1:{PORT}\"\ncluster = \"c\"\n"
-        "hash = [ { header = \"x-key\" } ]\n"
-        "[clusters.c]\nselector = \"ring_hash\"\n"
-        "outlier = { consecutive_failures = 3, base_ejection = \"1s\", max_ejection = \"10s\", "
-        "max_ejected_percent = 50 }\n" +
-            h_.backendsToml({"a", "b", "c", "d"}),
-        &why))
-        << why;
+    ASSERT_EQ(startKeyedFleet(h_,
+                              "[clusters.c]\nselector = \"ring_hash\"\n"
+                              "outlier = { consecutive_failures = 3, base_ejection = \"1s\", "
+                              "max_ejection = \"10s\", max_ejected_percent = 50 }\n"),
+              "");
     for (int i = 0; i < 200; ++i) {
       std::string k = "user:" + std::to_string(i);
       orders_[k] = ringOrder(h_.adminPort(), "c", k);
@@ -40,13 +30,6 @@ class HealthOutlierTest : public ::testing::Test {
       keys_of_[orders_[k][0]].push_back(k);
     }
     for (const char* n : {"a", "b", "c", "d"}) ASSERT_GE(keys_of_[n].size(), 3u) << n;
-  }
-
-  // From now on the origin answers every request (lb's or anyone's) with `status`; 0: 200.
-  void setStatus(const std::string& origin, int status) {
-    auto r = httpExchange(h_.originPort(origin),
-                          httpRequest("GET", "/?set_status=" + std::to_string(status)));
-    ASSERT_TRUE(r.ok) << r.error;
   }
 
   // One request for `key` on a fresh connection: {status, X-Backend}.
@@ -63,7 +46,7 @@ class HealthOutlierTest : public ::testing::Test {
 };
 
 TEST_F(HealthOutlierTest, A503BackendIsEjectedForBaseEjectionThenForTwiceAsLong) {
-  setStatus("b", 503);
+  ASSERT_TRUE(setOriginStatus(h_, "b", 503));
   const auto& b_keys = keys_of_["b"];
   for (int round = 1; round <= 2; ++round) {
     // Three failures in a row (b is in: each request reaches it and gets its 503).
@@ -110,11 +93,11 @@ TEST_F(HealthOutlierTest, A503BackendIsEjectedForBaseEjectionThenForTwiceAsLong)
     EXPECT_EQ(metricSample(h_.adminPort(), "lb_backend_ejections_total",
                            "backend=\"" + std::string(other) + "\",cluster=\"c\""),
               0);
-  setStatus("b", 0);
+  ASSERT_TRUE(setOriginStatus(h_, "b", 0));
 }
 
 TEST_F(HealthOutlierTest, NeverMoreThanMaxEjectedPercentOfTheClusterIsOut) {
-  for (const char* n : {"b", "c", "d"}) setStatus(n, 503);
+  for (const char* n : {"b", "c", "d"}) ASSERT_TRUE(setOriginStatus(h_, n, 503));
   // Three of four backends fail everything; 50% of 4 is 2. Traffic to every failing
   // backend's keys for three seconds (three ejection lengths), counting who is out at each
   // step.
@@ -138,7 +121,7 @@ TEST_F(HealthOutlierTest, NeverMoreThanMaxEjectedPercentOfTheClusterIsOut) {
             std::string::npos)
       << h_.lb().output();
   EXPECT_EQ(health("a"), "up");
-  for (const char* n : {"b", "c", "d"}) setStatus(n, 0);
+  for (const char* n : {"b", "c", "d"}) ASSERT_TRUE(setOriginStatus(h_, n, 0));
 }
 
 }  // namespace

@@ -21,21 +21,11 @@ constexpr int kKeys = 100;
 class HealthPanicTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    for (const char* n : {"a", "b", "c", "d"}) {
-      std::string why;
-      ASSERT_TRUE(h_.startOrigin(n, &why)) << why;
-    }
-    std::string why;
-    ASSERT_TRUE(h_.startLb(
-        "[lb]\nworkers = 2\naccess_log = \"\"\n[admin]\nlisten = \"127.0.0.1:{ADMIN}\"\n"
-        "[listeners.web]\nlisten = \"127.0.0.1:{PORT}\"\ncluster = \"c\"\n"
-        "hash = [ { header = \"x-key\" } ]\n"
-        "[clusters.c]\nselector = \"maglev\"\npanic_threshold = 50\n"
-        "health = { type = \"http\", interval = \"100ms\", timeout = \"50ms\", rise = 1, "
-        "fall = 1 }\n" +
-            h_.backendsToml({"a", "b", "c", "d"}),
-        &why))
-        << why;
+    ASSERT_EQ(startKeyedFleet(h_,
+                              "[clusters.c]\nselector = \"maglev\"\npanic_threshold = 50\n"
+                              "health = { type = \"http\", interval = \"100ms\", "
+                              "timeout = \"50ms\", rise = 1, fall = 1 }\n"),
+              "");
     for (int i = 0; i < kKeys; ++i) {
       std::string k = "k" + std::to_string(i);
       orders_[k] = ringOrder(h_.adminPort(), "c", k);
@@ -43,11 +33,6 @@ class HealthPanicTest : public ::testing::Test {
     }
   }
 
-  void setStatus(const std::string& origin, int status) {
-    auto r = httpExchange(h_.originPort(origin),
-                          httpRequest("GET", "/?set_status=" + std::to_string(status)));
-    ASSERT_TRUE(r.ok) << r.error;
-  }
   bool healthy(const std::string& b) { return backendHealth(h_.adminPort(), "c", b).healthy; }
   double panicGauge() {
     return metricSample(h_.adminPort(), "lb_cluster_panic", "cluster=\"c\"");
@@ -81,15 +66,15 @@ TEST_F(HealthPanicTest, UnderTheThresholdKeysRouteByTheTableAndThePanicGaugeSays
   ASSERT_TRUE(waitUntil([&] { return panicGauge() == 0; }, 5s));
 
   // Two of four down: 50% healthy is not under 50, health is honoured.
-  setStatus("a", 503);
-  setStatus("b", 503);
+  ASSERT_TRUE(setOriginStatus(h_, "a", 503));
+  ASSERT_TRUE(setOriginStatus(h_, "b", 503));
   ASSERT_TRUE(waitUntil([&] { return !healthy("a") && !healthy("b"); }, 5s)) << h_.lb().output();
   EXPECT_EQ(clusterPanic(h_.adminPort(), "c"), std::optional<bool>(false));
   EXPECT_EQ(panicGauge(), 0);
   for (const auto& [k, b] : whereKeysGo()) EXPECT_EQ(b, firstUp(k, {"c", "d"})) << k;
 
   // Three of four: 25%, panic. Every key goes to its table owner, down or not.
-  setStatus("c", 503);
+  ASSERT_TRUE(setOriginStatus(h_, "c", 503));
   ASSERT_TRUE(waitUntil([&] { return !healthy("c"); }, 5s)) << h_.lb().output();
   EXPECT_EQ(clusterPanic(h_.adminPort(), "c"), std::optional<bool>(true));
   EXPECT_EQ(panicGauge(), 1);
@@ -108,14 +93,14 @@ TEST_F(HealthPanicTest, UnderTheThresholdKeysRouteByTheTableAndThePanicGaugeSays
       << h_.lb().output();
 
   // One back: 2 of 4, the panic is over and health counts again.
-  setStatus("a", 0);
+  ASSERT_TRUE(setOriginStatus(h_, "a", 0));
   ASSERT_TRUE(waitUntil([&] { return healthy("a"); }, 5s)) << h_.lb().output();
   EXPECT_EQ(clusterPanic(h_.adminPort(), "c"), std::optional<bool>(false));
   EXPECT_EQ(panicGauge(), 0);
   for (const auto& [k, b] : whereKeysGo()) EXPECT_EQ(b, firstUp(k, {"a", "d"})) << k;
   EXPECT_NE(h_.lb().output().find("cluster c out of panic: 2 of 4 backends healthy"),
             std::string::npos);
-  for (const char* n : {"b", "c"}) setStatus(n, 0);
+  for (const char* n : {"b", "c"}) ASSERT_TRUE(setOriginStatus(h_, n, 0));
 }
 
 }  // namespace
