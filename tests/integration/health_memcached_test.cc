@@ -2,6 +2,8 @@
 //  - `type = "memcached"` sends `version` and passes on its VERSION line; a server frozen
 //    with SIGSTOP (the kernel still accepts, nothing answers) is down after `fall` checks
 //    timed out, and up again after `rise` passes once it runs again;
+//  - a reload keeps the health of the servers that stay: a down server is still down after
+//    it, and comes back under the reloaded `rise`;
 //  - `type = "tcp"` passes on a connect alone; a server that is gone (its connects refused)
 //    is down with the refusal as its reason.
 #include <gtest/gtest.h>
@@ -26,22 +28,33 @@ class HealthMemcachedTest : public ::testing::Test {
     }
     port_ = freePort();
     admin_ = freePort();
-    std::string toml =
-        "[lb]\nworkers = 2\naccess_log = \"\"\n[admin]\nlisten = \"127.0.0.1:" +
-        std::to_string(admin_) + "\"\n[listeners.mc]\nlisten = \"127.0.0.1:" +
-        std::to_string(port_) +
-        "\"\nprotocol = \"tcp\"\ncluster = \"mc\"\nhash = [ { five_tuple = true } ]\n"
-        "[clusters.mc]\nselector = \"ring_hash\"\n"
-        "health = { type = \"" + check +
-        "\", interval = \"200ms\", timeout = \"100ms\", rise = 2, fall = 2 }\n"
-        "backends = [\n"
-        "  { name = \"mc-0\", address = \"" + mc_[0]->address() + "\" },\n"
-        "  { name = \"mc-1\", address = \"" + mc_[1]->address() + "\" },\n]\n";
+    const std::string toml = config(check, 2);
     started_ = true;
     ASSERT_TRUE(lb_.start(toml, {port_, admin_})) << lb_.output();
     for (const char* n : {"mc-0", "mc-1"})
       ASSERT_TRUE(waitUntil([&] { return checks(n, "ok") >= 1; }, 5s)) << n << lb_.output();
   }
+
+  // Two workers, a tcp listener keyed by five-tuple over mc-0 and mc-1, checks of `check`
+  // type every 200 ms (timeout 100 ms, fall 2) that need `rise` passes to bring one back.
+  std::string config(const std::string& check, int rise) {
+    return "[lb]\nworkers = 2\naccess_log = \"\"\n[admin]\nlisten = \"127.0.0.1:" +
+           std::to_string(admin_) + "\"\n[listeners.mc]\nlisten = \"127.0.0.1:" +
+           std::to_string(port_) +
+           "\"\nprotocol = \"tcp\"\ncluster = \"mc\"\nhash = [ { five_tuple = true } ]\n"
+           "[clusters.mc]\nselector = \"ring_hash\"\n"
+           "health = { type = \"" + check +
+           "\", interval = \"200ms\", timeout = \"100ms\", rise = " + std::to_string(rise) +
+           ", fall = 2 }\n"
+           "backends = [\n"
+           "  { name = \"mc-0\", address = \"" + mc_[0]->address() + "\" },\n"
+           "  { name = \"mc-1\", address = \"" + mc_[1]->address() + "\" },\n]\n";
+  }
+  double transitions(const std::string& backend, const std::string& to) {
+    return metricSample(admin_, "lb_backend_health_transitions_total",
+                        "backend=\"" + backend + "\",cluster=\"mc\",to=\"" + to + "\"");
+  }
+
   void TearDown() override {
     for (auto& m : mc_)
       if (m->ok()) thaw(m->process());
@@ -84,6 +97,27 @@ TEST_F(HealthMemcachedTest, AFrozenServerFailsItsVersionChecksAndComesBackAfterR
       << lb_.output();
   EXPECT_NE(lb_.output().find("backend mc-0 up: 2 checks passed (cluster mc)"),
             std::string::npos);
+}
+
+TEST_F(HealthMemcachedTest, AReloadKeepsTheHealthOfServersThatStay) {
+  startLb("memcached");
+  if (HasFatalFailure()) return;
+  freeze(mc_[0]->process());
+  ASSERT_TRUE(waitUntil([&] { return !view("mc-0").healthy; }, 5s)) << lb_.output();
+
+  // Same servers, a stricter rise: the down one stays down, nobody goes through a transition.
+  ASSERT_TRUE(lb_.reload(config("memcached", 3))) << lb_.output();
+  EXPECT_FALSE(view("mc-0").healthy) << "a reload brought a down server back";
+  EXPECT_EQ(view("mc-0").reason, "2 checks timed out after 100ms");
+  EXPECT_TRUE(view("mc-1").healthy);
+  EXPECT_EQ(transitions("mc-0", "down"), 1);
+  EXPECT_EQ(transitions("mc-0", "up"), 0);
+  EXPECT_EQ(transitions("mc-1", "down"), 0);
+
+  thaw(mc_[0]->process());
+  ASSERT_TRUE(waitUntil([&] { return view("mc-0").healthy; }, 5s)) << lb_.output();
+  EXPECT_EQ(view("mc-0").reason, "3 checks passed") << "the reloaded rise applies";
+  EXPECT_EQ(transitions("mc-0", "up"), 1);
 }
 
 TEST_F(HealthMemcachedTest, ATcpCheckTakesDownAServerWhoseConnectsAreRefused) {
