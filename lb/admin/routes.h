@@ -26,8 +26,9 @@ std::optional<std::map<std::string, std::string>> parseQuery(std::string_view qu
 void appendJsonString(std::string& out, std::string_view s);
 
 // GET /backends: every cluster (with its panic_threshold and whether it is in panic) with
-// each backend's name, address, weight, healthy, live load, bounded-load cap (null when
-// off), key-space share, and health: state, reason, last check, ejections. Always 200.
+// each backend's name, address (as configured), resolved address (what a host name resolved
+// to, or the numeric address), weight, healthy, live load, bounded-load cap (null when off),
+// key-space share, and health: state, reason, last check, ejections. Always 200.
 AdminResponse backendsResponse(const Snapshot& snapshot);
 
 // GET /ring?cluster=C&key=K: K's hash under C's selector, its owner, its whole preference

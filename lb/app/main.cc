@@ -7,13 +7,15 @@
 
 #include "lb/analyze/analyze.h"
 #include "lb/app/command_line.h"
+#include "lb/app/resolver.h"
 #include "lb/app/server.h"
 #include "lb/config/config.h"
 
 namespace {
 
 int check(const std::string& path) {
-  auto config = lb::loadConfigFile(path);
+  lb::BlockingResolver resolver;   // a backend name that does not resolve is an error here too
+  auto config = lb::loadConfigFile(path, &resolver);
   if (!config.ok()) {
     for (const auto& e : config.errors()) fprintf(stderr, "%s\n", e.format().c_str());
     fprintf(stderr, "%s: %zu error%s\n", path.c_str(), config.errors().size(),
