@@ -7,9 +7,11 @@
 //              lb_build_info, lb_config_last_reload_success_timestamp_seconds and process_*.
 //   /ready     200 "ready", or 503 "draining" once a drain began (take lb out of rotation).
 //   /backends  {"generation":N,"clusters":[{"name","selector","hash_balance_factor",
-//              "total_load","backends":[{"name","address" (as configured),"resolved" (the
-//              IP:port connections go to),"weight","healthy","load",
-//              "cap" (null when bounded loads are off),"keyspace_share"}]}]}
+//              "panic_threshold","panic","total_load","backends":[{"name","address" (as
+//              configured),"resolved" (the IP:port connections go to),"weight","healthy",
+//              "load","cap" (null when bounded loads are off),"keyspace_share","health" (up,
+//              down, ejected),"reason" (null before any health event),"last_check" (null, or
+//              {"result","at","latency_ms"}),"ejections","ejection_ms"}]}]}
 //   /ring?cluster=C&key=K
 //              {"cluster","key","hash","owner","order":[every backend, preference order],
 //               "pick","reason"}: owner and order come from the table alone (as `lb analyze`

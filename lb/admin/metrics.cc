@@ -30,6 +30,7 @@ struct BackendTotals {
   uint64_t latency_count = 0, latency_sum_us = 0;
   int64_t connections = 0;
   uint64_t commands[kCommandResults] = {};
+  uint64_t failures[kBackendFailureKinds] = {};
 };
 
 BackendTotals sumBackend(const BackendState& s) {
@@ -45,6 +46,7 @@ BackendTotals sumBackend(const BackendState& s) {
     t.latency_sum_us += ws.latency_sum_us.get();
     t.connections += ws.connections.get();
     for (int r = 0; r < kCommandResults; ++r) t.commands[r] += ws.commands[r].get();
+    for (int k = 0; k < kBackendFailureKinds; ++k) t.failures[k] += ws.failures[k].get();
   }
   return t;
 }
@@ -143,6 +145,26 @@ std::vector<MetricFamily> collectSnapshotMetrics(const Snapshot& snap) {
   for (const ListenerSnapshot& l : snap.listeners)
     if (isCacheProtocol(l.config->protocol) && l.cluster < cache_cluster.size())
       cache_cluster[l.cluster] = true;
+  MetricFamily connect_failures = family("lb_backend_connect_failures_total",
+                                         "Connections to the backend that failed, by reason: "
+                                         "refused, timeout (timeouts.connect), reset (closed "
+                                         "before the backend sent anything).",
+                                         MetricType::Counter, n * kConnectFailureKinds);
+  MetricFamily checks = family("lb_backend_health_checks_total",
+                               "Active health checks of the backend by result: ok, fail, "
+                               "timeout.",
+                               MetricType::Counter, n * kCheckResults);
+  MetricFamily transitions = family("lb_backend_health_transitions_total",
+                                    "Times the backend went up (picked again) or down (skipped) "
+                                    "by active checks or outlier ejection.",
+                                    MetricType::Counter, n * 2);
+  MetricFamily ejections = family("lb_backend_ejections_total",
+                                  "Times outlier detection ejected the backend.",
+                                  MetricType::Counter, n);
+  MetricFamily panic = family("lb_cluster_panic",
+                              "1 while fewer than panic_threshold percent of the cluster's "
+                              "backends are healthy and picks ignore health.",
+                              MetricType::Gauge, snap.clusters.size());
 
   std::vector<int64_t> live;
   for (size_t ci = 0; ci < snap.clusters.size(); ++ci) {
@@ -186,7 +208,25 @@ std::vector<MetricFamily> collectSnapshotMetrics(const Snapshot& snap) {
         for (int r = 0; r < kCommandResults; ++r)
           addCounter(commands, labels3("result", commandResultName(static_cast<CommandResult>(r))),
                      static_cast<double>(t.commands[r]));
+      for (int k = 0; k < kConnectFailureKinds; ++k)
+        addCounter(connect_failures,
+                   labels3("reason", connectFailureLabel(static_cast<BackendFailure>(k))),
+                   static_cast<double>(t.failures[k]));
+      const HealthRecord& h = s.health;
+      if (c.config->health)
+        for (int r = 0; r < kCheckResults; ++r)
+          addCounter(checks, labels3("result", checkResultName(static_cast<CheckResult>(r))),
+                     static_cast<double>(h.checks[r].get()));
+      if (c.config->health || c.config->outlier) {
+        addCounter(transitions, labels3("to", "up"), static_cast<double>(h.transitions[0].get()));
+        addCounter(transitions, labels3("to", "down"),
+                   static_cast<double>(h.transitions[1].get()));
+      }
+      if (c.config->outlier)
+        addCounter(ejections, labels(), static_cast<double>(h.ejections.get()));
     }
+    const bool in_panic = c.state && c.state->panic.load(std::memory_order_relaxed);
+    addGauge(panic, {{"cluster", cluster}}, in_panic ? 1 : 0);
   }
 
   const size_t nl = snap.listeners.size();
@@ -245,10 +285,11 @@ std::vector<MetricFamily> collectSnapshotMetrics(const Snapshot& snap) {
   }
 
   std::vector<MetricFamily> out;
-  out.reserve(16);
+  out.reserve(22);
   for (MetricFamily* f : {&active, &conns, &requests, &picks, &bytes, &latency, &healthy, &weight,
-                          &share, &cap, &commands, &down_conns, &over_limit, &down_requests,
-                          &errors, &cache_errors})
+                          &share, &cap, &commands, &connect_failures, &checks, &transitions,
+                          &ejections, &panic, &down_conns, &over_limit, &down_requests, &errors,
+                          &cache_errors})
     if (!f->metric.empty()) out.push_back(std::move(*f));
   return out;
 }

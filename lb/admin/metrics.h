@@ -25,9 +25,12 @@ using SnapshotSource = std::function<std::shared_ptr<const Snapshot>()>;
 // The Content-Type of the text exposition format this renders.
 inline constexpr const char* kMetricsContentType = "text/plain; version=0.0.4; charset=utf-8";
 
-// Every lb_backend_* and listener family of the table in docs/architecture.md, from one snapshot. Backends
-// appear in config order, clusters and listeners too; lb_backend_load_cap only for clusters
-// with bounded loads on. Any thread; reads the shared counters with relaxed loads.
+// Every lb_backend_*, lb_cluster_* and listener family of docs/metrics.md, from one snapshot.
+// Backends appear in config order, clusters and listeners too; lb_backend_load_cap only for
+// clusters with bounded loads on, lb_backend_health_checks_total only for clusters with
+// active checks, lb_backend_ejections_total only with outlier detection, and
+// lb_backend_health_transitions_total with either. Any thread; reads the shared counters
+// with relaxed loads.
 std::vector<prometheus::MetricFamily> collectSnapshotMetrics(const Snapshot& snapshot);
 
 // Collectable over whatever snapshot is live when Prometheus scrapes. A null snapshot yields

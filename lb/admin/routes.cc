@@ -61,6 +61,36 @@ AdminResponse jsonError(int status, const std::string& message) {
   return r;
 }
 
+// A backend's health fields of /backends: "health" (up, down, ejected), "reason" (the last
+// health event's, null before any), "last_check" (null before the first: {"result", "at" in
+// seconds since the epoch, "latency_ms"}), "ejections" and "ejection_ms" (the current or
+// last ejection's length, 0 before any).
+void appendHealth(std::string& o, const HealthRecord& h) {
+  o += ",\"health\":";
+  appendJsonString(o, healthStatusName(h.status));
+  o += ",\"reason\":";
+  if (h.reason.empty())
+    o += "null";
+  else
+    appendJsonString(o, h.reason);
+  o += ",\"last_check\":";
+  if (!h.checked) {
+    o += "null";
+  } else {
+    o += "{\"result\":";
+    appendJsonString(o, checkResultName(h.last_result));
+    o += ",\"at\":";
+    appendNumber(o, h.last_check_at);
+    o += ",\"latency_ms\":";
+    appendNumber(o, h.last_check_seconds * 1000);
+    o += '}';
+  }
+  o += ",\"ejections\":";
+  appendNumber(o, h.ejections.get());
+  o += ",\"ejection_ms\":";
+  appendNumber(o, h.ejection_ms);
+}
+
 }  // namespace
 
 std::optional<std::string> percentDecode(std::string_view s) {
@@ -149,6 +179,9 @@ AdminResponse backendsResponse(const Snapshot& snap) {
     o += ",\"selector\":";
     appendJsonString(o, c.config->selector);
     o += ",\"hash_balance_factor\":" + std::to_string(c.config->hash_balance_factor);
+    o += ",\"panic_threshold\":" + std::to_string(c.config->panic_threshold);
+    o += ",\"panic\":";
+    o += c.state && c.state->panic.load(std::memory_order_relaxed) ? "true" : "false";
     o += ",\"total_load\":" + std::to_string(total) + ",\"backends\":[";
     for (uint32_t i = 0; i < c.backends.size(); ++i) {
       const BackendSnapshot& b = c.backends[i];
@@ -170,6 +203,7 @@ AdminResponse backendsResponse(const Snapshot& snap) {
         o += "null";
       o += ",\"keyspace_share\":";
       appendNumber(o, b.keyspace_share);
+      appendHealth(o, b.state->health);
       o += '}';
     }
     o += "]}";

@@ -25,9 +25,10 @@ std::optional<std::map<std::string, std::string>> parseQuery(std::string_view qu
 // escaped; bytes that are not valid UTF-8 become U+FFFD so the document stays valid.
 void appendJsonString(std::string& out, std::string_view s);
 
-// GET /backends: every cluster with each backend's name, address (as configured), resolved
-// address (what a host name resolved to, or the numeric address), weight, health, live load,
-// bounded-load cap (null when off) and key-space share. Always 200.
+// GET /backends: every cluster (with its panic_threshold and whether it is in panic) with
+// each backend's name, address (as configured), resolved address (what a host name resolved
+// to, or the numeric address), weight, healthy, live load, bounded-load cap (null when off),
+// key-space share, and health: state, reason, last check, ejections. Always 200.
 AdminResponse backendsResponse(const Snapshot& snapshot);
 
 // GET /ring?cluster=C&key=K[&listener=L]: K's hash under C's selector, its owner, its whole

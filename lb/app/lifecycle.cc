@@ -7,6 +7,7 @@
 #include "lb/core/log.h"
 #include "lb/app/server.h"
 #include "lb/app/service_notify.h"
+#include "lb/health/health_manager.h"
 #include "lb/routing/snapshot.h"
 
 namespace lb {
@@ -86,6 +87,7 @@ bool Lifecycle::reload() {
   ++generation_;
   setLogLevel(snap->config.log_level);
   server_.applySnapshot(snap);
+  if (health_ != nullptr) health_->apply(snap);
   noteReload(admin_, true);
   LB_INFO("reloaded %s: generation %llu, %zu listener%s, %zu cluster%s", config_path_.c_str(),
           static_cast<unsigned long long>(generation_), snap->listeners.size(),
@@ -129,6 +131,8 @@ void Lifecycle::finish() {
   finished_ = true;
   stopAdmin(admin_);
   admin_ = nullptr;
+  if (health_ != nullptr) health_->stop();
+  health_ = nullptr;
   for (uv_signal_t* s : {&sighup_, &sigterm_, &sigint_})
     uv_close(reinterpret_cast<uv_handle_t*>(s), nullptr);
   uv_close(reinterpret_cast<uv_handle_t*>(&drain_timer_), nullptr);

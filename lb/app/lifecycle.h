@@ -1,6 +1,7 @@
 // The config lifecycle on the main thread's loop (docs/operations.md):
 //   SIGHUP           reload: validate the whole file, build a snapshot, hand it to every
-//                    worker; a bad file logs every error and changes nothing.
+//                    worker and to the health manager (backends that stay keep their
+//                    health); a bad file logs every error and changes nothing.
 //   SIGTERM, SIGINT  drain: stop accepting, /ready turns 503, wait for the in-flight
 //                    requests and connections to finish or lb.drain_timeout to pass, then
 //                    let the main loop end (the caller stops the workers and exits 0).
@@ -17,6 +18,7 @@
 namespace lb {
 
 class Admin;
+class HealthManager;
 class Server;
 
 class Lifecycle {
@@ -31,6 +33,9 @@ class Lifecycle {
   // Main thread. The admin server to tell about reloads and to stop when the drain ends
   // (null allowed). Lifecycle stops it; the caller must not.
   void setAdmin(Admin* admin) { admin_ = admin; }
+  // Main thread. The health manager to hand each reloaded snapshot to and to stop when the
+  // drain ends (null allowed). Lifecycle stops it; the caller must not.
+  void setHealth(HealthManager* health) { health_ = health; }
 
   // Main thread. One reload attempt; true when the new snapshot went to the workers.
   bool reload();
@@ -51,6 +56,7 @@ class Lifecycle {
   std::string config_path_;
   uint64_t generation_;
   Admin* admin_ = nullptr;
+  HealthManager* health_ = nullptr;
   uv_signal_t sighup_;
   uv_signal_t sigterm_;
   uv_signal_t sigint_;

@@ -11,6 +11,7 @@
 #include "lb/app/server.h"
 #include "lb/config/config.h"
 #include "lb/core/log.h"
+#include "lb/health/health_manager.h"
 
 namespace lb {
 
@@ -52,6 +53,16 @@ int runServer(const std::string& config_path) {
     return 1;
   }
   LB_INFO("lb %s: %u worker%s", LB_VERSION, workers, workers == 1 ? "" : "s");
+
+  // Active checks and outlier detection on this loop; a backend its checks take down has the
+  // workers end the connections that wait on it.
+  HealthHooks health_hooks;
+  health_hooks.checked_down = [&server](const std::shared_ptr<BackendState>& b) {
+    server.backendDown(b);
+  };
+  HealthManager* health = HealthManager::create(&loop, std::move(health_hooks));
+  health->apply(snap.value());
+  lifecycle.setHealth(health);
 
   AdminHooks hooks;
   hooks.snapshot = [&server] { return server.snapshot(); };

@@ -42,6 +42,10 @@ void Server::beginDrain() {
   for (auto& w : workers_) w->beginDrain();
 }
 
+void Server::backendDown(const std::shared_ptr<BackendState>& backend) {
+  for (auto& w : workers_) w->backendDown(backend);
+}
+
 void Server::stop() {
   for (auto& w : workers_) w->stop();
 }

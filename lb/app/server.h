@@ -31,6 +31,9 @@ class Server {
   void applySnapshot(std::shared_ptr<const Snapshot> snapshot);
   // Every worker stops accepting; connections close after their current response.
   void beginDrain();
+  // Active checks took `backend` down: every worker's sessions hear it (the health manager's
+  // checked_down hook, lb/health/health_manager.h).
+  void backendDown(const std::shared_ptr<BackendState>& backend);
   // Closes everything now and joins the threads. Idempotent.
   void stop();
 

@@ -77,6 +77,32 @@ struct BackendConfig {
   SourcePos pos;
 };
 
+// `health = { ... }`: active checks, one checker per backend on the main thread
+// (docs/config.md, "health"; lb/health/health_manager.h).
+enum class HealthCheckType { kHttp, kTcp, kRedis, kMemcached };
+// As the config spells it: "http", "tcp", "redis", "memcached".
+const char* healthCheckTypeName(HealthCheckType t) noexcept;
+
+struct HealthConfig {
+  // Unless written: http when every listener in front of the cluster is http, else tcp (the
+  // loader fills it in once it has read the listeners).
+  HealthCheckType type = HealthCheckType::kTcp;
+  std::string path = "/";             // http: the request target
+  uint32_t expect = 200;              // http: the status that passes
+  Duration interval{2000};            // from one check's start to the next one's
+  Duration timeout{1000};             // connect, request and reply; <= interval
+  uint32_t rise = 2;                  // passes in a row that bring a down backend up
+  uint32_t fall = 3;                  // failures in a row that take an up backend down
+};
+
+// `outlier = { ... }`: passive ejection on the failures workers see.
+struct OutlierConfig {
+  uint32_t consecutive_failures = 5;
+  Duration base_ejection{30000};      // the first ejection; each repeat doubles it
+  Duration max_ejection{300000};      // the longest one
+  uint32_t max_ejected_percent = 50;  // never more of the cluster ejected at once
+};
+
 struct ClusterConfig {
   std::string name;
   std::string selector = "ring_hash";
@@ -85,6 +111,9 @@ struct ClusterConfig {
   uint32_t vnodes = 160;              // ring_hash.vnodes
   uint64_t table_size = 65537;        // maglev.table_size
   std::string twemproxy_hash = "fnv1a_64";   // twemproxy.hash: the key hash of selector twemproxy
+  uint32_t panic_threshold = 50;      // percent healthy under which health is ignored; 0 = off
+  std::optional<HealthConfig> health;     // absent: no active checks
+  std::optional<OutlierConfig> outlier;   // absent: no passive ejection
   Duration resolve_interval{0};       // re-resolve backend host names this often; 0 = never
   // redis listeners: lb AUTHs with this on every connection it opens to a backend.
   std::string password;

@@ -16,6 +16,16 @@
 
 namespace lb {
 
+const char* healthCheckTypeName(HealthCheckType t) noexcept {
+  switch (t) {
+    case HealthCheckType::kHttp: return "http";
+    case HealthCheckType::kTcp: return "tcp";
+    case HealthCheckType::kRedis: return "redis";
+    case HealthCheckType::kMemcached: return "memcached";
+  }
+  return "tcp";
+}
+
 const ClusterConfig* Config::findCluster(const std::string& name) const {
   for (const auto& c : clusters)
     if (c.name == name) return &c;
@@ -264,6 +274,60 @@ void readBackend(WalkContext& ctx, const toml::node& node, const std::string& pa
   w.checkUnknownKeys();
 }
 
+// `health = { type, path, expect, interval, timeout, rise, fall }`. The type's default and
+// the checks that depend on it (path and expect are http's) come later, once the listeners
+// in front of the cluster are known (validate.cc).
+void readHealth(WalkContext& ctx, const toml::table& t, const std::string& path,
+                HealthConfig* h) {
+  TableWalker w(ctx, t, path);
+  w.enumeration<HealthCheckType>("type",
+                                 {{"http", HealthCheckType::kHttp},
+                                  {"tcp", HealthCheckType::kTcp},
+                                  {"redis", HealthCheckType::kRedis},
+                                  {"memcached", HealthCheckType::kMemcached}},
+                                 &h->type);
+  std::string target;
+  if (w.string("path", &target)) {
+    // It goes on the request line as written: an origin-form target, no spaces or controls.
+    bool plain = !target.empty() && target.size() <= 1024 && target[0] == '/' &&
+                 std::none_of(target.begin(), target.end(), [](char c) {
+                   return static_cast<unsigned char>(c) <= ' ' || c == 0x7f;
+                 });
+    if (plain)
+      h->path = target;
+    else
+      w.errorAt("path", "must be a request path starting with '/' (no spaces, at most 1024 "
+                        "bytes), got '" + target + "'");
+  }
+  w.integer("expect", 100, 599, &h->expect);
+  // 10 ms: a check every few milliseconds would be load, not health.
+  const bool interval_ok = w.duration("interval", Duration{10}, &h->interval);
+  const bool timeout_ok = w.duration("timeout", Duration{1}, &h->timeout);
+  if ((interval_ok || w.get("interval") == nullptr) && timeout_ok && h->timeout > h->interval)
+    // One check at a time per backend: the next starts only once this one has ended.
+    w.errorAt("timeout", "must not be longer than interval (" + formatDuration(h->interval) +
+                             "), got " + formatDuration(h->timeout));
+  w.integer("rise", 1, 100, &h->rise);
+  w.integer("fall", 1, 100, &h->fall);
+  w.checkUnknownKeys();
+}
+
+// `outlier = { consecutive_failures, base_ejection, max_ejection, max_ejected_percent }`.
+void readOutlier(WalkContext& ctx, const toml::table& t, const std::string& path,
+                 OutlierConfig* o) {
+  TableWalker w(ctx, t, path);
+  w.integer("consecutive_failures", 1, 1000, &o->consecutive_failures);
+  const bool base_ok = w.duration("base_ejection", Duration{10}, &o->base_ejection);
+  const bool max_ok = w.duration("max_ejection", Duration{10}, &o->max_ejection);
+  if ((base_ok || w.get("base_ejection") == nullptr) && max_ok &&
+      o->max_ejection < o->base_ejection)
+    w.errorAt("max_ejection", "must not be shorter than base_ejection (" +
+                                  formatDuration(o->base_ejection) + "), got " +
+                                  formatDuration(o->max_ejection));
+  w.integer("max_ejected_percent", 1, 100, &o->max_ejected_percent);
+  w.checkUnknownKeys();
+}
+
 void readCluster(WalkContext& ctx, const toml::key& key, const toml::node& node,
                  ClusterConfig* c) {
   c->name = std::string(key.str());
@@ -339,6 +403,11 @@ void readCluster(WalkContext& ctx, const toml::key& key, const toml::node& node,
     }
     tw.checkUnknownKeys();
   }
+  w.integer("panic_threshold", 0, 100, &c->panic_threshold);
+  if (const toml::table* ht = w.subtable("health"))
+    readHealth(ctx, *ht, path + ".health", &c->health.emplace());
+  if (const toml::table* ot = w.subtable("outlier"))
+    readOutlier(ctx, *ot, path + ".outlier", &c->outlier.emplace());
   if (const toml::array* a = w.array("backends", true)) {
     for (size_t i = 0; i < a->size(); ++i) {
       BackendConfig b;
@@ -430,6 +499,7 @@ Result<Config> loadConfigString(const std::string& text, const std::string& file
   readNamed(ctx, w, "listeners", &config.listeners, readListener);
   readNamed(ctx, w, "clusters", &config.clusters, readCluster);
   w.checkUnknownKeys();
+  applyHealthDefaults(config, ctx);
   validateConfig(config, ctx);
   if (resolver != nullptr) resolveBackendNames(config, *resolver, ctx);
   if (!ctx.errors.empty()) {

@@ -225,7 +225,38 @@ void checkSelector(const ClusterConfig& c, const std::string& path, WalkContext&
                   std::to_string(kMaxRingPoints) + "); lower vnodes or the weights");
 }
 
+// path and expect say what an HTTP check sends and accepts; on another type they would be
+// silently ignored.
+void checkHealth(const ClusterConfig& c, const std::string& path, WalkContext& ctx) {
+  if (!c.health || c.health->type == HealthCheckType::kHttp) return;
+  const std::string hpath = path + ".health";
+  const bool defaulted = !ctx.written(hpath + ".type");
+  for (const char* key : {"path", "expect"}) {
+    const std::string p = hpath + "." + key;
+    if (!ctx.written(p)) continue;
+    std::string why = std::string("applies only to type = \"http\" (this cluster's checks are '") +
+                      healthCheckTypeName(c.health->type) + "'" +
+                      (defaulted ? ", the default for its non-http listeners; write type = "
+                                   "\"http\" to check over HTTP)"
+                                 : ")");
+    ctx.error(ctx.positionOf(p), p, why);
+  }
+}
+
 }  // namespace
+
+void applyHealthDefaults(Config& config, const WalkContext& ctx) {
+  for (auto& c : config.clusters) {
+    if (!c.health || ctx.written("clusters." + c.name + ".health.type")) continue;
+    bool any = false, all_http = true;
+    for (const auto& l : config.listeners) {
+      if (l.cluster != c.name) continue;
+      any = true;
+      all_http = all_http && l.protocol == Protocol::kHttp;
+    }
+    c.health->type = any && all_http ? HealthCheckType::kHttp : HealthCheckType::kTcp;
+  }
+}
 
 std::vector<std::string> selectorNames() {
   std::vector<std::string> names;
@@ -257,6 +288,7 @@ void validateConfig(const Config& config, WalkContext& ctx) {
     std::string path = "clusters." + c.name;
     checkBackends(c, path, ctx);
     checkSelector(c, path, ctx);
+    checkHealth(c, path, ctx);
   }
 }
 

@@ -20,6 +20,11 @@ std::vector<std::string> keyPluginNames();
 // True for key plugins that need an HTTP request (header, cookie, query, path).
 bool keyPluginIsL7(std::string_view name);
 
+// Fills in what defaults to something that depends on other sections: a cluster's
+// health.type, when not written, is "http" if every listener in front of it is an HTTP
+// listener (and there is one), else "tcp". Runs after the walk, before validateConfig.
+void applyHealthDefaults(Config& config, const WalkContext& ctx);
+
 // Adds an error to `ctx` for every cross-reference problem in `config`, pointing at the
 // position the walk recorded for the offending key. Runs after the walk, on a Config whose
 // single values have already been checked (a value that failed keeps its default).

@@ -96,6 +96,30 @@ inline const char* commandResultName(CommandResult r) noexcept {
   return kNames[static_cast<int>(r)];
 }
 
+// What went wrong with a backend, as a worker saw it: the kinds passive health counts
+// (lb/routing/backend_state.h, noteBackendFailure). The first three are connect failures, the
+// reason label of lb_backend_connect_failures_total.
+enum class BackendFailure : uint8_t {
+  kConnectRefused,    // the connect was refused or could not start
+  kConnectTimeout,    // no connect within timeouts.connect
+  kConnectReset,      // a new connection closed or reset before the backend sent anything
+  kServerError,       // an HTTP 5xx from the backend
+  kResponseTimeout,   // no response head within the listener's timeout (lb answered 504)
+  kCount
+};
+inline constexpr int kBackendFailureKinds = static_cast<int>(BackendFailure::kCount);
+inline constexpr int kConnectFailureKinds = 3;
+inline const char* backendFailureName(BackendFailure f) noexcept {
+  static constexpr const char* kNames[] = {"connect refused", "connect timeout", "reset", "5xx",
+                                           "response timeout"};
+  return kNames[static_cast<int>(f)];
+}
+// The reason label of lb_backend_connect_failures_total for the first three kinds.
+inline const char* connectFailureLabel(BackendFailure f) noexcept {
+  static constexpr const char* kNames[] = {"refused", "timeout", "reset"};
+  return kNames[static_cast<int>(f) % kConnectFailureKinds];
+}
+
 struct alignas(64) BackendWorkerStats {
   std::array<StatCounter, kCodeClasses> requests;     // by code class
   std::array<StatCounter, 4> picks;                   // by PickReason
@@ -107,6 +131,12 @@ struct alignas(64) BackendWorkerStats {
   StatGauge connections;                              // upstream connections this worker holds
   // redis, memcached: commands sent to the backend, by CommandResult.
   std::array<StatCounter, static_cast<int>(CommandResult::kCount)> commands;
+  // Passive health: every failure by kind, their running total, and the total as it stood at
+  // this worker's last success. failures_total - failures_at_success is the worker's current
+  // run of consecutive failures; the main thread reads both (lb/health/outlier.h).
+  std::array<StatCounter, kBackendFailureKinds> failures;
+  StatCounter failures_total;
+  StatCounter failures_at_success;
 };
 
 struct alignas(64) ListenerWorkerStats {

@@ -1,9 +1,16 @@
 // The state of one backend that outlives snapshots: its live-load counter (shared by every
 // worker, read by bounded loads and the metrics), its health, and one statistics slot per
 // worker. A reload that keeps a backend (same cluster and name) keeps its BackendState, so
-// live counts and counters carry over.
+// live counts, counters and health carry over.
+//
+// Health is written by one thread, the main thread's health manager (lb/health), and read by
+// every worker's pick: the `healthy` flag, and the cluster's `panic` flag (ClusterState).
+// Workers report what they saw of a backend (noteBackendFailure / noteBackendSuccess) into
+// their own statistics slot, never into shared state: passive health costs the request path
+// a few plain loads and stores, no lock and no read-modify-write.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -12,6 +19,42 @@
 #include "lb/core/stats.h"
 
 namespace lb {
+
+// One active check's outcome; the result label of lb_backend_health_checks_total.
+enum class CheckResult : uint8_t { kOk, kFail, kTimeout };
+inline constexpr int kCheckResults = 3;
+inline const char* checkResultName(CheckResult r) noexcept {
+  static constexpr const char* kNames[] = {"ok", "fail", "timeout"};
+  return kNames[static_cast<int>(r)];
+}
+
+// Why a backend is or is not picked, as /backends shows it.
+enum class HealthStatus : uint8_t {
+  kUp,        // picked
+  kDown,      // its active checks failed `fall` times in a row
+  kEjected,   // passive outlier detection took it out for a while
+};
+inline const char* healthStatusName(HealthStatus s) noexcept {
+  static constexpr const char* kNames[] = {"up", "down", "ejected"};
+  return kNames[static_cast<int>(s)];
+}
+
+// What the health manager knows of a backend, for /metrics and /backends. The counters may
+// be read from any thread; the other fields are written and read on the main thread only
+// (the health manager and the admin server share its loop).
+struct HealthRecord {
+  std::array<StatCounter, kCheckResults> checks;   // lb_backend_health_checks_total
+  std::array<StatCounter, 2> transitions;          // [0] to up, [1] to down
+  StatCounter ejections;                           // lb_backend_ejections_total
+
+  HealthStatus status = HealthStatus::kUp;
+  std::string reason;                  // the last health event's reason; "" before any
+  bool checked = false;                // a check has completed
+  CheckResult last_result = CheckResult::kOk;
+  double last_check_at = 0;            // seconds since the epoch, when the last check ended
+  double last_check_seconds = 0;       // how long it took
+  uint64_t ejection_ms = 0;            // the length of the current (or last) ejection
+};
 
 // The live load of a whole cluster, kept equal to the sum of its backends' `live` as they
 // change, so a bounded-load pick reads one counter instead of summing every host (a scattered
@@ -62,9 +105,40 @@ struct BackendState {
     }
     return false;
   }
+  // False while health takes the backend out of every key's preference order (its checks
+  // failed, or it is ejected). Written by the main thread; a new backend starts healthy.
   std::atomic<bool> healthy{true};
   const unsigned workers;
   const std::unique_ptr<BackendWorkerStats[]> per_worker;
+  HealthRecord health;
+};
+
+// Loop thread of the worker that owns `s`. One failure of the backend (a failed connect, a
+// reset before the answer, a 5xx, a timeout): counted by kind and added to the worker's run
+// of consecutive failures. Single-writer stores only.
+inline void noteBackendFailure(BackendWorkerStats& s, BackendFailure f) noexcept {
+  s.failures[static_cast<int>(f)].add();
+  s.failures_total.add();
+}
+
+// Loop thread of the worker that owns `s`. The backend answered: the worker's run of
+// failures ends. Two loads and, only after a failure, one store.
+inline void noteBackendSuccess(BackendWorkerStats& s) noexcept {
+  const uint64_t total = s.failures_total.get();
+  const uint64_t at = s.failures_at_success.get();
+  if (at != total) s.failures_at_success.add(total - at);
+}
+
+// Cluster-wide state that outlives snapshots, keyed by cluster name.
+struct ClusterState {
+  explicit ClusterState(std::string cluster_name) : name(std::move(cluster_name)) {}
+  ClusterState(const ClusterState&) = delete;
+  ClusterState& operator=(const ClusterState&) = delete;
+
+  const std::string name;
+  // Fewer than panic_threshold percent of the backends are healthy: every pick ignores
+  // health and routes by the table (lb_cluster_panic). Written by the main thread.
+  std::atomic<bool> panic{false};
 };
 
 // Listener-side state that outlives snapshots, keyed by listener name.

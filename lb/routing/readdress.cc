@@ -57,8 +57,10 @@ std::shared_ptr<const Snapshot> withAddresses(const Snapshot& base,
     cs.backends = from.backends;
     for (size_t bi = 0; bi < cs.backends.size(); ++bi)
       cs.backends[bi].config = &cs.config->backends[bi];
+    cs.state = from.state;   // the panic flag the health manager sets
     cs.loads = std::make_unique<ClusterLoads>(
-        &cs.backends, from.loads ? from.loads->totalState() : std::make_shared<ClusterLoadState>());
+        &cs.backends, from.loads ? from.loads->totalState() : std::make_shared<ClusterLoadState>(),
+        cs.state ? &cs.state->panic : nullptr);
     cs.rotation = Rotation(from.rotation.workers());
   }
   for (const AddressChange& change : changes) {

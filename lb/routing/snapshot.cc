@@ -28,7 +28,8 @@ bool ClusterLoads::tryReserve(uint32_t host, uint64_t cap) const noexcept {
 }
 
 bool ClusterLoads::usable(uint32_t host) const noexcept {
-  return (*backends_)[host].state->healthy.load(std::memory_order_relaxed);
+  return (*backends_)[host].state->healthy.load(std::memory_order_relaxed) ||
+         (panic_ != nullptr && panic_->load(std::memory_order_relaxed));
 }
 
 const ClusterSnapshot* Snapshot::findCluster(const std::string& name) const {
@@ -56,6 +57,14 @@ std::shared_ptr<ClusterLoadState> StateRegistry::clusterLoad(const std::string& 
   auto& slot = cluster_loads_[cluster];
   if (auto live = slot.lock()) return live;
   auto fresh = std::make_shared<ClusterLoadState>();
+  slot = fresh;
+  return fresh;
+}
+
+std::shared_ptr<ClusterState> StateRegistry::cluster(const std::string& name) {
+  auto& slot = clusters_[name];
+  if (auto live = slot.lock()) return live;
+  auto fresh = std::make_shared<ClusterState>(name);
   slot = fresh;
   return fresh;
 }
@@ -122,6 +131,7 @@ Result<std::shared_ptr<const Snapshot>> buildSnapshot(Config config, StateRegist
   for (const auto& cc : snap->config.clusters) {
     ClusterSnapshot& cs = snap->clusters.emplace_back();
     cs.config = &cc;
+    cs.state = registry.cluster(cc.name);
     cs.selector = selectorOf(cc);
     if (cs.selector == nullptr) {
       errors.push_back({file, cc.pos, "clusters." + cc.name + ".selector",
@@ -131,7 +141,8 @@ Result<std::shared_ptr<const Snapshot>> buildSnapshot(Config config, StateRegist
     auto hosts = hostSpecsOf(cc);
     // A cluster written without backends is valid: its listeners answer 503. No table then.
     if (hosts.empty()) {
-      cs.loads = std::make_unique<ClusterLoads>(&cs.backends, registry.clusterLoad(cc.name));
+      cs.loads = std::make_unique<ClusterLoads>(&cs.backends, registry.clusterLoad(cc.name),
+                                                &cs.state->panic);
       continue;
     }
     cs.table = cs.selector->build(hosts, selectorOptionsOf(cc));
@@ -149,7 +160,8 @@ Result<std::shared_ptr<const Snapshot>> buildSnapshot(Config config, StateRegist
                           "clusters." + cc.name + ".backends[" + std::to_string(i) + "].address",
                           why});
     }
-    cs.loads = std::make_unique<ClusterLoads>(&cs.backends, registry.clusterLoad(cc.name));
+    cs.loads = std::make_unique<ClusterLoads>(&cs.backends, registry.clusterLoad(cc.name),
+                                              &cs.state->panic);
     cs.rotation = Rotation(registry.workers());
   }
 

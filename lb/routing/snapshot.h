@@ -33,13 +33,17 @@ struct BackendSnapshot {
   double keyspace_share = 0;                // fraction of the key space this backend owns
 };
 
-// LoadView over a cluster's shared live-load counters and health flags. The total is the
-// cluster's one running counter (ClusterLoadState): O(1), whatever the number of hosts.
+// LoadView over a cluster's shared live-load counters and health flags, and the cluster's
+// panic flag. The total is the cluster's one running counter (ClusterLoadState): O(1),
+// whatever the number of hosts. In panic every host is usable (the pick routes by the table
+// as if all were healthy); the flag is read only when a host is unhealthy, so a pick whose
+// host is up pays nothing for it, and one past a down host one relaxed load.
 class ClusterLoads final : public LoadView {
  public:
+  // `panic` may be null (never in panic): tests that stand a cluster up by hand.
   ClusterLoads(const std::vector<BackendSnapshot>* backends,
-               std::shared_ptr<ClusterLoadState> total)
-      : backends_(backends), total_(std::move(total)) {}
+               std::shared_ptr<ClusterLoadState> total, const std::atomic<bool>* panic = nullptr)
+      : backends_(backends), total_(std::move(total)), panic_(panic) {}
   uint64_t load(uint32_t host) const noexcept override;
   uint64_t totalLoad() const noexcept override;
   bool usable(uint32_t host) const noexcept override;
@@ -51,6 +55,7 @@ class ClusterLoads final : public LoadView {
  private:
   const std::vector<BackendSnapshot>* backends_;
   std::shared_ptr<ClusterLoadState> total_;
+  const std::atomic<bool>* panic_;
 };
 
 struct ClusterSnapshot {
@@ -61,6 +66,7 @@ struct ClusterSnapshot {
   std::shared_ptr<const SelectorTable> table;
   std::optional<BoundedLoad> bounded;       // set when hash_balance_factor > 0
   std::vector<BackendSnapshot> backends;    // index = host index in table
+  std::shared_ptr<ClusterState> state;      // the panic flag, kept across reloads
   std::unique_ptr<ClusterLoads> loads;
   // Each worker's place in the round-robin rotation for keyless requests (on_missing_key =
   // "round_robin"; lb/routing/rotation.h). Starts afresh with each snapshot.
@@ -99,12 +105,13 @@ struct Snapshot {
   const ListenerSnapshot* findListener(const std::string& name) const;
 };
 
-// Main thread only. Keeps BackendState and ListenerState alive across reloads so that a
-// backend (cluster, name) that stays keeps its live counter and statistics.
+// Main thread only. Keeps BackendState, ClusterState and ListenerState alive across reloads
+// so that a backend (cluster, name) that stays keeps its live counter, statistics and health.
 class StateRegistry {
  public:
   explicit StateRegistry(unsigned workers) : workers_(workers) {}
   std::shared_ptr<BackendState> backend(const std::string& cluster, const std::string& name);
+  std::shared_ptr<ClusterState> cluster(const std::string& name);
   std::shared_ptr<ListenerState> listener(const std::string& name);
   // The cluster's running live total, shared by every BackendState of that cluster.
   std::shared_ptr<ClusterLoadState> clusterLoad(const std::string& cluster);
@@ -114,6 +121,7 @@ class StateRegistry {
   unsigned workers_;
   std::map<std::string, std::weak_ptr<ClusterLoadState>> cluster_loads_;
   std::map<std::pair<std::string, std::string>, std::weak_ptr<BackendState>> backends_;
+  std::map<std::string, std::weak_ptr<ClusterState>> clusters_;
   std::map<std::string, std::weak_ptr<ListenerState>> listeners_;
 };
 

@@ -132,6 +132,24 @@ UpstreamConn* BackendAttempt::connect(UpstreamOwner* owner, Pooling pooling, int
   return pool.connect(*backend_, owner, timeout, pooling != Pooling::kNever, err);
 }
 
+void BackendAttempt::reportConnectFailure(int status) noexcept {
+  BackendFailure kind = BackendFailure::kConnectRefused;
+  if (status == UV_ETIMEDOUT)
+    kind = BackendFailure::kConnectTimeout;
+  else if (status == UV_ECONNRESET || status == UV_EPIPE || status == UV_ECONNABORTED ||
+           status == UV_EOF)
+    kind = BackendFailure::kConnectReset;
+  reportFailure(kind);
+}
+
+void BackendAttempt::reportFailure(BackendFailure kind) noexcept {
+  if (stats_ != nullptr) noteBackendFailure(*stats_, kind);
+}
+
+void BackendAttempt::reportSuccess() noexcept {
+  if (stats_ != nullptr) noteBackendSuccess(*stats_);
+}
+
 void BackendAttempt::release() noexcept {
   if (!live_) return;
   backend_->state->dropLive();

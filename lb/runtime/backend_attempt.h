@@ -12,6 +12,11 @@
 //                                         cluster's `retries` last; false = give up
 //   release()                             the exchange or connection is over
 //
+// What the session learns of the picked host it reports (reportConnectFailure, reportFailure,
+// reportSuccess): counted in this worker's statistics slot (lb_backend_connect_failures_total)
+// and read by passive outlier detection on the main thread (lb/health/outlier.h). Plain
+// single-writer stores, no lock.
+//
 // While a host is picked and not released it carries one unit of live load (its
 // BackendState::live, what bounded loads and lb_backend_active_requests see); every pick is
 // counted by reason (lb_backend_picks_total). A session keeps one BackendAttempt as a member
@@ -79,6 +84,17 @@ class BackendAttempt {
 
   // Loop thread. Gives back the live unit, if held. Idempotent. backend() stays readable.
   void release() noexcept;
+
+  // Loop thread, after a pick. The connect to the picked host failed with libuv status
+  // `status`: UV_ETIMEDOUT counts as a timeout, a reset or EOF as a reset, anything else
+  // (refused, unreachable, could not start) as refused.
+  void reportConnectFailure(int status) noexcept;
+  // Loop thread, after a pick. Another failure of the picked host (a reset before any
+  // answer, a 5xx, no answer in time).
+  void reportFailure(BackendFailure kind) noexcept;
+  // Loop thread, after a pick. The picked host answered (connected, for TCP): its run of
+  // failures on this worker ends.
+  void reportSuccess() noexcept;
 
   // The host picked last (nullptr before the first pick), and this worker's statistics slot
   // of it. Both stay valid while the session holds the snapshot.

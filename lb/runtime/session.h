@@ -8,6 +8,8 @@
 
 namespace lb {
 
+struct BackendState;
+
 class Session {
  public:
   virtual ~Session() = default;
@@ -15,6 +17,11 @@ class Session {
   virtual void abort() noexcept = 0;
   // Loop thread. Finish what is in flight, then close (drain).
   virtual void drain() noexcept = 0;
+  // Loop thread. Active health checks took `backend` down: a session waiting on it for an
+  // answer moves on (another host, or an error) rather than waiting for its timeout. A
+  // session that does not use `backend` ignores it; so does a protocol that overrides
+  // nothing. May close and unlink the session.
+  virtual void backendDown(const BackendState& backend) noexcept { (void)backend; }
 
  private:
   friend class SessionList;

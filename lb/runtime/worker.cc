@@ -72,6 +72,15 @@ void Worker::beginDrain() {
   uv_async_send(&async_);
 }
 
+void Worker::backendDown(std::shared_ptr<BackendState> backend) {
+  if (joined_) return;   // not running: nothing open to tell
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    pending_down_.push_back(std::move(backend));
+  }
+  uv_async_send(&async_);
+}
+
 void Worker::stop() {
   if (joined_) return;
   {
@@ -87,10 +96,12 @@ void Worker::onAsync(uv_async_t* a) { static_cast<Worker*>(a->data)->processMail
 
 void Worker::processMailbox() {
   std::shared_ptr<const Snapshot> snap;
+  std::vector<std::shared_ptr<BackendState>> down;
   bool drain, stop;
   {
     std::lock_guard<std::mutex> lock(mu_);
     snap = std::move(pending_snapshot_);
+    down.swap(pending_down_);
     drain = pending_drain_;
     stop = pending_stop_;
     pending_drain_ = false;
@@ -107,6 +118,8 @@ void Worker::processMailbox() {
     if (!env_.draining() && !reconcileListeners(&error))
       LB_ERROR("worker %u: %s (listener left closed)", env_.index(), error.c_str());
   }
+  for (const auto& b : down)
+    env_.sessions().forEach([&b](Session* s) { s->backendDown(*b); });   // may unlink s
   if (drain && !env_.draining()) {
     env_.beginDrain();
     for (auto& l : listeners_) l.release()->close();

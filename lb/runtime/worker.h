@@ -41,6 +41,9 @@ class Worker {
   void applySnapshot(std::shared_ptr<const Snapshot> snapshot);
   // Main thread. Stop accepting; keep-alive connections close after their current response.
   void beginDrain();
+  // Main thread. Active checks took `backend` down: every session of this worker hears it
+  // (Session::backendDown).
+  void backendDown(std::shared_ptr<BackendState> backend);
   // Main thread. Close everything now and join the thread. Idempotent.
   void stop();
 
@@ -71,6 +74,7 @@ class Worker {
   std::mutex mu_;
   std::condition_variable cv_;
   std::shared_ptr<const Snapshot> pending_snapshot_;
+  std::vector<std::shared_ptr<BackendState>> pending_down_;
   bool pending_drain_ = false;
   bool pending_stop_ = false;
   bool started_ = false;      // start() result is ready

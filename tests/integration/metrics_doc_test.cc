@@ -1,8 +1,9 @@
 // docs/metrics.md against a running lb: every family on /metrics has a row in the doc with the
 // same type and labels, and every row names a family /metrics has, unless the row says the
 // family exists only under a condition ("present" = `when ...`). The config below switches on
-// every condition known today (bounded loads, an HTTP and a TCP listener), so those rows are
-// checked too. A feature that adds a family adds its row to the doc; nothing here changes.
+// every condition known today (bounded loads, an HTTP and a TCP listener, active checks,
+// outlier detection), so those rows are checked too. A feature that adds a family adds its
+// row to the doc; nothing here changes.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -139,7 +140,10 @@ TEST(MetricsDocTest, EveryFamilyOnMetricsIsDocumentedAndEveryDocumentedOneExists
           "[clusters.bounded]\nselector = \"maglev\"\nhash_balance_factor = 125\n"
           "backends = [ { name = \"a\", address = \"127.0.0.1:9\" },"
           " { name = \"b\", address = \"127.0.0.1:10\", weight = 2 } ]\n"
-          "[clusters.plain]\nbackends = [ { name = \"c\", address = \"127.0.0.1:9\" } ]\n",
+          "[clusters.plain]\n"
+          "health = { interval = \"1s\", timeout = \"100ms\" }\n"
+          "outlier = {}\n"
+          "backends = [ { name = \"c\", address = \"127.0.0.1:9\" } ]\n",
       {http, tcp, admin}))
       << lb.output();
   auto r = runCommand({"curl", "-sf", localUrl(admin, "/metrics")});

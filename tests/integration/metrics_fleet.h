@@ -50,7 +50,9 @@ class Fleet {
  public:
   // Empty on success; otherwise why the fleet could not start. `skip` is set when the reason
   // is that the proxy or the origin is not built yet (their placeholders exit at once).
-  std::string start(int backends, uint32_t hash_balance_factor, bool* skip) {
+  // `cluster_extra`: more lines for [clusters.cache] (health, outlier).
+  std::string start(int backends, uint32_t hash_balance_factor, bool* skip,
+                    const std::string& cluster_extra = "") {
     *skip = false;
     for (int i = 0; i < backends; ++i) {
       std::string name = "b" + std::to_string(i);
@@ -74,6 +76,7 @@ class Fleet {
                        "[clusters.cache]\nselector = \"ring_hash\"\n";
     if (hash_balance_factor > 0)
       toml += "hash_balance_factor = " + std::to_string(hash_balance_factor) + "\n";
+    toml += cluster_extra;
     toml += "backends = [\n";
     for (const auto& [name, port] : origin_ports_)
       toml += "  { name = \"" + name + "\", address = \"127.0.0.1:" + std::to_string(port) +

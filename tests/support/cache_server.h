@@ -35,6 +35,8 @@ class CacheServer {
   std::string output() const { return proc_ ? proc_->output() : error_; }
   // "127.0.0.1:PORT", for a config file.
   std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+  // The server process (to stop or freeze it); only when ok().
+  Process& process() { return *proc_; }
 
  private:
   std::unique_ptr<Process> proc_;

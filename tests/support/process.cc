@@ -11,7 +11,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <deque>
+#include <mutex>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -102,20 +105,33 @@ std::string builtBinary(std::string_view name) {
   return dir + "/../" + std::string(name);
 }
 
+// The kernel may offer a port again as soon as the probe socket below is closed, so two
+// calls in a row can return the same port and a config that needs several (lb's listeners and
+// its admin) would collide with itself. Ports handed out lately by this process are skipped.
 uint16_t freePort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return 0;
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = 0;
-  socklen_t len = sizeof(a);
-  uint16_t port = 0;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
-      getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0)
-    port = ntohs(a.sin_port);
-  close(fd);
-  return port;
+  static std::mutex mu;
+  static std::deque<uint16_t> recent;
+  for (int attempt = 0; attempt < 64; ++attempt) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0) return 0;
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = 0;
+    socklen_t len = sizeof(a);
+    uint16_t port = 0;
+    if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
+        getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0)
+      port = ntohs(a.sin_port);
+    close(fd);
+    if (port == 0) return 0;
+    std::lock_guard<std::mutex> lock(mu);
+    if (std::find(recent.begin(), recent.end(), port) != recent.end()) continue;
+    recent.push_back(port);
+    if (recent.size() > 512) recent.pop_front();
+    return port;
+  }
+  return 0;
 }
 
 std::string localUrl(uint16_t port, std::string_view path) {

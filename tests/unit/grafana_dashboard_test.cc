@@ -46,7 +46,11 @@ std::string readDashboard() {
 // to _bucket (with le), _sum and _count. Prometheus adds job and instance to every series.
 std::map<std::string, std::set<std::string>> exportedSeries() {
   StateRegistry registry(1);
-  auto snap = testing::buildTestSnapshot(registry);   // has bounded loads, so load_cap too
+  // Bounded loads (load_cap), active checks and outlier detection: every conditional family.
+  Config config = testing::metricsTestConfig();
+  config.clusters[0].health = HealthConfig{};
+  config.clusters[0].outlier = OutlierConfig{};
+  auto snap = testing::buildTestSnapshot(registry, config);
   Metrics metrics([snap] { return snap; }, 0);
   std::map<std::string, std::set<std::string>> out;
   for (const auto& f : metrics.collect()) {
@@ -170,8 +174,10 @@ class GrafanaDashboardTest : public ::testing::Test {
     std::string text = readDashboard();
     ASSERT_FALSE(text.empty()) << "conf/grafana/lb.json is missing";
     doc_ = JsonReader::parse(text);   // throws (and fails the test) on invalid JSON
-    for (const auto& p : doc_["panels"].items())
+    for (const auto& p : doc_["panels"].items()) {
+      if (p["type"].asString() == "row") continue;   // a row is a heading: no queries
       for (const auto& t : p["targets"].items()) exprs_.push_back(t["expr"].asString());
+    }
   }
 
   // label_values(<selector>, <label>) of a query variable, split.
@@ -207,8 +213,15 @@ TEST_F(GrafanaDashboardTest, PanelsHaveUniqueIdsGridPosAndTargets) {
     const std::string title = p["title"].asString();
     EXPECT_TRUE(ids.insert(p["id"].asNumber()).second) << "duplicate id in " << title;
     const std::string type = p["type"].asString();
-    EXPECT_TRUE(type == "timeseries" || type == "stat") << title;
     const JsonValue& g = p["gridPos"];
+    if (type == "row") {   // a heading across the dashboard, without queries
+      EXPECT_FALSE(title.empty());
+      EXPECT_FALSE(p.has("targets")) << title;
+      EXPECT_EQ(g["x"].asNumber(), 0) << title;
+      EXPECT_EQ(g["w"].asNumber(), 24) << title;
+      continue;
+    }
+    EXPECT_TRUE(type == "timeseries" || type == "stat" || type == "state-timeline") << title;
     EXPECT_GE(g["x"].asNumber(), 0) << title;
     EXPECT_LE(g["x"].asNumber() + g["w"].asNumber(), 24) << title;
     EXPECT_GT(g["h"].asNumber(), 0) << title;
@@ -272,8 +285,30 @@ TEST_F(GrafanaDashboardTest, CoversTheIssueTopics) {
                         "lb_backend_load_cap", "lb_backend_keyspace_share",
                         "lb_backend_picks_total", "lb_http_errors_total",
                         "lb_backend_response_seconds_bucket", "lb_backend_healthy",
-                        "lb_config_reloads_total"})
+                        "lb_config_reloads_total", "lb_backend_health_transitions_total",
+                        "lb_backend_health_checks_total", "lb_backend_ejections_total",
+                        "lb_backend_connect_failures_total", "lb_cluster_panic"})
     EXPECT_TRUE(used.count(m)) << "no panel shows " << m;
+}
+
+TEST_F(GrafanaDashboardTest, HasAHealthRowWithStateTimelines) {
+  // The Health row: backend state and cluster panic as state timelines, then transitions,
+  // ejections, failed checks and connect failures.
+  const auto& panels = doc_["panels"].items();
+  size_t row = panels.size();
+  for (size_t i = 0; i < panels.size(); ++i)
+    if (panels[i]["type"].asString() == "row" && panels[i]["title"].asString() == "Health") row = i;
+  ASSERT_LT(row, panels.size()) << "no Health row";
+  std::map<std::string, std::string> below;   // metric -> panel type, for the panels after it
+  for (size_t i = row + 1; i < panels.size() && panels[i]["type"].asString() != "row"; ++i)
+    for (const auto& t : panels[i]["targets"].items())
+      for (const auto& [m, _] : scanPromql(t["expr"].asString()).selectors)
+        below[m] = panels[i]["type"].asString();
+  EXPECT_EQ(below["lb_backend_healthy"], "state-timeline");
+  EXPECT_EQ(below["lb_cluster_panic"], "state-timeline");
+  for (const char* m : {"lb_backend_health_transitions_total", "lb_backend_ejections_total",
+                        "lb_backend_health_checks_total", "lb_backend_connect_failures_total"})
+    EXPECT_EQ(below[m], "timeseries") << m;
 }
 
 TEST_F(GrafanaDashboardTest, ScannerCatchesAnUnknownMetric) {

@@ -26,6 +26,9 @@
 // Switches, on any path, as query parameters or as request headers `X-Origin-<Name>` with
 // '_' written '-' (`?delay_ms=50` or `X-Origin-Delay-Ms: 50`). Values are not percent-decoded.
 //   status=N               answer status N (200..599); 204 and 304 carry no body.
+//   set_status=N           from the next request on, answer every request of this process
+//                          that names no status=N with N (200..599; 0 goes back to 200): an
+//                          origin that fails everything, health checks included.
 //   delay_ms=N             wait N ms (at most 60000) before answering (and before reading the
 //                          request body).
 //   close=1                reset the connection (RST) as soon as the request head is read.

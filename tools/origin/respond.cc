@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <charconv>
 #include <cstring>
 #include <optional>
@@ -58,6 +59,15 @@ std::optional<std::string_view> param(std::string_view url,
   for (const auto& [k, v] : headers)
     if (lb::equalsNoCase(k, header)) return std::string_view(v);
   return std::nullopt;
+}
+
+// set_status=N (N in 200..599, or 0): from the next request on, every request of this process
+// that names no status=N of its own is answered N; 0 goes back to 200. The request that sets
+// it is answered as before. For tests of passive health and panic: one origin that fails
+// every request, health checks included, switched on and off from outside the proxy.
+std::atomic<int>& stickyStatus() {
+  static std::atomic<int> status{0};
+  return status;
 }
 
 const std::string* findHeaderIn(const std::vector<std::pair<std::string, std::string>>& headers,
@@ -135,7 +145,12 @@ void OriginConn::startResponse(HttpServerConn& conn) {
     // so; conn.keepAlive() is false).
   }
 
-  int status = static_cast<int>(parseU64(param(url, ex.headers, "status")).value_or(200));
+  const int sticky = stickyStatus().load(std::memory_order_relaxed);
+  if (auto set = parseU64(param(url, ex.headers, "set_status")))
+    stickyStatus().store(*set >= 200 && *set <= 599 ? static_cast<int>(*set) : 0,
+                         std::memory_order_relaxed);
+  int status = static_cast<int>(
+      parseU64(param(url, ex.headers, "status")).value_or(sticky != 0 ? sticky : 200));
   if (status < 200 || status > 599) status = 200;
   if (is_connect) status = 405;
   bool no_body = is_head || status == 204 || status == 304;

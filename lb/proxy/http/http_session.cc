@@ -313,10 +313,15 @@ void HttpSession::handleTimer() noexcept {
       upstreamFailed(true);
       return;
     case State::kExchange:
-      if (ex_.headSentToClient())
+      if (ex_.headSentToClient()) {
         closeAll();
-      else
+      } else {
+        // The backend's fault only if it had the whole request (a client that stalls in
+        // its body times out the same way).
+        if (ex_.request == RequestPhase::kDone)
+          attempt_.reportFailure(BackendFailure::kResponseTimeout);
         sendError(504, HttpErrorReason::kBackendTimeout);
+      }
       return;
     case State::kTunnel:
     case State::kLingering:

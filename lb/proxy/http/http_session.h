@@ -83,6 +83,10 @@
 //   504 no response head within timeouts.idle (there is no separate response timeout).
 // - timeouts.idle also closes a keep-alive connection between requests (quietly) and any
 //   exchange or tunnel with no traffic either way.
+// - Health: when active checks take a backend down, a request still waiting for its answer
+//   from it moves on at once, as after a reset before the answer (the next host when safe
+//   to send again, else 502); a tunnel to it closes. Connect failures, resets before the
+//   answer, 5xx and 504s count against the backend for outlier detection.
 // - A client that closes while its request is in flight abandons it (the upstream connection
 //   is closed, its live load released), as nginx does without proxy_ignore_client_abort.
 //
@@ -121,6 +125,9 @@ class HttpSession final : public Session, public UpstreamOwner {
 
   void abort() noexcept override;
   void drain() noexcept override;
+  // Active checks took `backend` down: an exchange still waiting for its answer from it
+  // moves on (http_session_upstream.cc).
+  void backendDown(const BackendState& backend) noexcept override;
 
   void onUpstreamConnect(int status) noexcept override;
   void onUpstreamAlloc(uv_buf_t* buf) noexcept override;

@@ -27,6 +27,7 @@ void HttpSession::connectUpstream(Pooling pooling) noexcept {
   up_ = attempt_.connect(this, pooling, &err);
   if (up_ == nullptr) {
     LB_DEBUG("http: connect %s: %s", route.backend->config->address.c_str(), uv_strerror(err));
+    attempt_.reportConnectFailure(err);
     upstreamFailed(true);
     return;
   }
@@ -42,10 +43,35 @@ void HttpSession::onUpstreamConnect(int status) noexcept {
   if (status < 0) {
     LB_DEBUG("http: connect %s: %s", ex_.route.backend->config->address.c_str(),
              uv_strerror(status));
+    attempt_.reportConnectFailure(status);
     upstreamFailed(true);
     return;
   }
   sendRequestHead();
+}
+
+// Active checks took the backend of this exchange down. Waiting on it for the answer would
+// last until timeouts.idle: a request with no answer yet moves on now, as after a reset (to
+// the next host when it is safe to send again, else 502); one whose answer is under way
+// finishes or times out as it would have.
+void HttpSession::backendDown(const BackendState& backend) noexcept {
+  if (up_ == nullptr || ex_.route.backend == nullptr || ex_.route.backend->state.get() != &backend)
+    return;
+  switch (state_) {
+    case State::kConnecting:
+      upstreamFailed(true);
+      return;
+    case State::kExchange:
+      if (ex_.response != ResponsePhase::kAwaiting) return;
+      ex_.route.fresh_retries = Route::kFreshRetries;   // never the same host on a new connection
+      upstreamFailed(false);
+      return;
+    case State::kTunnel:
+      closeAll();
+      return;
+    default:
+      return;
+  }
 }
 
 // kExchange begins: the rewritten head goes up (RequestPhase kHead until it is written), and
@@ -93,6 +119,8 @@ void HttpSession::onUpstreamWrite(int status) noexcept {
   switch (state_) {
     case State::kExchange:
       if (status < 0) {
+        if (!up_->reused() && ex_.response == ResponsePhase::kAwaiting)
+          attempt_.reportFailure(BackendFailure::kConnectReset);
         upstreamFailed(false);
         return;
       }
@@ -212,6 +240,9 @@ void HttpSession::handleBackendEof(ssize_t n) noexcept {
   if (state_ != State::kExchange) return;
   switch (ex_.response) {
     case ResponsePhase::kAwaiting:   // nothing came back: maybe retry
+      // A new connection that ends before a byte is the backend's failure; a pooled one that
+      // the backend had closed while idle is keep-alive's race, not a failure.
+      if (up_ != nullptr && !up_->reused()) attempt_.reportFailure(BackendFailure::kConnectReset);
       upstreamFailed(false);
       return;
     case ResponsePhase::kHead:       // a partial head, then nothing: not retryable
@@ -344,6 +375,7 @@ void HttpSession::onResponseHead() noexcept {
     size_t n = writeDownstreamResponse(h, upin_.buf, opt, rout_, BufferPool::kBlockSize);
     ex_.status = status;
     ex_.response = ResponsePhase::kBody;
+    attempt_.reportSuccess();
     recordResponse(status, true);
     if (n == 0 || writeDown(rout_, n) < 0) {
       closeAll();
@@ -353,6 +385,11 @@ void HttpSession::onResponseHead() noexcept {
     return;
   }
   ex_.status = status;
+  // Passive health's view of the backend: a 5xx is a failure, anything else an answer.
+  if (status >= 500)
+    attempt_.reportFailure(BackendFailure::kServerError);
+  else
+    attempt_.reportSuccess();
   resp_.resumeAfterHead(ex_.facts.head_method);
   ex_.keep_client = ex_.facts.keep_alive && resp_.keepAliveNow() && !worker_->draining() &&
                     !ex_.facts.upgrade && !io_.down_eof;

@@ -20,6 +20,7 @@ const char* tcpOutcomeName(TcpOutcome o) noexcept {
     case TcpOutcome::kClientReset: return "client_reset";
     case TcpOutcome::kBackendReset: return "backend_reset";
     case TcpOutcome::kDraining: return "draining";
+    case TcpOutcome::kBackendDown: return "backend_down";
   }
   return "?";
 }
@@ -114,6 +115,7 @@ void TcpSession::connectPicked() noexcept {
   if (conn_ == nullptr) {
     LB_DEBUG("tcp %s: connect to %s failed at once: %s", listener_.config->name.c_str(),
              attempt_.backend()->config->name.c_str(), uv_strerror(err));
+    attempt_.reportConnectFailure(err);
     failAttempt();
   }
 }
@@ -123,10 +125,21 @@ void TcpSession::onUpstreamConnect(int status) noexcept {
   if (status != 0) {
     LB_DEBUG("tcp %s: connect to %s failed: %s", listener_.config->name.c_str(),
              attempt_.backend()->config->name.c_str(), uv_strerror(status));
+    attempt_.reportConnectFailure(status);
     failAttempt();
     return;
   }
+  attempt_.reportSuccess();
   startPiping();
+}
+
+void TcpSession::backendDown(const BackendState& backend) noexcept {
+  const BackendSnapshot* b = attempt_.backend();
+  if (b == nullptr || b->state.get() != &backend) return;
+  if (state_ == State::kConnecting && conn_ != nullptr)
+    failAttempt();   // the next host of the key's order, while retries last
+  else if (state_ == State::kPiping)
+    close(TcpOutcome::kBackendDown);
 }
 
 // The current attempt failed (refused, unreachable, timed out): its connection closes (the
@@ -224,6 +237,9 @@ void TcpSession::handleRead(Side& from, ssize_t n, const uv_buf_t* buf) noexcept
       maybeFinish();
       return;
     }
+    // The backend reset the connection before it sent a byte: counted like a reset connect.
+    if (&from == &up_ && up_.bytes_read == 0)
+      attempt_.reportFailure(BackendFailure::kConnectReset);
     close(&from == &down_ ? TcpOutcome::kClientReset : TcpOutcome::kBackendReset);
     return;
   }

@@ -13,6 +13,11 @@
 //   -> close: live load and gauges back down, one access-log line, free after the last
 //      callback                                                                  [kClosing]
 //
+// Active health checks that take the backend down (Session::backendDown) end a connection to
+// it: still connecting, it moves to the next host; piping, it closes (outcome backend_down),
+// so that a client of a frozen backend gets a closed connection within the checks' time
+// rather than waiting on it for timeouts.idle, and its next connection goes elsewhere.
+//
 // Lifetime: owns the client socket, the idle timer and (while it has one) the UpstreamConn;
 // neither copied nor moved; handle.data = this. Every close callback, write and shutdown it
 // started is counted in pending_, and it deletes itself when the last one has called back.
@@ -45,6 +50,7 @@ enum class TcpOutcome : uint8_t {
   kClientReset,      // read or write error on the client side
   kBackendReset,     // read or write error on the backend side
   kDraining,         // closed by the drain deadline
+  kBackendDown,      // closed because active checks took its backend down
 };
 const char* tcpOutcomeName(TcpOutcome o) noexcept;
 
@@ -70,6 +76,7 @@ class TcpSession final : public Session, public UpstreamOwner {
   // boundary to stop at); abort closes it as drained.
   void abort() noexcept override { close(TcpOutcome::kDraining); }
   void drain() noexcept override {}
+  void backendDown(const BackendState& backend) noexcept override;
 
   // UpstreamOwner: the backend side's connect and reads. Its writes and shutdown are queued
   // on the connection's stream directly (many at once), so onUpstreamWrite never comes.

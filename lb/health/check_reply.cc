@@ -1,0 +1,119 @@
+#include "lb/health/check_reply.h"
+
+#include <cstring>
+#include <string_view>
+
+namespace lb {
+
+namespace {
+
+// A reply line as a log can show it: at most 64 bytes, anything unprintable as '?'.
+std::string printable(std::string_view s) {
+  std::string out;
+  for (char c : s.substr(0, 64)) out += (c >= ' ' && c < 0x7f) ? c : '?';
+  if (s.size() > 64) out += "...";
+  return out;
+}
+
+}  // namespace
+
+CheckSpec checkSpecOf(const HealthConfig& health, const std::string& address) {
+  CheckSpec s;
+  s.type = health.type;
+  s.expect = health.expect;
+  s.interval_ms = static_cast<uint64_t>(health.interval.count());
+  s.timeout_ms = static_cast<uint64_t>(health.timeout.count());
+  s.address = address;
+  switch (health.type) {
+    case HealthCheckType::kHttp:
+      // Connection: close: one check, one connection, as HAProxy's and Envoy's HTTP checks
+      // default to; a check never sits in the backend's keep-alive pool.
+      s.request = "GET " + health.path + " HTTP/1.1\r\nHost: " + address +
+                  "\r\nUser-Agent: lb-health-check\r\nAccept: */*\r\nConnection: close\r\n\r\n";
+      break;
+    case HealthCheckType::kRedis:
+      s.request = "*1\r\n$4\r\nPING\r\n";
+      break;
+    case HealthCheckType::kMemcached:
+      s.request = "version\r\n";
+      break;
+    case HealthCheckType::kTcp:
+      break;
+  }
+  return s;
+}
+
+CheckReply::Verdict CheckReply::fail(std::string why) noexcept {
+  detail_ = std::move(why);
+  return Verdict::kFail;
+}
+
+CheckReply::Verdict CheckReply::received(size_t n) noexcept {
+  const size_t from = len_;
+  len_ += n;
+  if (type_ == HealthCheckType::kHttp) return judgeHttp(from);
+  return judgeLine();
+}
+
+CheckReply::Verdict CheckReply::closed() noexcept {
+  if (type_ == HealthCheckType::kTcp) return Verdict::kPass;
+  if (len_ == 0) return fail("closed without a reply");
+  return fail("closed in the middle of its reply");
+}
+
+// Redis and memcached answer one line: judge it once its end is here.
+CheckReply::Verdict CheckReply::judgeLine() noexcept {
+  const char* eol = static_cast<const char*>(memchr(buf_, '\n', len_));
+  if (eol == nullptr) {
+    if (len_ >= kMaxReply) return fail("a reply line longer than 16 KiB");
+    return Verdict::kNeedMore;
+  }
+  std::string_view line(buf_, static_cast<size_t>(eol - buf_));
+  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  if (type_ == HealthCheckType::kRedis) {
+    if (line == "+PONG") {
+      detail_ = "+PONG";
+      return Verdict::kPass;
+    }
+    return fail("reply '" + printable(line) + "', expected +PONG");
+  }
+  if (line.substr(0, 8) == "VERSION ") {
+    detail_ = printable(line);
+    return Verdict::kPass;
+  }
+  return fail("reply '" + printable(line) + "', expected VERSION");
+}
+
+CheckReply::Verdict CheckReply::judgeHttp(size_t from) noexcept {
+  size_t consumed = 0;
+  HttpParser::Result r = parser_.feed(buf_, buf_ + from, len_ - from, &consumed);
+  // An interim 1xx (100 Continue, 103) is not the answer: on to the final head.
+  while (r == HttpParser::Result::kHeadComplete && parser_.head().status < 200) {
+    from += consumed;
+    parser_.resumeAfterHead(false);
+    size_t none = 0;
+    parser_.feed(buf_, buf_ + from, 0, &none);   // completes the interim message
+    parser_.nextMessage();
+    r = parser_.feed(buf_, buf_ + from, len_ - from, &consumed);
+  }
+  switch (r) {
+    case HttpParser::Result::kHeadComplete:
+    case HttpParser::Result::kMessageComplete: {
+      const int status = parser_.head().status;
+      if (status == static_cast<int>(expect_)) {
+        detail_ = "status " + std::to_string(status);
+        return Verdict::kPass;
+      }
+      return fail("status " + std::to_string(status) + ", expected " + std::to_string(expect_));
+    }
+    case HttpParser::Result::kError:
+      return fail(std::string("malformed response: ") +
+                  (parser_.errorReason() != nullptr ? parser_.errorReason() : "?"));
+    case HttpParser::Result::kNeedMore:
+      break;
+  }
+  if (len_ >= kMaxReply) return fail("a response head longer than 16 KiB");
+  return Verdict::kNeedMore;
+}
+
+}  // namespace lb

@@ -1,0 +1,73 @@
+// What one active check sends and what it accepts, per check type (health.type):
+//
+//   http       GET <path> HTTP/1.1 (Host: the backend's address, Connection: close); passes
+//              when the response head's status is `expect`. The head is parsed with lb's
+//              HttpParser; the body is never read.
+//   tcp        nothing: the connect passing is the check passing.
+//   redis      PING (RESP); passes on +PONG. An -ERR, -LOADING or -NOAUTH reply fails (the
+//              check does not authenticate).
+//   memcached  version; passes on a VERSION line.
+//
+// A reply is judged as its bytes arrive; Main thread only, no libuv here (lb/health/probe.h
+// does the I/O).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "lb/config/config.h"
+#include "lb/http/parser.h"
+
+namespace lb {
+
+// One backend's checks, as its checker runs them. Two specs compare equal when a running
+// checker can go on as it is.
+struct CheckSpec {
+  HealthCheckType type = HealthCheckType::kTcp;
+  std::string request;        // the bytes sent after the connect (empty for tcp)
+  uint32_t expect = 200;      // http
+  uint64_t interval_ms = 2000;
+  uint64_t timeout_ms = 1000;
+  std::string address;        // "host:port", for messages and the Host header
+
+  bool operator==(const CheckSpec&) const = default;
+};
+
+// The spec of `health` for the backend at `address`.
+CheckSpec checkSpecOf(const HealthConfig& health, const std::string& address);
+
+class CheckReply {
+ public:
+  enum class Verdict : uint8_t { kNeedMore, kPass, kFail };
+  // The longest reply head (http) or line (redis, memcached) judged; longer fails.
+  static constexpr size_t kMaxReply = 16 * 1024;
+
+  explicit CheckReply(const CheckSpec& spec) : type_(spec.type), expect_(spec.expect) {}
+  CheckReply(const CheckReply&) = delete;
+  CheckReply& operator=(const CheckReply&) = delete;
+
+  // Where the next bytes go, and how many fit: the caller reads into it, then calls
+  // received(n). Space for at least one byte while the verdict is kNeedMore.
+  char* space() noexcept { return buf_ + len_; }
+  size_t spaceLeft() const noexcept { return kMaxReply - len_; }
+  Verdict received(size_t n) noexcept;
+  // The backend closed its side before a verdict.
+  Verdict closed() noexcept;
+  // Why it passed or failed, for the log and /backends ("status 503, expected 200").
+  const std::string& detail() const noexcept { return detail_; }
+
+ private:
+  Verdict judgeLine() noexcept;
+  Verdict judgeHttp(size_t from) noexcept;
+  Verdict fail(std::string why) noexcept;
+
+  const HealthCheckType type_;
+  const uint32_t expect_;
+  char buf_[kMaxReply];
+  size_t len_ = 0;
+  HttpParser parser_{HTTP_RESPONSE};
+  std::string detail_;
+};
+
+}  // namespace lb

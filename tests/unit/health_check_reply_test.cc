@@ -1,0 +1,128 @@
+// What each check type sends and which replies pass, fed byte by byte and whole: the HTTP
+// check reads only the status of the head (through lb's HttpParser), Redis wants +PONG,
+// memcached a VERSION line.
+#include "lb/health/check_reply.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+
+namespace lb {
+namespace {
+
+using Verdict = CheckReply::Verdict;
+
+CheckSpec spec(HealthCheckType type, uint32_t expect = 200, std::string path = "/healthz") {
+  HealthConfig h;
+  h.type = type;
+  h.expect = expect;
+  h.path = std::move(path);
+  return checkSpecOf(h, "127.0.0.1:9001");
+}
+
+// Feeds `reply` in pieces of `step` bytes; the first verdict that is not kNeedMore.
+Verdict feed(CheckReply& r, const std::string& reply, size_t step) {
+  for (size_t at = 0; at < reply.size(); at += step) {
+    const size_t n = std::min(step, reply.size() - at);
+    if (n > r.spaceLeft()) return Verdict::kNeedMore;
+    memcpy(r.space(), reply.data() + at, n);
+    Verdict v = r.received(n);
+    if (v != Verdict::kNeedMore) return v;
+  }
+  return Verdict::kNeedMore;
+}
+
+TEST(CheckSpecTest, RequestsPerType) {
+  EXPECT_EQ(spec(HealthCheckType::kHttp).request,
+            "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:9001\r\nUser-Agent: lb-health-check\r\n"
+            "Accept: */*\r\nConnection: close\r\n\r\n");
+  EXPECT_EQ(spec(HealthCheckType::kRedis).request, "*1\r\n$4\r\nPING\r\n");
+  EXPECT_EQ(spec(HealthCheckType::kMemcached).request, "version\r\n");
+  EXPECT_EQ(spec(HealthCheckType::kTcp).request, "");
+  EXPECT_EQ(spec(HealthCheckType::kHttp), spec(HealthCheckType::kHttp));
+  EXPECT_FALSE(spec(HealthCheckType::kHttp) == spec(HealthCheckType::kHttp, 204));
+}
+
+TEST(CheckReplyTest, HttpPassesOnTheExpectedStatusWhateverTheSplit) {
+  const std::string ok = "HTTP/1.1 200 OK\r\nContent-Length: 3\r\nX-A: b\r\n\r\nok\n";
+  for (size_t step : {1u, 2u, 7u, 1000u}) {
+    CheckSpec s = spec(HealthCheckType::kHttp);
+    CheckReply r(s);
+    EXPECT_EQ(feed(r, ok, step), Verdict::kPass) << step;
+    EXPECT_EQ(r.detail(), "status 200");
+  }
+}
+
+TEST(CheckReplyTest, HttpFailsOnAnotherStatus) {
+  CheckSpec s = spec(HealthCheckType::kHttp);
+  CheckReply r(s);
+  EXPECT_EQ(feed(r, "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n\r\n", 5),
+            Verdict::kFail);
+  EXPECT_EQ(r.detail(), "status 503, expected 200");
+  CheckSpec s204 = spec(HealthCheckType::kHttp, 204);
+  CheckReply r204(s204);
+  EXPECT_EQ(feed(r204, "HTTP/1.1 204 No Content\r\n\r\n", 100), Verdict::kPass);
+}
+
+TEST(CheckReplyTest, HttpSkipsAnInterimResponse) {
+  CheckSpec s = spec(HealthCheckType::kHttp);
+  CheckReply r(s);
+  EXPECT_EQ(feed(r, "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n",
+                 1000),
+            Verdict::kPass);
+}
+
+TEST(CheckReplyTest, HttpFailsOnGarbageAndOnAnEarlyClose) {
+  CheckSpec s = spec(HealthCheckType::kHttp);
+  CheckReply r(s);
+  EXPECT_EQ(feed(r, "+PONG\r\n", 100), Verdict::kFail);
+  EXPECT_EQ(r.detail().rfind("malformed response", 0), 0u) << r.detail();
+  CheckReply early(s);
+  EXPECT_EQ(feed(early, "HTTP/1.1 200", 100), Verdict::kNeedMore);
+  EXPECT_EQ(early.closed(), Verdict::kFail);
+  CheckReply none(s);
+  EXPECT_EQ(none.closed(), Verdict::kFail);
+  EXPECT_EQ(none.detail(), "closed without a reply");
+}
+
+TEST(CheckReplyTest, HttpHeadsLongerThanTheBufferFail) {
+  CheckSpec s = spec(HealthCheckType::kHttp);
+  CheckReply r(s);
+  std::string head = "HTTP/1.1 200 OK\r\nX-Long: " + std::string(CheckReply::kMaxReply, 'a');
+  EXPECT_EQ(feed(r, head, 4096), Verdict::kFail);
+  EXPECT_EQ(r.detail(), "a response head longer than 16 KiB");
+}
+
+TEST(CheckReplyTest, RedisWantsPong) {
+  CheckSpec s = spec(HealthCheckType::kRedis);
+  CheckReply ok(s);
+  EXPECT_EQ(feed(ok, "+PONG\r\n", 1), Verdict::kPass);
+  CheckReply loading(s);
+  EXPECT_EQ(feed(loading, "-LOADING Redis is loading the dataset in memory\r\n", 3),
+            Verdict::kFail);
+  EXPECT_EQ(loading.detail(),
+            "reply '-LOADING Redis is loading the dataset in memory', expected +PONG");
+  CheckReply auth(s);
+  EXPECT_EQ(feed(auth, "-NOAUTH Authentication required.\r\n", 100), Verdict::kFail);
+}
+
+TEST(CheckReplyTest, MemcachedWantsAVersionLine) {
+  CheckSpec s = spec(HealthCheckType::kMemcached);
+  CheckReply ok(s);
+  EXPECT_EQ(feed(ok, "VERSION 1.6.18\r\n", 4), Verdict::kPass);
+  EXPECT_EQ(ok.detail(), "VERSION 1.6.18");
+  CheckReply bad(s);
+  EXPECT_EQ(feed(bad, "SERVER_ERROR out of memory\r\n", 100), Verdict::kFail);
+  EXPECT_EQ(bad.detail(), "reply 'SERVER_ERROR out of memory', expected VERSION");
+}
+
+TEST(CheckReplyTest, UnprintableBytesAreNotLoggedAsTheyAre) {
+  CheckSpec s = spec(HealthCheckType::kRedis);
+  CheckReply r(s);
+  EXPECT_EQ(feed(r, std::string("-\x1b[31mX\r\n"), 100), Verdict::kFail);
+  EXPECT_EQ(r.detail(), "reply '-?[31mX', expected +PONG");
+}
+
+}  // namespace
+}  // namespace lb
