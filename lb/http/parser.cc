@@ -281,6 +281,9 @@ int HttpParser::onHeaderFieldComplete(llhttp_t* p) {
 
 int HttpParser::onHeaderValue(llhttp_t* p, const char* at, size_t len) {
   HttpParser* h = self(p);
+  // An empty value ("Host:\r\n") is reported as an empty piece where llhttp noticed it, past
+  // the line break: no bytes to judge, and the next piece is judged against the field name.
+  if (len == 0) return 0;
   if (!h->notePiece(Piece::kValue, h->value_open_, at, len))
     return h->fail("line folding (obs-fold) in a field value");
   if (h->section_ != Section::kHead) {

@@ -65,7 +65,7 @@ TEST(KeyChainTest, OnePolicyIsPlainXxh64) {
 }
 
 TEST(KeyChainTest, CombineCombinesInOrderWithRotation) {
-  auto chain = chainOf({policy("header", "x-a"), policy("header", "x-b")});
+  auto chain = combinedOf({policy("header", "x-a"), policy("header", "x-b")});
   Request r("/", {{"X-A", "a"}, {"X-B", "b"}});
   EXPECT_EQ(compute(chain, r).hash, rotl1(xxh("a")) ^ xxh("b"));
 }
