@@ -11,12 +11,15 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "tests/integration/http_hostile_cases.h"
+#include "tests/integration/lb_fixture.h"
 #include "tests/integration/proxy_harness.h"
+#include "tests/integration/repo_file.h"
 #include "tests/support/recording_origin.h"
 
 namespace lb::test {
@@ -113,8 +116,9 @@ TEST_P(HttpHostileTest, StatusAndOriginBytes) {
     auto r = readHttpResponse(c, false, 4s);
     ASSERT_TRUE(r.ok) << "response " << i << ": " << r.error << "\nread: " << c.buffer();
     EXPECT_EQ(r.status, hc.statuses[i]) << "response " << i;
-    if (hc.reason != nullptr && i + 1 == hc.statuses.size())
+    if (hc.reason != nullptr && i + 1 == hc.statuses.size()) {
       EXPECT_EQ(r.header("connection").value_or(""), "close");
+    }
   }
   if (hc.reason != nullptr || hc.statuses.empty()) {
     // lb answered (or had nothing to answer): it closes, gracefully.
@@ -154,6 +158,14 @@ TEST(HttpHostileCasesTest, ThereAreAtLeastEightyAndTheirNamesAreUnique) {
   EXPECT_GE(all.size(), 80u);
   std::set<std::string> names;
   for (const auto& c : all) EXPECT_TRUE(names.insert(c.name).second) << c.name;
+}
+
+TEST(HttpHostileCasesTest, EveryCaseIsASeedOfTheHttpFuzzTarget) {
+  // tests/fuzz/corpus/http/NAME: byte 0 = 0 (a request, read whole), then the request bytes.
+  for (const auto& c : hostileCases()) {
+    std::string seed = readWholeFile(repoFile(std::string("tests/fuzz/corpus/http/") + c.name));
+    EXPECT_EQ(seed, std::string(1, '\0') + c.request) << "tests/fuzz/corpus/http/" << c.name;
+  }
 }
 
 }  // namespace
