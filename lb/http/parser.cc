@@ -119,9 +119,12 @@ HttpParser::Result HttpParser::feed(const char* base, const char* p, size_t n,
         bool overflow = reason != nullptr && strstr(reason, "overflow") != nullptr;
         // llhttp's words for a well-formed HTTP/D.D it does not know (1.2 to 1.9, 3.x, ...),
         // as opposed to a malformed version ("Expected dot", "Invalid minor version").
-        bool version = rc == HPE_INVALID_VERSION && reason != nullptr &&
-                       strcmp(reason, "Invalid HTTP version") == 0 &&
-                       parser_.type == HTTP_REQUEST;
+        // "PRI * HTTP/2.0" and the rest of the HTTP/2 preface: llhttp pauses for an h2
+        // upgrade lb does not speak, which is the same 505.
+        bool version = parser_.type == HTTP_REQUEST &&
+                       (rc == HPE_PAUSED_H2_UPGRADE ||
+                        (rc == HPE_INVALID_VERSION && reason != nullptr &&
+                         strcmp(reason, "Invalid HTTP version") == 0));
         error_ = overflow && (rc == HPE_INVALID_CONTENT_LENGTH || rc == HPE_INVALID_CHUNK_SIZE)
                      ? Error::kBodyTooLarge
                  : version ? Error::kVersion
