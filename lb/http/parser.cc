@@ -1,5 +1,6 @@
 #include "lb/http/parser.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "lb/core/strings.h"
@@ -146,6 +147,20 @@ HttpParser::Result HttpParser::feed(const char* base, const char* p, size_t n,
       return Result::kError;
     }
   }
+  if ((parser_.flags & F_CHUNKED) && !(parser_.flags & F_SKIPBODY) && head_done_) {
+    // llhttp 8.1, strict or not, takes a bare LF as the empty line that ends the trailer
+    // section ("0\r\n\n"). lb passes chunked framing through as it came, so a backend that
+    // wants CRLF would read on past where lb thinks the message ends: refuse it. Every other
+    // line of the framing llhttp already holds to CRLF.
+    for (const char* q = end - std::min<size_t>(*consumed, 4); q < end; ++q)
+      tail_ = (tail_ << 8) | static_cast<unsigned char>(*q);
+    if (result == Result::kMessageComplete && tail_ != 0x0d0a0d0a) {
+      *consumed = 0;
+      error_ = Error::kMalformed;
+      reason_ = "a bare LF ends the chunked message's trailer section";
+      return Result::kError;
+    }
+  }
   if (result != Result::kNeedMore) section_ = Section::kNone;
   pos_ += *consumed;
   return result;
@@ -220,6 +235,7 @@ int HttpParser::onMessageBegin(llhttp_t* p) {
   h->hosts_ = h->host_index_ = 0;
   h->value_is_te_ = h->te_seen_ = h->te_bad_ = false;
   h->te_ = {};
+  h->tail_ = 0;
   return 0;
 }
 

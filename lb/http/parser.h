@@ -10,6 +10,7 @@
 // - obs-fold and any other line break inside a field line (RFC 9112 §5.2), in the head and in
 //   trailers: each piece of the head llhttp reports must be separated from the one before by
 //   exactly the line breaks its place allows (HttpParser::notePiece);
+// - a chunked message whose trailer section ends in a bare LF ("0\r\n\n": llhttp takes it);
 // - an empty field name; a version other than HTTP/1.0 and HTTP/1.1 (Error::kVersion for a
 //   request: 505);
 // - Transfer-Encoding in an HTTP/1.0 message, an empty one, one that is not a list of tokens,
@@ -201,6 +202,7 @@ class HttpParser {
   Piece last_piece_ = Piece::kNone;
   uint32_t field_len_ = 0;         // bytes of the current field name
   uint32_t ext_bytes_ = 0;         // chunk-extension bytes of the current chunk
+  uint32_t tail_ = 0;              // the last 4 bytes of a chunked body, for its CRLF CRLF end
 
   // What the head's fields said, for checkHead.
   uint32_t hosts_ = 0;

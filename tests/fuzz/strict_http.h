@@ -132,7 +132,10 @@ inline bool frame(Head* h, bool request, bool no_body) {
       }
     } else if (same(name, "content-length")) {
       ++cl_lines;
-      if (value.empty() || value.size() > 19) return false;
+      if (value.empty()) return false;
+      // 1*DIGIT: leading zeros are allowed; past them, 19 digits always fit in 64 bits.
+      std::string_view digits = value.substr(std::min(value.find_first_not_of('0'), value.size()));
+      if (digits.size() > 19) return false;
       uint64_t n = 0;
       for (char c : value) {
         if (!isDigit(c)) return false;

@@ -144,6 +144,11 @@ std::vector<HostileCase> hostileCases() {
                           up(kPostChunked)));
   c.push_back(refusedBody("TrailerFolded", kPostChunked, "0\r\nX-T: a\r\n b\r\n\r\n",
                           up(kPostChunked)));
+  // llhttp takes a bare LF as the end of the trailer section; lb passes it on as it came.
+  c.push_back(refusedBody("LastChunkThenBareLf", kPostChunked, "0\r\n\n" + kSmuggled,
+                          up(kPostChunked)));
+  c.push_back(refusedBody("TrailerThenBareLf", kPostChunked, "0\r\nX-T: a\r\n\n" + kSmuggled,
+                          up(kPostChunked)));
   c.push_back(refusedBody("TrailerBareCr", kPostChunked, "0\r\nX-T: a\rb\r\n\r\n",
                           up(kPostChunked)));
   c.push_back(refusedBody("TrailerSpaceBeforeColon", kPostChunked, "0\r\nX-T : a\r\n\r\n",

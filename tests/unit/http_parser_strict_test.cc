@@ -191,6 +191,9 @@ std::vector<Case> cases() {
         return s + "\r\nhi\r\n0\r\n\r\n";
       }(),
       bad_body);
+  req("LastChunkThenBareLf", kChunked + "0\r\n\n", bad_body);
+  req("TrailerThenBareLf", kChunked + "0\r\nX-T: a\r\n\n", bad_body);
+  resp("ResponseLastChunkThenBareLf", kOk + "Transfer-Encoding: chunked\r\n\r\n0\r\n\n", bad_body);
   req("TrailerFold", kChunked + "0\r\nX-T: a\r\n b\r\n\r\n", bad_body);
   req("TrailerFoldAfterEmptyValue", kChunked + "0\r\nX-T:\r\n b\r\n\r\n", bad_body);
   req("TrailerFoldOfWhitespace", kChunked + "0\r\nX-T: a\r\n \r\n\r\n", bad_body);
