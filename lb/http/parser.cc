@@ -47,6 +47,8 @@ const llhttp_settings_t* HttpParser::settings(bool with_body) noexcept {
     t.on_chunk_header = &HttpParser::onChunkHeader;
     t.on_chunk_extension_name = &HttpParser::onChunkExtension;
     t.on_chunk_extension_value = &HttpParser::onChunkExtension;
+    t.on_chunk_extension_name_complete = &HttpParser::onChunkExtensionComplete;
+    t.on_chunk_extension_value_complete = &HttpParser::onChunkExtensionComplete;
     return t;
   }();
   // A separate set, so that a parser without a sink costs no call per body piece.
@@ -342,7 +344,7 @@ int HttpParser::onChunkHeader(llhttp_t* p) {
     llhttp_set_error_reason(p, "chunk too large");
     return HPE_USER;
   }
-  h->ext_bytes_ = 0;
+  h->ext_bytes_ = h->ext_piece_ = 0;
   if (p->content_length == 0) {   // the last chunk: trailer fields may follow
     h->section_ = Section::kTrailers;
     h->last_piece_ = Piece::kNone;
@@ -356,7 +358,17 @@ int HttpParser::onChunkExtension(llhttp_t* p, const char* at, size_t len) {
   (void)at;
   // Names and values; the one per piece counts the separators, so ";;;;" adds up too.
   h->ext_bytes_ += static_cast<uint32_t>(len) + 1;
+  h->ext_piece_ += static_cast<uint32_t>(len);
   if (h->ext_bytes_ > kMaxChunkExtensionBytes) return h->fail("chunk extensions too long");
+  return 0;
+}
+
+int HttpParser::onChunkExtensionComplete(llhttp_t* p) {
+  HttpParser* h = self(p);
+  // A name and a value are a token or a quoted-string, never empty (RFC 9112 §7.1.1); llhttp
+  // 8.1 takes ";=v" and ";n=", which a stricter backend would read otherwise.
+  if (h->ext_piece_ == 0) return h->fail("empty chunk extension name or value");
+  h->ext_piece_ = 0;
   return 0;
 }
 

@@ -15,7 +15,8 @@
 //   request: 505);
 // - Transfer-Encoding in an HTTP/1.0 message, an empty one, one that is not a list of tokens,
 //   chunked twice, a request whose final coding is not chunked (RFC 9112 §6.3), and
-//   Content-Length beside it; chunk extensions over kMaxChunkExtensionBytes per chunk;
+//   Content-Length beside it; chunk extensions over kMaxChunkExtensionBytes per chunk, or
+//   with an empty name or value;
 // - requests: not exactly one Host in HTTP/1.1 (at most one in 1.0), a Host value that is not
 //   an authority, a target in none of RFC 9112 §3.2's forms (asterisk-form only with OPTIONS,
 //   absolute-form only http(s) and agreeing with Host) (lb/http/message_checks.h);
@@ -156,6 +157,7 @@ class HttpParser {
   static int onBody(llhttp_t* p, const char* at, size_t len);
   static int onChunkHeader(llhttp_t* p);
   static int onChunkExtension(llhttp_t* p, const char* at, size_t len);
+  static int onChunkExtensionComplete(llhttp_t* p);
   static const llhttp_settings_t* settings(bool with_body) noexcept;
 
   // What the last piece of a header section was (HttpParser::notePiece).
@@ -202,6 +204,7 @@ class HttpParser {
   Piece last_piece_ = Piece::kNone;
   uint32_t field_len_ = 0;         // bytes of the current field name
   uint32_t ext_bytes_ = 0;         // chunk-extension bytes of the current chunk
+  uint32_t ext_piece_ = 0;         // bytes of the current extension name or value
   uint32_t tail_ = 0;              // the last 4 bytes of a chunked body, for its CRLF CRLF end
 
   // What the head's fields said, for checkHead.

@@ -140,6 +140,10 @@ std::vector<HostileCase> hostileCases() {
   c.push_back(refusedBody("ChunkExtensionsUnbounded", kPostChunked,
                           "2;" + std::string(5000, 'e') + "\r\nhi\r\n0\r\n\r\n",
                           up(kPostChunked)));
+  c.push_back(refusedBody("ChunkExtensionEmptyName", kPostChunked, "2;=v\r\nhi\r\n0\r\n\r\n",
+                          up(kPostChunked)));
+  c.push_back(refusedBody("ChunkExtensionEmptyValue", kPostChunked, "2;n=\r\nhi\r\n0\r\n\r\n",
+                          up(kPostChunked)));
   c.push_back(refusedBody("ChunkExtensionBareCr", kPostChunked, "2;a=b\rX\r\nhi\r\n0\r\n\r\n",
                           up(kPostChunked)));
   c.push_back(refusedBody("TrailerFolded", kPostChunked, "0\r\nX-T: a\r\n b\r\n\r\n",
