@@ -7,7 +7,8 @@
 //              lb_build_info, lb_config_last_reload_success_timestamp_seconds and process_*.
 //   /ready     200 "ready", or 503 "draining" once a drain began (take lb out of rotation).
 //   /backends  {"generation":N,"clusters":[{"name","selector","hash_balance_factor",
-//              "total_load","backends":[{"name","address","weight","healthy","load",
+//              "total_load","backends":[{"name","address" (as configured),"resolved" (the
+//              IP:port connections go to),"weight","healthy","load",
 //              "cap" (null when bounded loads are off),"keyspace_share"}]}]}
 //   /ring?cluster=C&key=K
 //              {"cluster","key","hash","owner","order":[every backend, preference order],
@@ -22,6 +23,7 @@
 
 #include <uv.h>
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -47,5 +49,9 @@ void stopAdmin(Admin* admin);
 // Main thread only. Records a reload attempt (lb_config_reloads_total{result},
 // lb_config_last_reload_success_timestamp_seconds). Null is allowed.
 void noteReload(Admin* admin, bool ok);
+// Main thread only. Counts one round of backend host-name re-resolution
+// (lb_dns_resolutions_total{result}): names that resolved to the address their backends
+// already had, names that moved them, names that did not resolve. Null is allowed.
+void noteDnsResolutions(Admin* admin, uint64_t ok, uint64_t changed, uint64_t failed);
 
 }  // namespace lb

@@ -63,4 +63,8 @@ void noteReload(Admin* admin, bool ok) {
   if (admin != nullptr) admin->metrics().noteReload(ok, wallClockSeconds());
 }
 
+void noteDnsResolutions(Admin* admin, uint64_t ok, uint64_t changed, uint64_t failed) {
+  if (admin != nullptr) admin->metrics().noteDnsResolutions(ok, changed, failed);
+}
+
 }  // namespace lb

@@ -239,6 +239,15 @@ Metrics::Metrics(SnapshotSource source, double start_seconds)
                               "epoch.")
                         .Register(registry_)
                         .Add({})),
+      dns_(prometheus::BuildCounter()
+               .Name("lb_dns_resolutions_total")
+               .Help("Backend host names looked up again (resolve_interval), by result: ok "
+                     "(same address), changed (backends moved to a new address), failed "
+                     "(kept their last address).")
+               .Register(registry_)),
+      dns_ok_(dns_.Add({{"result", "ok"}})),
+      dns_changed_(dns_.Add({{"result", "changed"}})),
+      dns_failed_(dns_.Add({{"result", "failed"}})),
       snapshot_(std::move(source)) {
   last_success_.Set(start_seconds);
   prometheus::BuildGauge()
@@ -256,6 +265,12 @@ void Metrics::noteReload(bool ok, double now_seconds) {
   } else {
     reload_failure_.Increment();
   }
+}
+
+void Metrics::noteDnsResolutions(uint64_t ok, uint64_t changed, uint64_t failed) {
+  dns_ok_.Increment(static_cast<double>(ok));
+  dns_changed_.Increment(static_cast<double>(changed));
+  dns_failed_.Increment(static_cast<double>(failed));
 }
 
 std::vector<MetricFamily> Metrics::collect() const {

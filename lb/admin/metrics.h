@@ -42,7 +42,8 @@ class SnapshotCollector final : public prometheus::Collectable {
 };
 
 // Everything /metrics serves: the snapshot families, the process_* families, and a
-// prometheus::Registry for what the main thread itself records (lb_build_info, reloads).
+// prometheus::Registry for what the main thread itself records (lb_build_info, reloads,
+// host-name re-resolution).
 // Main thread only (noteReload and render are called from the admin loop).
 class Metrics {
  public:
@@ -54,6 +55,8 @@ class Metrics {
 
   // Records one reload attempt at `now_seconds` (seconds since the epoch).
   void noteReload(bool ok, double now_seconds);
+  // Counts one round of host-name re-resolution (lb_dns_resolutions_total{result}).
+  void noteDnsResolutions(uint64_t ok, uint64_t changed, uint64_t failed);
 
   // All families, registry first, then snapshot, then process.
   std::vector<prometheus::MetricFamily> collect() const;
@@ -66,6 +69,10 @@ class Metrics {
   prometheus::Counter& reload_success_;
   prometheus::Counter& reload_failure_;
   prometheus::Gauge& last_success_;
+  prometheus::Family<prometheus::Counter>& dns_;
+  prometheus::Counter& dns_ok_;
+  prometheus::Counter& dns_changed_;
+  prometheus::Counter& dns_failed_;
   SnapshotCollector snapshot_;
   ProcessCollector process_;
   mutable size_t last_size_ = 0;   // the previous body's size: the next one's reservation

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <vector>
 
+#include "lb/core/address.h"
 #include "lb/core/hash.h"
 
 namespace lb {
@@ -156,6 +157,8 @@ AdminResponse backendsResponse(const Snapshot& snap) {
       appendJsonString(o, b.config->name);
       o += ",\"address\":";
       appendJsonString(o, b.config->address);
+      o += ",\"resolved\":";   // where connections go: the address, or its name's answer
+      appendJsonString(o, formatAddress(reinterpret_cast<const sockaddr*>(&b.address)));
       o += ",\"weight\":" + std::to_string(b.config->weight);
       o += ",\"healthy\":";
       o += b.state->healthy.load(std::memory_order_relaxed) ? "true" : "false";

@@ -25,7 +25,8 @@ std::optional<std::map<std::string, std::string>> parseQuery(std::string_view qu
 // escaped; bytes that are not valid UTF-8 become U+FFFD so the document stays valid.
 void appendJsonString(std::string& out, std::string_view s);
 
-// GET /backends: every cluster with each backend's name, address, weight, health, live load,
+// GET /backends: every cluster with each backend's name, address (as configured), resolved
+// address (what a host name resolved to, or the numeric address), weight, health, live load,
 // bounded-load cap (null when off) and key-space share. Always 200.
 AdminResponse backendsResponse(const Snapshot& snapshot);
 

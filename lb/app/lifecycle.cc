@@ -85,7 +85,8 @@ bool Lifecycle::reload() {
     noteReload(admin_, false);
     return false;
   };
-  auto loaded = loadConfigFile(config_path_);
+  BlockingResolver& resolver = server_.resolver();   // names resolve as at start
+  auto loaded = loadConfigFile(config_path_, &resolver);
   if (!loaded.ok()) return fail(loaded.errors());
   Errors warnings;
   if (Errors errors = checkServes(loaded.value(), &warnings); !errors.empty()) return fail(errors);
@@ -99,7 +100,8 @@ bool Lifecycle::reload() {
   if (config.admin_listen != running.admin_listen)
     LB_WARN("reload: admin.listen changed (%s -> %s): takes effect on restart",
             running.admin_listen.c_str(), config.admin_listen.c_str());
-  auto built = buildSnapshot(std::move(config), server_.registry(), generation_ + 1);
+  auto built = buildSnapshot(std::move(config), server_.registry(), generation_ + 1,
+                             &resolver.hosts());
   if (!built.ok()) return fail(built.errors());
   std::shared_ptr<const Snapshot> snap = built.value();
   // Every listener the workers would open must be bindable before anything changes: a

@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "lb/admin/admin.h"
+#include "lb/app/dns_refresh.h"
 #include "lb/app/lifecycle.h"
 #include "lb/app/service_notify.h"
 #include "lb/app/server.h"
@@ -14,12 +15,17 @@
 namespace lb {
 
 int runServer(const std::string& config_path) {
-  auto loaded = loadConfigFile(config_path);
+  // Backend host names resolve here, before any worker starts; one that does not is a config
+  // error like any other.
+  BlockingResolver resolver;
+  auto loaded = loadConfigFile(config_path, &resolver);
   Errors warnings;
   Errors errors = loaded.ok() ? checkServes(loaded.value(), &warnings) : loaded.errors();
-  for (const auto& w : warnings) fprintf(stderr, "%s\n", w.format().c_str());
+  for (const auto& w : warnings) fprintf(stderr, "%s
+", w.format().c_str());
   if (!errors.empty()) {
-    for (const auto& e : errors) fprintf(stderr, "%s\n", e.format().c_str());
+    for (const auto& e : errors) fprintf(stderr, "%s
+", e.format().c_str());
     return 1;
   }
   Config config = std::move(loaded.value());
@@ -28,7 +34,7 @@ int runServer(const std::string& config_path) {
   const unsigned workers = resolveWorkerCount(config.workers);
   Server server(workers);
   const std::string admin_listen = config.admin_listen;
-  auto snap = buildSnapshot(std::move(config), server.registry(), 1);
+  auto snap = buildSnapshot(std::move(config), server.registry(), 1, &resolver.hosts());
   if (!snap.ok()) {
     for (const auto& e : snap.errors()) fprintf(stderr, "%s\n", e.format().c_str());
     return 1;
@@ -40,10 +46,12 @@ int runServer(const std::string& config_path) {
   uv_loop_init(&loop);
   Lifecycle lifecycle(&loop, server, config_path, 1);
   lifecycle.start();
+  DnsRefresh dns(&loop, server);   // clusters' resolve_interval
   std::string error;
   if (!server.start(snap.value(), &error)) {
     LB_ERROR("%s", error.c_str());
     lifecycle.finish();
+    dns.stop();
     uv_run(&loop, UV_RUN_DEFAULT);
     uv_loop_close(&loop);
     return 1;
@@ -57,11 +65,15 @@ int runServer(const std::string& config_path) {
     Admin* admin = startAdmin(&loop, admin_listen, std::move(hooks), &error);
     if (admin == nullptr) LB_WARN("admin: %s (running without it)", error.c_str());
     lifecycle.setAdmin(admin);
+    dns.setAdmin(admin);
   }
+  dns.start();
   // Every listener is bound (Server::start returns after the workers bound theirs) and the
   // admin socket listens: only now may systemd count lb as started.
   notifyReady(1);
   uv_run(&loop, UV_RUN_DEFAULT);
+  dns.stop();
+  uv_run(&loop, UV_RUN_DEFAULT);   // the close dns.stop() began
   server.stop();
   for (unsigned i = 0; i < workers; ++i)
     LB_INFO("worker %u accepted %llu connections", i,

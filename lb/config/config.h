@@ -51,7 +51,7 @@ struct ListenerConfig {
 
 struct BackendConfig {
   std::string name;
-  std::string address;     // "host:port"
+  std::string address;     // "host:port": numeric, or a host name resolved by lb/app
   uint32_t weight = 1;
   std::string hash_key;    // defaults to name
   SourcePos pos;
@@ -65,6 +65,7 @@ struct ClusterConfig {
   uint32_t vnodes = 160;              // ring_hash.vnodes
   uint64_t table_size = 65537;        // maglev.table_size
   std::string twemproxy_hash = "fnv1a_64";   // twemproxy.hash: the key hash of selector twemproxy
+  Duration resolve_interval{0};       // re-resolve backend host names this often; 0 = never
   std::vector<BackendConfig> backends;
   SourcePos pos;
 };
@@ -82,10 +83,26 @@ struct Config {
   const ClusterConfig* findCluster(const std::string& name) const;
 };
 
+// Looks up the host names of backend addresses for the loader, so that a name that does not
+// resolve is reported like any other mistake: at its position, with the others, in file order.
+// The loader stays free of I/O; lb/app/resolver.h implements this with uv_getaddrinfo on the
+// main thread and keeps the answers for the snapshot.
+class NameResolver {
+ public:
+  virtual ~NameResolver() = default;
+  // Every distinct host name the file's backends use, in file order. Returns one entry per
+  // name, in the same order: "" when it resolved, else why not ("Name or service not known").
+  virtual std::vector<std::string> resolve(const std::vector<std::string>& names) = 0;
+};
+
 // Loads and validates a whole file. On failure the errors are all of them, in file order.
-Result<Config> loadConfigFile(const std::string& path);
+// With a resolver, every backend host name is looked up too (even when other keys are wrong,
+// so that one run reports everything); without one, names are only checked for syntax
+// (`lb analyze`, tests).
+Result<Config> loadConfigFile(const std::string& path, NameResolver* resolver = nullptr);
 // Same for text already in memory; `file` is the name used in error messages.
-Result<Config> loadConfigString(const std::string& text, const std::string& file);
+Result<Config> loadConfigString(const std::string& text, const std::string& file,
+                                NameResolver* resolver = nullptr);
 
 // What a config that loads may still lack to run as a proxy; `lb --check`, the start and every
 // reload ask, `lb analyze` (which reads only clusters) does not. An error when the file has

@@ -60,11 +60,27 @@ bool isToken(std::string_view s) {
   return true;
 }
 
-void checkAddress(TableWalker& w, std::string_view key, const std::string& text) {
-  sockaddr_storage storage;
-  socklen_t len = 0;
+// Listen addresses (listeners and admin) are numeric: a name can stand for several addresses
+// (localhost is 127.0.0.1 and often ::1 too) and lb would bind only one of them, and the
+// overlap check between listeners needs the numbers at load time.
+void checkListenAddress(TableWalker& w, std::string_view key, const std::string& text) {
+  HostPort parsed;
   std::string error;
-  if (!parseAddress(text, &storage, &len, &error)) w.errorAt(key, error);
+  if (!parseHostPort(text, &parsed, &error)) {
+    w.errorAt(key, error);
+  } else if (!parsed.numeric) {
+    const std::string port = std::to_string(parsed.port);
+    w.errorAt(key, "'" + text + "': a listen address is numeric (a name can stand for several "
+                   "addresses, and lb binds one): write e.g. 127.0.0.1:" + port + ", [::1]:" +
+                   port + " or 0.0.0.0:" + port);
+  }
+}
+
+// Backend addresses may name a host; whether it resolves is the NameResolver's question.
+void checkBackendAddress(TableWalker& w, std::string_view key, const std::string& text) {
+  HostPort parsed;
+  std::string error;
+  if (!parseHostPort(text, &parsed, &error)) w.errorAt(key, error);
 }
 
 void readLb(WalkContext& ctx, TableWalker& root, Config* c) {
@@ -85,7 +101,7 @@ void readAdmin(WalkContext& ctx, TableWalker& root, Config* c) {
   const toml::table* t = root.subtable("admin");
   if (!t) return;
   TableWalker w(ctx, *t, "admin");
-  if (w.string("listen", &c->admin_listen)) checkAddress(w, "listen", c->admin_listen);
+  if (w.string("listen", &c->admin_listen)) checkListenAddress(w, "listen", c->admin_listen);
   w.checkUnknownKeys();
 }
 
@@ -163,7 +179,7 @@ void readListener(WalkContext& ctx, const toml::key& key, const toml::node& node
     return;
   }
   TableWalker w(ctx, *t, path);
-  if (w.string("listen", &l->listen, true)) checkAddress(w, "listen", l->listen);
+  if (w.string("listen", &l->listen, true)) checkListenAddress(w, "listen", l->listen);
   w.enumeration<Protocol>("protocol", {{"http", Protocol::kHttp}, {"tcp", Protocol::kTcp}},
                           &l->protocol);
   if (w.string("cluster", &l->cluster, true) && l->cluster.empty())
@@ -213,7 +229,8 @@ void readBackend(WalkContext& ctx, const toml::node& node, const std::string& pa
   if (w.string("name", &b->name, true) && !isPlainName(b->name, ".:"))
     w.errorAt("name", "'" + b->name + "' is not a valid backend name (use letters, digits, "
                                       "'_', '-', '.' and ':', at most 64)");
-  if (w.string("address", &b->address, true)) checkAddress(w, "address", b->address);
+  if (w.string("address", &b->address, true))
+    checkBackendAddress(w, "address", b->address);
   // 1000: a weight ratio beyond that is a typo, and keeps ring sizes in range.
   w.integer("weight", 1, 1000, &b->weight);
   if (w.string("hash_key", &b->hash_key) && b->hash_key.empty())
@@ -255,6 +272,12 @@ void readCluster(WalkContext& ctx, const toml::key& key, const toml::node& node,
       c->hash_balance_factor = static_cast<uint32_t>(factor);
   }
   w.integer("retries", 0, 100, &c->retries);
+  // Below a second a fleet's DNS would see lb as a flood; HAProxy's `hold valid` defaults to
+  // 10s, and nginx's `resolver valid=` is usually set in seconds to minutes.
+  if (w.duration("resolve_interval", Duration{0}, &c->resolve_interval) &&
+      c->resolve_interval.count() > 0 && c->resolve_interval < Duration{1000})
+    w.errorAt("resolve_interval", "must be 0 (off) or at least 1s, got " +
+                                      formatDuration(c->resolve_interval));
   if (const toml::table* mt = w.subtable("maglev")) {
     TableWalker mw(ctx, *mt, path + ".maglev");
     int64_t size = 0;
@@ -312,6 +335,36 @@ void readNamed(WalkContext& ctx, TableWalker& root, std::string_view section,
   });
 }
 
+// Asks `resolver` about every distinct backend host name at once and reports each backend
+// whose name did not resolve at its address. Runs on a config whose other values may be wrong,
+// so that one `lb --check` reports everything.
+void resolveBackendNames(const Config& config, NameResolver& resolver, WalkContext& ctx) {
+  struct Use {
+    std::string path;
+    size_t name;   // index into names
+  };
+  std::vector<std::string> names;
+  std::vector<Use> uses;
+  for (const auto& c : config.clusters) {
+    for (size_t i = 0; i < c.backends.size(); ++i) {
+      HostPort parsed;
+      std::string error;
+      if (!parseHostPort(c.backends[i].address, &parsed, &error) || parsed.numeric) continue;
+      auto it = std::find(names.begin(), names.end(), parsed.host);
+      uses.push_back({"clusters." + c.name + ".backends[" + std::to_string(i) + "].address",
+                      static_cast<size_t>(it - names.begin())});
+      if (it == names.end()) names.push_back(parsed.host);
+    }
+  }
+  if (names.empty()) return;
+  const std::vector<std::string> why = resolver.resolve(names);
+  for (const Use& u : uses) {
+    if (u.name >= why.size() || why[u.name].empty()) continue;
+    ctx.error(ctx.positionOf(u.path), u.path,
+              "cannot resolve '" + names[u.name] + "': " + why[u.name]);
+  }
+}
+
 bool errorBefore(const ConfigError& a, const ConfigError& b) {
   // Errors without a position (none today) sort last.
   auto key = [](const ConfigError& e) {
@@ -322,7 +375,8 @@ bool errorBefore(const ConfigError& a, const ConfigError& b) {
 
 }  // namespace
 
-Result<Config> loadConfigString(const std::string& text, const std::string& file) {
+Result<Config> loadConfigString(const std::string& text, const std::string& file,
+                                NameResolver* resolver) {
   WalkContext ctx;
   ctx.file = file;
   if (auto bad = prescanToml(text)) {
@@ -346,6 +400,7 @@ Result<Config> loadConfigString(const std::string& text, const std::string& file
   readNamed(ctx, w, "clusters", &config.clusters, readCluster);
   w.checkUnknownKeys();
   validateConfig(config, ctx);
+  if (resolver != nullptr) resolveBackendNames(config, *resolver, ctx);
   if (!ctx.errors.empty()) {
     std::stable_sort(ctx.errors.begin(), ctx.errors.end(), errorBefore);
     return std::move(ctx.errors);
@@ -353,7 +408,7 @@ Result<Config> loadConfigString(const std::string& text, const std::string& file
   return config;
 }
 
-Result<Config> loadConfigFile(const std::string& path) {
+Result<Config> loadConfigFile(const std::string& path, NameResolver* resolver) {
   FILE* f = fopen(path.c_str(), "rb");
   if (!f) return Errors{{path, {}, "", std::string("cannot open: ") + strerror(errno)}};
   std::string text;
@@ -370,7 +425,7 @@ Result<Config> loadConfigFile(const std::string& path) {
   int err = errno;
   fclose(f);
   if (failed) return Errors{{path, {}, "", std::string("cannot read: ") + strerror(err)}};
-  return loadConfigString(text, path);
+  return loadConfigString(text, path, resolver);
 }
 
 }  // namespace lb

@@ -38,10 +38,37 @@ bool parsePort(std::string_view text, std::string_view port, PortZero port_zero,
   return true;
 }
 
+// RFC 1123 §2.1 host name syntax, plus '_' (service names such as Docker Compose's use it
+// and resolvers pass it through). The last label is not all digits: "10.0.0" is a typo of an
+// address, not a name (no top-level domain is numeric).
+bool isHostName(std::string_view host) {
+  if (host.empty()) return false;
+  if (host.back() == '.') host.remove_suffix(1);   // a fully qualified "name."
+  if (host.empty() || host.size() > 253) return false;
+  bool last_all_digits = true;
+  size_t label = 0;
+  for (size_t i = 0; i <= host.size(); ++i) {
+    if (i == host.size() || host[i] == '.') {
+      if (label == 0 || label > 63) return false;
+      if (host[i - 1] == '-' || host[i - label] == '-') return false;
+      if (i < host.size()) last_all_digits = true;
+      label = 0;
+      continue;
+    }
+    char c = host[i];
+    bool digit = c >= '0' && c <= '9';
+    bool ok = digit || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '-' || c == '_';
+    if (!ok) return false;
+    if (!digit) last_all_digits = false;
+    ++label;
+  }
+  return !last_all_digits;
+}
+
 }  // namespace
 
-bool parseAddress(std::string_view text, sockaddr_storage* out, socklen_t* len,
-                  std::string* error, PortZero port_zero) {
+bool parseHostPort(std::string_view text, HostPort* out, std::string* error,
+                   PortZero port_zero) {
   if (text.empty()) {
     *error = std::string("address is empty (use host:port, ") + kExample + ")";
     return false;
@@ -80,33 +107,61 @@ bool parseAddress(std::string_view text, sockaddr_storage* out, socklen_t* len,
     *error = quoted(text) + " has no host (use 0.0.0.0 or [::] for every address)";
     return false;
   }
-  uint16_t port_number = 0;
-  sockaddr_storage storage{};
+  HostPort parsed;
   if (v6) {
-    auto* sin6 = reinterpret_cast<sockaddr_in6*>(&storage);
+    auto* sin6 = reinterpret_cast<sockaddr_in6*>(&parsed.address);
     if (inet_pton(AF_INET6, host.c_str(), &sin6->sin6_addr) != 1) {
       *error = quoted(text) + ": '" + host + "' is not a numeric IPv6 address";
       return false;
     }
-    if (!parsePort(text, port, port_zero, &port_number, error)) return false;
+    if (!parsePort(text, port, port_zero, &parsed.port, error)) return false;
     sin6->sin6_family = AF_INET6;
-    sin6->sin6_port = htons(port_number);
-    *len = sizeof(sockaddr_in6);
+    parsed.address_len = sizeof(sockaddr_in6);
+    parsed.numeric = true;
   } else {
-    auto* sin = reinterpret_cast<sockaddr_in*>(&storage);
+    auto* sin = reinterpret_cast<sockaddr_in*>(&parsed.address);
     // inet_pton accepts only the dotted-quad form: no "127.1", no octal, no hex.
-    if (inet_pton(AF_INET, host.c_str(), &sin->sin_addr) != 1) {
-      *error = quoted(text) + ": host must be a numeric IPv4 address or a bracketed IPv6 "
-               "address (lb does not resolve names)";
+    if (inet_pton(AF_INET, host.c_str(), &sin->sin_addr) == 1) {
+      sin->sin_family = AF_INET;
+      parsed.address_len = sizeof(sockaddr_in);
+      parsed.numeric = true;
+    } else if (!isHostName(host)) {
+      *error = quoted(text) + ": '" + host + "' is neither a numeric IPv4 address, a "
+               "bracketed IPv6 address nor a host name";
       return false;
     }
-    if (!parsePort(text, port, port_zero, &port_number, error)) return false;
-    sin->sin_family = AF_INET;
-    sin->sin_port = htons(port_number);
-    *len = sizeof(sockaddr_in);
+    if (!parsePort(text, port, port_zero, &parsed.port, error)) return false;
   }
-  *out = storage;
+  if (parsed.numeric) setAddressPort(&parsed.address, parsed.port);
+  parsed.host = std::move(host);
+  *out = std::move(parsed);
   return true;
+}
+
+bool parseAddress(std::string_view text, sockaddr_storage* out, socklen_t* len,
+                  std::string* error, PortZero port_zero) {
+  HostPort parsed;
+  if (!parseHostPort(text, &parsed, error, port_zero)) return false;
+  if (!parsed.numeric) {
+    *error = quoted(text) + ": host must be a numeric IPv4 address or a bracketed IPv6 "
+             "address";
+    return false;
+  }
+  *out = parsed.address;
+  *len = parsed.address_len;
+  return true;
+}
+
+void setAddressPort(sockaddr_storage* address, uint16_t port) {
+  if (address->ss_family == AF_INET)
+    reinterpret_cast<sockaddr_in*>(address)->sin_port = htons(port);
+  else if (address->ss_family == AF_INET6)
+    reinterpret_cast<sockaddr_in6*>(address)->sin6_port = htons(port);
+}
+
+bool sameAddress(const sockaddr_storage& a, socklen_t a_len, const sockaddr_storage& b,
+                 socklen_t b_len) {
+  return a_len == b_len && memcmp(&a, &b, a_len) == 0;
 }
 
 std::string formatAddress(const sockaddr* address) {

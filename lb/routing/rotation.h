@@ -33,6 +33,7 @@ class Rotation {
   explicit Rotation(unsigned workers)
       : workers_(workers), slots_(std::make_unique<Slot[]>(workers)) {}
 
+  unsigned workers() const noexcept { return workers_; }
   // Loop thread of `worker`. Table position where this worker's next keyless request starts.
   uint32_t start(unsigned worker) const noexcept {
     return worker < workers_ ? slots_[worker].next : 0;

@@ -14,13 +14,17 @@ uint64_t ClusterLoads::load(uint32_t host) const noexcept {
   return v < 0 ? 0 : static_cast<uint64_t>(v);
 }
 
-// Reads every host's counter: O(hosts) per bounded pick. HAProxy keeps a running total under
-// its lock instead; a shared total would be a second RMW per request on a contended line,
-// and clusters are tens of hosts, so the scan is the cheaper of the two.
+// One counter kept in step by BackendState (as HAProxy keeps a running total, without its
+// lock). Summing the hosts instead was O(hosts) per pick: 1,000 scattered cache lines at
+// the fleet sizes lb is for. It can dip below zero for an instant between the two relaxed
+// updates of a release; that reads as zero.
 uint64_t ClusterLoads::totalLoad() const noexcept {
-  uint64_t total = 0;
-  for (uint32_t i = 0; i < backends_->size(); ++i) total += load(i);
-  return total;
+  int64_t v = total_->live.load(std::memory_order_relaxed);
+  return v < 0 ? 0 : static_cast<uint64_t>(v);
+}
+
+bool ClusterLoads::tryReserve(uint32_t host, uint64_t cap) const noexcept {
+  return (*backends_)[host].state->tryAddLive(cap);
 }
 
 bool ClusterLoads::usable(uint32_t host) const noexcept {
@@ -43,7 +47,15 @@ std::shared_ptr<BackendState> StateRegistry::backend(const std::string& cluster,
                                                      const std::string& name) {
   auto& slot = backends_[{cluster, name}];
   if (auto live = slot.lock()) return live;
-  auto fresh = std::make_shared<BackendState>(cluster, name, workers_);
+  auto fresh = std::make_shared<BackendState>(cluster, name, workers_, clusterLoad(cluster));
+  slot = fresh;
+  return fresh;
+}
+
+std::shared_ptr<ClusterLoadState> StateRegistry::clusterLoad(const std::string& cluster) {
+  auto& slot = cluster_loads_[cluster];
+  if (auto live = slot.lock()) return live;
+  auto fresh = std::make_shared<ClusterLoadState>();
   slot = fresh;
   return fresh;
 }
@@ -72,8 +84,34 @@ std::vector<double> keyspaceShares(const SelectorTable& table, const KeyHash& ke
   return shares;
 }
 
+namespace {
+
+// The backend's socket address: its numeric address, or its host name's answer in `hosts`.
+bool backendAddress(const BackendConfig& b, const ResolvedHosts* hosts, BackendSnapshot* out,
+                    std::string* why) {
+  HostPort parsed;
+  if (!parseHostPort(b.address, &parsed, why)) return false;
+  if (parsed.numeric) {
+    out->address = parsed.address;
+    out->address_len = parsed.address_len;
+    return true;
+  }
+  auto it = hosts ? hosts->find(parsed.host) : ResolvedHosts::const_iterator();
+  if (!hosts || it == hosts->end()) {
+    *why = "'" + parsed.host + "' was not resolved";
+    return false;
+  }
+  out->address = it->second.address;
+  out->address_len = it->second.len;
+  setAddressPort(&out->address, parsed.port);
+  return true;
+}
+
+}  // namespace
+
 Result<std::shared_ptr<const Snapshot>> buildSnapshot(Config config, StateRegistry& registry,
-                                                      uint64_t generation) {
+                                                      uint64_t generation,
+                                                      const ResolvedHosts* resolved) {
   auto snap = std::make_shared<Snapshot>();
   snap->config = std::move(config);
   snap->generation = generation;
@@ -93,7 +131,7 @@ Result<std::shared_ptr<const Snapshot>> buildSnapshot(Config config, StateRegist
     auto hosts = hostSpecsOf(cc);
     // A cluster written without backends is valid: its listeners answer 503. No table then.
     if (hosts.empty()) {
-      cs.loads = std::make_unique<ClusterLoads>(&cs.backends);
+      cs.loads = std::make_unique<ClusterLoads>(&cs.backends, registry.clusterLoad(cc.name));
       continue;
     }
     cs.table = cs.selector->build(hosts, selectorOptionsOf(cc));
@@ -106,12 +144,12 @@ Result<std::shared_ptr<const Snapshot>> buildSnapshot(Config config, StateRegist
       b.state = registry.backend(cc.name, b.config->name);
       b.keyspace_share = shares[i];
       std::string why;
-      if (!parseAddress(b.config->address, &b.address, &b.address_len, &why))
+      if (!backendAddress(*b.config, resolved, &b, &why))
         errors.push_back({file, b.config->pos,
                           "clusters." + cc.name + ".backends[" + std::to_string(i) + "].address",
                           why});
     }
-    cs.loads = std::make_unique<ClusterLoads>(&cs.backends);
+    cs.loads = std::make_unique<ClusterLoads>(&cs.backends, registry.clusterLoad(cc.name));
     cs.rotation = Rotation(registry.workers());
   }
 

@@ -25,28 +25,40 @@ namespace lb {
 
 struct BackendSnapshot {
   const BackendConfig* config = nullptr;   // points into Snapshot::config
+  // config->address as connect() takes it: the numeric address, or what its host name
+  // resolved to (at load, or at the cluster's last re-resolution) with the port set.
   sockaddr_storage address{};
   socklen_t address_len = 0;
   std::shared_ptr<BackendState> state;
   double keyspace_share = 0;                // fraction of the key space this backend owns
 };
 
-// LoadView over a cluster's shared live-load counters and health flags.
+// LoadView over a cluster's shared live-load counters and health flags. The total is the
+// cluster's one running counter (ClusterLoadState): O(1), whatever the number of hosts.
 class ClusterLoads final : public LoadView {
  public:
-  explicit ClusterLoads(const std::vector<BackendSnapshot>* backends) : backends_(backends) {}
+  ClusterLoads(const std::vector<BackendSnapshot>* backends,
+               std::shared_ptr<ClusterLoadState> total)
+      : backends_(backends), total_(std::move(total)) {}
   uint64_t load(uint32_t host) const noexcept override;
   uint64_t totalLoad() const noexcept override;
   bool usable(uint32_t host) const noexcept override;
+  bool tryReserve(uint32_t host, uint64_t cap) const noexcept override;
+  bool reserves() const noexcept override { return true; }
+  // The running total this view reads, for a snapshot rebuilt over the same backends.
+  const std::shared_ptr<ClusterLoadState>& totalState() const noexcept { return total_; }
 
  private:
   const std::vector<BackendSnapshot>* backends_;
+  std::shared_ptr<ClusterLoadState> total_;
 };
 
 struct ClusterSnapshot {
   const ClusterConfig* config = nullptr;
   const SelectorInfo* selector = nullptr;   // selectorOf(*config): its key_hash hashes keys
-  std::unique_ptr<SelectorTable> table;
+  // Shared with the snapshots a re-resolution derives from this one (lb/routing/readdress.h):
+  // an address is not an identity, so a new address never rebuilds the table.
+  std::shared_ptr<const SelectorTable> table;
   std::optional<BoundedLoad> bounded;       // set when hash_balance_factor > 0
   std::vector<BackendSnapshot> backends;    // index = host index in table
   std::unique_ptr<ClusterLoads> loads;
@@ -54,9 +66,11 @@ struct ClusterSnapshot {
   // "round_robin"; lb/routing/rotation.h). Starts afresh with each snapshot.
   Rotation rotation;
 
-  // The whole pick: bounded loads when on, else the health-aware preference walk.
-  Pick pick(uint64_t hash, uint32_t from_attempt = 0) const noexcept {
-    return bounded ? bounded->pick(*table, hash, *loads, from_attempt)
+  // The whole pick: bounded loads when on, else the health-aware preference walk. With
+  // Reserve::kYes a bounded pick may take the host's unit of live load (Pick::reserved).
+  Pick pick(uint64_t hash, uint32_t from_attempt = 0,
+            Reserve reserve = Reserve::kNo) const noexcept {
+    return bounded ? bounded->pick(*table, hash, *loads, from_attempt, reserve)
                    : pickUsable(*table, hash, *loads, from_attempt);
   }
 };
@@ -92,10 +106,13 @@ class StateRegistry {
   explicit StateRegistry(unsigned workers) : workers_(workers) {}
   std::shared_ptr<BackendState> backend(const std::string& cluster, const std::string& name);
   std::shared_ptr<ListenerState> listener(const std::string& name);
+  // The cluster's running live total, shared by every BackendState of that cluster.
+  std::shared_ptr<ClusterLoadState> clusterLoad(const std::string& cluster);
   unsigned workers() const { return workers_; }
 
  private:
   unsigned workers_;
+  std::map<std::string, std::weak_ptr<ClusterLoadState>> cluster_loads_;
   std::map<std::pair<std::string, std::string>, std::weak_ptr<BackendState>> backends_;
   std::map<std::string, std::weak_ptr<ListenerState>> listeners_;
 };
@@ -105,9 +122,19 @@ class StateRegistry {
 // twemproxy's hashes, 15 for its crc32).
 std::vector<double> keyspaceShares(const SelectorTable& table, const KeyHash& key_hash);
 
-// Builds tables, resolves addresses and key plugins. Errors only for what validation cannot
-// see (an address that does not resolve); the config itself was validated when loaded.
+// Host names of backend addresses and the address each resolved to (port 0: each backend
+// sets its own). Filled on the main thread by lb/app/resolver.h.
+struct ResolvedAddress {
+  sockaddr_storage address{};
+  socklen_t len = 0;
+};
+using ResolvedHosts = std::map<std::string, ResolvedAddress, std::less<>>;
+
+// Builds tables, turns addresses into socket addresses and builds key plugins. A backend
+// address that names a host takes its answer from `resolved`; a name missing there is an
+// error (so is any name when `resolved` is null). The config itself was validated when loaded.
 Result<std::shared_ptr<const Snapshot>> buildSnapshot(Config config, StateRegistry& registry,
-                                                      uint64_t generation);
+                                                      uint64_t generation,
+                                                      const ResolvedHosts* resolved = nullptr);
 
 }  // namespace lb

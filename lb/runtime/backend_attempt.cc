@@ -39,7 +39,7 @@ Pick BackendAttempt::walk(uint32_t from_attempt) const noexcept {
   if (in_rotation_)
     return pickInTableOrder(static_cast<uint32_t>(cluster_->backends.size()), rotation_start_,
                             *cluster_->loads, from_attempt);
-  return cluster_->pick(hash_, from_attempt);
+  return cluster_->pick(hash_, from_attempt, Reserve::kYes);
 }
 
 bool BackendAttempt::pickFirst() noexcept {
@@ -63,6 +63,7 @@ bool BackendAttempt::pickNext() noexcept {
   // and bounded loads fall back to the least loaded host when all are at their cap, which may
   // be one already tried. A retry wants an untried host: the first usable one after `from`.
   if (p.attempt < from || p.attempt >= hosts || !cluster_->loads->usable(p.host)) {
+    if (p.reserved) cluster_->backends[p.host].state->dropLive();   // not taking it after all
     if (in_rotation_) return false;   // the rotation's walk never wraps: nothing usable left
     bool found = false;
     for (uint32_t a = from; a < hosts; ++a) {
@@ -82,7 +83,7 @@ bool BackendAttempt::pickNext() noexcept {
 
 void BackendAttempt::pickSameAgain() noexcept {
   if (backend_ == nullptr || live_) return;
-  backend_->state->live.fetch_add(1, std::memory_order_relaxed);
+  backend_->state->addLive();
   live_ = true;
 }
 
@@ -91,9 +92,9 @@ void BackendAttempt::take(Pick p) noexcept {
   backend_ = &cluster_->backends[p.host];
   stats_ = &backend_->state->per_worker[env_->index()];
   stats_->picks[static_cast<int>(p.reason)].add();
-  // The only atomic read-modify-write per request: the live load every worker's bounded-load
-  // pick reads.
-  backend_->state->live.fetch_add(1, std::memory_order_relaxed);
+  // The live load every worker's bounded-load pick reads: already taken when a bounded pick
+  // reserved it (compare-and-swap under the cap), else added now.
+  if (!p.reserved) backend_->state->addLive();
   live_ = true;
   if (in_rotation_) cluster_->rotation.advancePast(env_->index(), p.host);
 }
@@ -109,7 +110,7 @@ UpstreamConn* BackendAttempt::connect(UpstreamOwner* owner, Pooling pooling, int
 
 void BackendAttempt::release() noexcept {
   if (!live_) return;
-  backend_->state->live.fetch_sub(1, std::memory_order_relaxed);
+  backend_->state->dropLive();
   live_ = false;
 }
 

@@ -20,10 +20,17 @@ UpstreamConn::UpstreamConn(UpstreamPool* pool, std::shared_ptr<BackendState> sta
 
 UpstreamConn::~UpstreamConn() { state_->per_worker[pool_->worker_].connections.add(-1); }
 
-int UpstreamConn::startRead() noexcept { return uv_read_start(stream(), onAlloc, onRead); }
+int UpstreamConn::startRead() noexcept {
+  if (reading_) return 0;
+  int rc = uv_read_start(stream(), onAlloc, onRead);
+  reading_ = rc == 0;
+  return rc;
+}
 
 void UpstreamConn::stopRead() noexcept {
-  if (!closing_) uv_read_stop(stream());
+  if (closing_ || !reading_) return;
+  uv_read_stop(stream());
+  reading_ = false;
 }
 
 void UpstreamConn::close() noexcept {
@@ -33,6 +40,7 @@ void UpstreamConn::close() noexcept {
   owner_ = nullptr;
   if (idle_) pool_->remove(this);
   uv_read_stop(stream());
+  reading_ = false;
   uv_close(reinterpret_cast<uv_handle_t*>(&tcp_), onClosed);
   uv_close(reinterpret_cast<uv_handle_t*>(&connect_timer_), onClosed);
 }
@@ -125,9 +133,10 @@ UpstreamConn* UpstreamPool::take(const BackendSnapshot& backend, UpstreamOwner* 
         c->close();
         continue;
       }
+      // Read interest stays on: from here the new owner takes whatever arrives (nothing can
+      // before it writes its request, as the callbacks only run on a later loop turn).
       c->reused_ = true;
       c->owner_ = owner;
-      uv_read_stop(c->stream());
       return c;
     }
     return nullptr;
@@ -178,8 +187,8 @@ void UpstreamPool::put(UpstreamConn* c) noexcept {
     c->close();
     return;
   }
-  // Watch the idle socket: EOF or stray bytes drop it (onRead with no owner).
-  uv_read_stop(c->stream());
+  // Watch the idle socket: EOF or stray bytes drop it (onRead with no owner). Usually reading
+  // is on already and this costs nothing.
   if (c->startRead() != 0) {
     c->close();
     return;

@@ -96,6 +96,10 @@ class UpstreamConn {
   bool idle_ = false;      // sits in the pool
   bool reused_ = false;    // came out of the pool
   bool closing_ = false;
+  // uv_read_start is active. Read interest stays on from the first read to the close, through
+  // idle spells in the pool, unless an owner pauses it for flow control: every stop/start
+  // pair costs the loop an epoll_ctl (two when libuv re-adds the fd and gets EEXIST).
+  bool reading_ = false;
 };
 
 class UpstreamPool {

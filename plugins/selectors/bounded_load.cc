@@ -8,9 +8,11 @@
 //    the usable weights per pick would cost O(hosts). With hosts down the healthy ones' caps are
 //    lower than HAProxy's; when all of them reach it, the least loaded takes the request
 //    (kFallback), so nothing is refused, the spread is just less bounded.
-//  - No lock: loads are read from the shared live counters without a snapshot, so two workers
-//    may both see a host one below its cap; the cap is approximate by a few requests, as in
-//    Envoy's hash_balance_factor.
+//  - No lock: a request is admitted to a host by a compare-and-swap on the host's live counter
+//    (Reserve::kYes), so two workers never both take a host's last slot and the cap holds
+//    exactly against the total each of them read. Envoy's hash_balance_factor reads and then
+//    adds, and may overshoot by a few requests. The total is one cluster-wide counter kept in
+//    step with the hosts' counters (two relaxed atomics per request), not a sum over hosts.
 #include "plugins/selectors/bounded_load.h"
 
 #include <algorithm>
@@ -75,7 +77,7 @@ uint64_t BoundedLoad::cap(uint32_t host, uint64_t total) const noexcept {
 }
 
 Pick BoundedLoad::pick(const SelectorTable& table, uint64_t hash, const LoadView& loads,
-                       uint32_t from_attempt) const noexcept {
+                       uint32_t from_attempt, Reserve reserve) const noexcept {
   const uint32_t n = table.hostCount();
   if (n == 0) return {0, 0, PickReason::kFallback};
   const uint64_t total = loads.totalLoad();
@@ -87,13 +89,15 @@ Pick BoundedLoad::pick(const SelectorTable& table, uint64_t hash, const LoadView
     const uint32_t a = from_attempt + k;
     const uint32_t h = table.pick(hash, a);
     if (!loads.usable(h)) continue;
-    const uint64_t load = loads.load(h);
-    if (load < cap(h, total)) {
+    const uint64_t c = cap(h, total);
+    const bool admitted = reserve == Reserve::kYes ? loads.tryReserve(h, c) : loads.load(h) < c;
+    if (admitted) {
       const PickReason reason = a == 0           ? PickReason::kOwner
                                 : passed_over_cap ? PickReason::kBounded
                                                   : PickReason::kFailover;
-      return {h, a, reason};
+      return {h, a, reason, reserve == Reserve::kYes && loads.reserves()};
     }
+    const uint64_t load = loads.load(h);
     passed_over_cap = true;
     if (!have_least || load < least_load) {   // strict: ties stay with the earliest
       least = {h, a, PickReason::kFallback};

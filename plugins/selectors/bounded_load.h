@@ -19,6 +19,11 @@ class LoadView {
   virtual uint64_t load(uint32_t host) const noexcept = 0;    // live load of one host
   virtual uint64_t totalLoad() const noexcept = 0;            // sum over all hosts
   virtual bool usable(uint32_t host) const noexcept { (void)host; return true; }  // healthy
+  // Takes one unit of `host`'s live load if its load is below `cap`, atomically, and says
+  // whether it did. Views without live counters (tests, lb analyze, the admin's "where would
+  // this key go") take nothing and only compare.
+  virtual bool tryReserve(uint32_t host, uint64_t cap) const noexcept { return load(host) < cap; }
+  virtual bool reserves() const noexcept { return false; }
 };
 
 // Why a host was picked; the label of lb_backend_picks_total.
@@ -30,7 +35,12 @@ struct Pick {
   uint32_t host;       // index into the table's hosts
   uint32_t attempt;    // position in the key's preference order
   PickReason reason;
+  bool reserved = false;   // the pick already took a unit of the host's live load
 };
+
+// Whether a bounded pick takes the unit of live load it admits (a request about to go) or
+// only says where a key would go (admin, analysis).
+enum class Reserve : uint8_t { kNo, kYes };
 
 // Walks the key's preference order from `from_attempt` and returns the first usable host
 // (kOwner at attempt 0, kFailover after). When no host is usable, returns attempt 0's host
@@ -50,9 +60,12 @@ class BoundedLoad {
   // First usable host in the key's preference order, from from_attempt, whose live load is
   // below its cap (kOwner at attempt 0, kBounded past an over-cap host, kFailover past only
   // unusable ones). When every usable host is at cap: the least loaded one, earliest in
-  // preference order on ties (kFallback). Hot path: no allocation.
+  // preference order on ties (kFallback). Hot path: no allocation, O(1) reads of the total.
+  // With Reserve::kYes the below-cap test and the increment are one compare-and-swap
+  // (LoadView::tryReserve) and Pick::reserved says the unit was taken; the fallback never
+  // reserves (the caller adds its unit).
   Pick pick(const SelectorTable& table, uint64_t hash, const LoadView& loads,
-            uint32_t from_attempt = 0) const noexcept;
+            uint32_t from_attempt = 0, Reserve reserve = Reserve::kNo) const noexcept;
 
   uint32_t balanceFactor() const noexcept { return factor_; }
 

@@ -1,4 +1,4 @@
-// Numeric socket addresses as the config writes them (lb/core/address.h).
+// Socket addresses as the config writes them, numeric or host:port (lb/core/address.h).
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -52,10 +52,11 @@ TEST(AddressTest, ParsesWildcardAndBracketedIpv6) {
   EXPECT_EQ(formatAddress(parsed("[::]:1").sa()), "[::]:1");
 }
 
-TEST(AddressTest, RejectsNamesSayingTheyAreNotResolved) {
+TEST(AddressTest, NumericFormRejectsNames) {
+  // parseAddress is the numeric-only form (listen addresses, lb-origin): a name is refused
+  // there; backends take names through parseHostPort.
   EXPECT_EQ(rejection("localhost:80"),
-            "'localhost:80': host must be a numeric IPv4 address or a bracketed IPv6 address "
-            "(lb does not resolve names)");
+            "'localhost:80': host must be a numeric IPv4 address or a bracketed IPv6 address");
   // inet_pton takes only dotted quads: no shorthand that inet_aton would read differently.
   EXPECT_NE(rejection("127.1:80").find("numeric IPv4"), std::string::npos);
   EXPECT_NE(rejection("256.0.0.1:80").find("numeric IPv4"), std::string::npos);
@@ -107,6 +108,68 @@ TEST(AddressTest, DistinctAddressesOrPortsDoNotOverlap) {
   EXPECT_FALSE(addressesOverlap(parsed("127.0.0.1:80").sa(), parsed("127.0.0.2:80").sa()));
   EXPECT_FALSE(addressesOverlap(parsed("[::1]:80").sa(), parsed("127.0.0.1:80").sa()));
   EXPECT_FALSE(addressesOverlap(parsed("0.0.0.0:80").sa(), parsed("[::1]:80").sa()));
+}
+
+HostPort hostPort(const char* text) {
+  HostPort hp;
+  std::string error;
+  EXPECT_TRUE(parseHostPort(text, &hp, &error)) << text << ": " << error;
+  return hp;
+}
+
+std::string hostPortRejection(const char* text) {
+  HostPort hp;
+  hp.host = "untouched";
+  std::string error;
+  EXPECT_FALSE(parseHostPort(text, &hp, &error)) << text;
+  EXPECT_EQ(hp.host, "untouched");
+  return error;
+}
+
+TEST(HostPortTest, KeepsAHostNameForTheResolver) {
+  HostPort hp = hostPort("cache-1.internal:11211");
+  EXPECT_FALSE(hp.numeric);
+  EXPECT_EQ(hp.host, "cache-1.internal");
+  EXPECT_EQ(hp.port, 11211);
+  EXPECT_EQ(hp.address_len, 0u);
+  EXPECT_EQ(hostPort("localhost:80").host, "localhost");
+  EXPECT_EQ(hostPort("redis_1:6379").host, "redis_1");        // Compose service names
+  EXPECT_EQ(hostPort("cache.example.:80").host, "cache.example.");   // fully qualified
+}
+
+TEST(HostPortTest, ConvertsNumericHostsAtOnce) {
+  HostPort hp = hostPort("127.0.0.1:9001");
+  EXPECT_TRUE(hp.numeric);
+  EXPECT_EQ(formatAddress(reinterpret_cast<const sockaddr*>(&hp.address)), "127.0.0.1:9001");
+  HostPort v6 = hostPort("[::1]:9001");
+  EXPECT_TRUE(v6.numeric);
+  EXPECT_EQ(v6.host, "::1");
+  EXPECT_EQ(formatAddress(reinterpret_cast<const sockaddr*>(&v6.address)), "[::1]:9001");
+}
+
+TEST(HostPortTest, RefusesWhatIsNeitherAnAddressNorAName) {
+  // A last label of digits is a mistyped IPv4 address, not a name.
+  EXPECT_EQ(hostPortRejection("127.1:80"),
+            "'127.1:80': '127.1' is neither a numeric IPv4 address, a bracketed IPv6 address "
+            "nor a host name");
+  EXPECT_NE(hostPortRejection("256.0.0.1:80").find("neither"), std::string::npos);
+  EXPECT_NE(hostPortRejection("-cache:80").find("neither"), std::string::npos);
+  EXPECT_NE(hostPortRejection("cache-:80").find("neither"), std::string::npos);
+  EXPECT_NE(hostPortRejection("a..b:80").find("neither"), std::string::npos);
+  EXPECT_NE(hostPortRejection("cache 1:80").find("neither"), std::string::npos);
+  EXPECT_NE(hostPortRejection((std::string(64, 'a') + ".example:80").c_str()).find("neither"),
+            std::string::npos);
+  EXPECT_EQ(hostPortRejection("cache:0"), "'cache:0': port must be 1-65535, got 0");
+}
+
+TEST(HostPortTest, SetAddressPortAndSameAddress) {
+  HostPort a = hostPort("127.0.0.1:1");
+  HostPort b = hostPort("127.0.0.1:2");
+  EXPECT_FALSE(sameAddress(a.address, a.address_len, b.address, b.address_len));
+  setAddressPort(&a.address, 2);
+  EXPECT_TRUE(sameAddress(a.address, a.address_len, b.address, b.address_len));
+  HostPort v6 = hostPort("[::1]:2");
+  EXPECT_FALSE(sameAddress(a.address, a.address_len, v6.address, v6.address_len));
 }
 
 }  // namespace

@@ -43,8 +43,9 @@ const Mistake kMistakes[] = {
     {"DurationNotString", "[lb]\ndrain_timeout = 30\n",
      "lb.toml:2:17: lb.drain_timeout: must be a duration string such as \"2s\", got integer"},
     {"AdminHostName", "[admin]\nlisten = \"localhost:9901\"\n",
-     "lb.toml:2:10: admin.listen: 'localhost:9901': host must be a numeric IPv4 address or a "
-     "bracketed IPv6 address (lb does not resolve names)"},
+     "lb.toml:2:10: admin.listen: 'localhost:9901': a listen address is numeric (a name can "
+     "stand for several addresses, and lb binds one): write e.g. 127.0.0.1:9901, [::1]:9901 or "
+     "0.0.0.0:9901"},
     {"AdminUnknownKey", "[admin]\nlistn = \"127.0.0.1:9901\"\n",
      "lb.toml:2:1: admin: unknown key 'listn' (did you mean 'listen'?)"},
     {"ListenPortZero",

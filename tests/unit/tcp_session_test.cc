@@ -69,15 +69,16 @@ std::shared_ptr<Snapshot> makeSnapshot(const std::vector<uint16_t>& ports, uint3
   cs.config = &snap->config.clusters[0];
   cs.table = std::make_unique<InOrderTable>(static_cast<uint32_t>(ports.size()));
   cs.backends.resize(ports.size());
+  auto cluster_load = std::make_shared<ClusterLoadState>();
   for (size_t i = 0; i < ports.size(); ++i) {
     BackendSnapshot& b = cs.backends[i];
     b.config = &cs.config->backends[i];
-    b.state = std::make_shared<BackendState>("c", b.config->name, 1);
+    b.state = std::make_shared<BackendState>("c", b.config->name, 1, cluster_load);
     auto* in = reinterpret_cast<sockaddr_in*>(&b.address);
     uv_ip4_addr("127.0.0.1", ports[i], in);
     b.address_len = sizeof(sockaddr_in);
   }
-  cs.loads = std::make_unique<ClusterLoads>(&cs.backends);
+  cs.loads = std::make_unique<ClusterLoads>(&cs.backends, cluster_load);
   cs.rotation = Rotation(1);
   ListenerSnapshot& ls = snap->listeners.emplace_back();
   ls.config = &snap->config.listeners[0];

@@ -152,8 +152,9 @@ void HttpSession::handleDownRead(ssize_t n) noexcept {
       processHead();
       return;
     case State::kConnecting:
-      // Only a retry connects with reading on (the request was complete, and lb watches for
-      // the client leaving): the bytes are the next request's, and wait.
+      // Body bytes or the next request's: they wait in the block until the exchange starts
+      // (a full block stops reading).
+      if (in_.len >= BufferPool::kBlockSize) setDownReading(false);
       return;
     case State::kExchange:
       touch(lst_->config->timeouts.idle.count());
@@ -206,17 +207,29 @@ void HttpSession::handleClientEof() noexcept {
 // ---- writing to the client ---------------------------------------------------------------
 
 int HttpSession::writeDown(const char* p, size_t n) noexcept {
-  ex_.log.bytes_out += n;
-  uv_stream_t* s = reinterpret_cast<uv_stream_t*>(&down_);
   uv_buf_t b = uv_buf_init(const_cast<char*>(p), static_cast<unsigned>(n));
-  int w = uv_try_write(s, &b, 1);
-  if (w == static_cast<int>(n)) return 0;
+  return writeDownBufs(&b, 1);
+}
+
+// Tries the write at once and queues only what the socket did not take: on a keep-alive
+// exchange the response leaves in this one writev, with no write watcher armed.
+int HttpSession::writeDownBufs(uv_buf_t* bufs, unsigned count) noexcept {
+  size_t total = 0;
+  for (unsigned i = 0; i < count; ++i) total += bufs[i].len;
+  ex_.log.bytes_out += total;
+  uv_stream_t* s = reinterpret_cast<uv_stream_t*>(&down_);
+  int w = uv_try_write(s, bufs, count);
+  if (w >= 0 && static_cast<size_t>(w) == total) return 0;
   if (w < 0 && w != UV_EAGAIN) return w;
-  if (w > 0) {
-    b.base += w;
-    b.len -= w;
+  size_t sent = w > 0 ? static_cast<size_t>(w) : 0;
+  while (count > 0 && sent >= bufs->len) {   // skip what went out whole
+    sent -= bufs->len;
+    ++bufs;
+    --count;
   }
-  int rc = uv_write(&down_write_, s, &b, 1, onDownWrite);
+  bufs->base += sent;
+  bufs->len -= static_cast<unsigned>(sent);
+  int rc = uv_write(&down_write_, s, bufs, count, onDownWrite);   // libuv copies the array
   if (rc != 0) return rc;
   ++pending_;
   io_.down_writing = true;

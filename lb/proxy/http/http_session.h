@@ -185,6 +185,8 @@ class HttpSession final : public Session, public UpstreamOwner {
   // Writes to the client: 0 sent now, 1 queued (handleDownWrite follows, and reading from the
   // backend stops until then), < 0 error.
   int writeDown(const char* p, size_t n) noexcept;
+  // The same for several pieces in one writev (the response head and its first body bytes).
+  int writeDownBufs(uv_buf_t* bufs, unsigned count) noexcept;
   void sendError(int status, HttpErrorReason reason) noexcept;
   void lingerClose() noexcept;
   void closeAll() noexcept;
@@ -238,6 +240,9 @@ class HttpSession final : public Session, public UpstreamOwner {
   Block upin_;                   // backend bytes
   char* out_ = nullptr;          // the rewritten request head (until written)
   char* rout_ = nullptr;         // the rewritten response head (until written)
+  // Bytes of rout_ not yet written: the final response head waits for the body bytes that
+  // came with it, so both leave in one writev (pumpResponse).
+  uint32_t rout_pending_ = 0;
   HttpParser req_{HTTP_REQUEST};
   HttpParser resp_{HTTP_RESPONSE};
   uint32_t head_end_ = 0;        // in_ offset just past the request head

@@ -61,8 +61,11 @@ void HttpSession::processHead() noexcept {
 
 // The head is complete (the parser is paused after it): check what llhttp leaves to us, note
 // what the rest of the exchange needs, derive the key and go pick a backend.
+//
+// Reading from the client stays on: what arrives meanwhile (body, the next pipelined request,
+// EOF) waits in the block and is handled by handleDownRead per state. Switching read interest
+// off and on around every exchange cost two epoll_ctl calls per request.
 void HttpSession::onRequestHead() noexcept {
-  setDownReading(false);
   ex_.log.start_ns = uv_hrtime();
   const ParsedHead& h = req_.head();
   const char* base = in_.buf;

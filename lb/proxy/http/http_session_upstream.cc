@@ -288,8 +288,14 @@ void HttpSession::pumpResponse() noexcept {
     const char* chunk = upin_.buf + upin_.pos;
     upin_.pos += static_cast<uint32_t>(c);
     if (r == HttpParser::Result::kMessageComplete) ex_.response = ResponsePhase::kDone;
-    if (c > 0) {
-      int w = writeDown(chunk, c);
+    if (c > 0 || rout_pending_ > 0) {
+      // The head (when still pending) and these body bytes in one writev.
+      uv_buf_t bufs[2];
+      unsigned count = 0;
+      if (rout_pending_ > 0) bufs[count++] = uv_buf_init(rout_, rout_pending_);
+      if (c > 0) bufs[count++] = uv_buf_init(const_cast<char*>(chunk), static_cast<unsigned>(c));
+      rout_pending_ = 0;
+      int w = writeDownBufs(bufs, count);
       if (w < 0) {
         closeAll();
         return;
@@ -361,7 +367,9 @@ void HttpSession::onResponseHead() noexcept {
     return;
   }
   ex_.response = ResponsePhase::kBody;
-  if (writeDown(rout_, n) < 0) closeAll();
+  // Written by pumpResponse with the body bytes that follow it in this read (or alone, when
+  // none came with it).
+  rout_pending_ = static_cast<uint32_t>(n);
 }
 
 // ResponsePhase kDone and the client has all of it: the exchange ends. kIdle/kHead for the
