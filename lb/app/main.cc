@@ -18,13 +18,10 @@ int check(const std::string& path) {
   auto config = lb::loadConfigFile(path, &resolver);
   lb::Errors warnings;
   lb::Errors errors = config.ok() ? lb::checkServes(config.value(), &warnings) : config.errors();
-  for (const auto& w : warnings) fprintf(stderr, "%s
-", w.format().c_str());
+  for (const auto& w : warnings) fprintf(stderr, "%s\n", w.format().c_str());
   if (!errors.empty()) {
-    for (const auto& e : errors) fprintf(stderr, "%s
-", e.format().c_str());
-    fprintf(stderr, "%s: %zu error%s
-", path.c_str(), errors.size(),
+    for (const auto& e : errors) fprintf(stderr, "%s\n", e.format().c_str());
+    fprintf(stderr, "%s: %zu error%s\n", path.c_str(), errors.size(),
             errors.size() == 1 ? "" : "s");
     return lb::kExitFailure;
   }

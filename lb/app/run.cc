@@ -21,11 +21,9 @@ int runServer(const std::string& config_path) {
   auto loaded = loadConfigFile(config_path, &resolver);
   Errors warnings;
   Errors errors = loaded.ok() ? checkServes(loaded.value(), &warnings) : loaded.errors();
-  for (const auto& w : warnings) fprintf(stderr, "%s
-", w.format().c_str());
+  for (const auto& w : warnings) fprintf(stderr, "%s\n", w.format().c_str());
   if (!errors.empty()) {
-    for (const auto& e : errors) fprintf(stderr, "%s
-", e.format().c_str());
+    for (const auto& e : errors) fprintf(stderr, "%s\n", e.format().c_str());
     return 1;
   }
   Config config = std::move(loaded.value());
