@@ -34,7 +34,11 @@ LLHTTP_DIR := /usr/share/llhttp
 LLHTTP_INC := /usr/share/include/llhttp
 DEFS := -DTOML_HEADER_ONLY=0 -DTOML_SHARED_LIB=1 -DLB_VERSION=\"$(shell cat VERSION 2>/dev/null || echo 0.0.0)\"
 CXXFLAGS := -std=c++20 $(OPT) -Wall -Wextra -Werror -MMD -MP -I. -I$(LLHTTP_INC) $(DEFS) -pthread
-CFLAGS_LLHTTP := $(OPT) -MMD -MP -I$(LLHTTP_INC)
+# llhttp.h defaults LLHTTP_STRICT_MODE to 0, which lets llhttp skip any two bytes after chunk
+# data and take non-token bytes in field names: lb sits at the edge and builds it strict
+# (lb/http/parser.h says what lb checks on top).
+LLHTTP_DEFS := -DLLHTTP_STRICT_MODE=1
+CFLAGS_LLHTTP := $(OPT) -MMD -MP -I$(LLHTTP_INC) $(LLHTTP_DEFS)
 LDLIBS := -ltomlplusplus -luv -lsystemd -lprometheus-cpp-core -lxxhash -lz -lnettle -lpthread -ldl -lrt
 TEST_LDLIBS := -lgmock -lgtest -lgtest_main
 BENCH_LDLIBS := -lbenchmark -lbenchmark_main
@@ -75,7 +79,8 @@ $(BUILD)/obj/%.o: %.cc | deps
 	@mkdir -p $(dir $@)
 	$(CXX) $(CXXFLAGS) -c $< -o $@
 
-$(BUILD)/obj/llhttp/%.o: $(LLHTTP_DIR)/%.c | deps
+# The Makefile is a prerequisite: an object built before LLHTTP_DEFS changed must not survive.
+$(BUILD)/obj/llhttp/%.o: $(LLHTTP_DIR)/%.c Makefile | deps
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_LLHTTP) -c $< -o $@
 
@@ -211,9 +216,9 @@ $(FUZZ_BUILD)/obj/%.o: %.cc
 	@mkdir -p $(dir $@)
 	$(FUZZ_CXX) $(FUZZ_CXXFLAGS) -MMD -MP -c $< -o $@
 
-$(FUZZ_BUILD)/obj/llhttp/%.o: $(LLHTTP_DIR)/%.c
+$(FUZZ_BUILD)/obj/llhttp/%.o: $(LLHTTP_DIR)/%.c Makefile
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) -O1 -g $(FUZZ_SAN) -fsanitize=fuzzer-no-link -I$(LLHTTP_INC) -c $< -o $@
+	$(FUZZ_CC) -O1 -g $(FUZZ_SAN) -fsanitize=fuzzer-no-link -I$(LLHTTP_INC) $(LLHTTP_DEFS) -c $< -o $@
 
 ifneq ($(filter fuzz $(FUZZ_BUILD)/%,$(MAKECMDGOALS)),)
 -include $(shell find $(FUZZ_BUILD)/obj -name '*.d' 2>/dev/null)

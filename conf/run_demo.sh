@@ -104,7 +104,7 @@ four lb-origin backends (${backend_ports[*]}). Try:
   curl -si http://127.0.0.1:$http_port/hello | grep -i x-backend
       the path is the key: the same path always answers from the same origin
   curl -si -H 'x-cache-key: user42' http://127.0.0.1:$http_port/anything | grep -i x-backend
-      a header key wins over the path (terminal = true)
+      a header key wins over the path (the first hash entry that yields a key)
   curl -si http://127.0.0.1:$tcp_port/ | grep -i x-backend
       the tcp listener pipes bytes; its key is your source address
   curl -s 'http://127.0.0.1:$admin_port/ring?cluster=origins&key=user42'

@@ -253,12 +253,20 @@ AdminResponse ringResponse(const Snapshot& snap, std::string_view query) {
   appendJsonString(o, hashed);
   const uint32_t hosts = c->table ? c->table->hostCount() : 0;
   if (hosts == 0) {
-    o += ",\"hash\":null,\"owner\":null,\"order\":[],\"pick\":null,\"reason\":null}\n";
+    o += ",\"hash\":null,\"hash_hex\":null,\"owner\":null,\"order\":[],\"pick\":null,"
+         "\"reason\":null}\n";
     return r;
   }
   const uint64_t hash = hashKeyBytes(c->selector->key_hash, hashed);
   o += ",\"hash\":";
   appendNumber(o, hash);
+  // The same 64 bits as a string, as the access log's key= field prints them: a JSON number
+  // this large loses its low bits in jq and JavaScript, which read numbers as doubles.
+  char hex[24];
+  snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(hash));
+  o += ",\"hash_hex\":\"";
+  o += hex;
+  o += '"';
   o += ",\"owner\":";
   appendJsonString(o, c->backends[c->table->pick(hash, 0)].config->name);
   o += ",\"order\":[";

@@ -163,9 +163,13 @@ std::string analyzeText(std::span<const SelectorFigures> figures) {
 
 std::string preferenceLine(std::string_view key, std::string_view hashed, uint64_t hash,
                            std::span<const std::string> order) {
+  // hash_hex: the same 64 bits as a string (the access log's key= field): jq and JavaScript
+  // read the number as a double and round it.
+  char hex[24];
+  snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(hash));
   std::string out = "{\"key\": " + jsonString(key);
   if (!hashed.empty()) out += ", \"hashed\": " + jsonString(hashed);
-  out += ", \"hash\": " + std::to_string(hash) + ", \"order\": [";
+  out += ", \"hash\": " + std::to_string(hash) + ", \"hash_hex\": \"" + hex + "\", \"order\": [";
   for (size_t i = 0; i < order.size(); ++i) {
     if (i > 0) out += ", ";
     out += jsonString(order[i]);

@@ -34,9 +34,12 @@ std::string analyzeJson(std::span<const SelectorFigures> figures);
 // hosts, keys and changes), as `lb analyze` produces them.
 std::string analyzeText(std::span<const SelectorFigures> figures);
 
-// One line of `lb analyze --config`: {"key": "K", "hash": 123, "order": ["cache-b", ...]}
-// followed by a newline. With `hashed` (the part of K inside its hash tag, when a listener's
-// hash_tag selects one): {"key": "K", "hashed": "H", "hash": ..., "order": [...]}.
+// One line of `lb analyze --config`:
+//   {"key": "K", "hash": 123, "hash_hex": "000000000000007b", "order": ["cache-b", ...]}
+// followed by a newline. hash_hex is the hash as a string (16 lower-case hex digits, as the
+// access log's key= field), which JSON readers that use doubles cannot round. With `hashed`
+// (the part of K inside its hash tag, when a listener's hash_tag selects one), "hashed": "H"
+// follows the key.
 std::string preferenceLine(std::string_view key, std::string_view hashed, uint64_t hash,
                            std::span<const std::string> order);
 inline std::string preferenceLine(std::string_view key, uint64_t hash,

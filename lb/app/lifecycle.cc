@@ -9,12 +9,30 @@
 #include "lb/app/service_notify.h"
 #include "lb/health/health_manager.h"
 #include "lb/routing/snapshot.h"
+#include "lb/runtime/listener.h"
 
 namespace lb {
 
 namespace {
 // How often the drain looks at the in-flight count: a drain ends at most this late.
 constexpr uint64_t kDrainPollMs = 20;
+
+// The listeners of `next` that the workers would open anew (Worker keeps a listener whose
+// name, address and protocol are unchanged), each probed with a bind; an error for each that
+// cannot be bound, at its position in the file.
+Errors checkNewListenersBind(const Snapshot& next, const Config& running) {
+  Errors errors;
+  for (const ListenerSnapshot& ls : next.listeners) {
+    const ListenerConfig& lc = *ls.config;
+    bool kept = false;
+    for (const ListenerConfig& old : running.listeners)
+      kept |= old.name == lc.name && old.listen == lc.listen && old.protocol == lc.protocol;
+    std::string why;
+    if (!kept && !probeBind(ls, &why))
+      errors.push_back({next.config.file, lc.pos, "listeners." + lc.name + ".listen", why});
+  }
+  return errors;
+}
 }  // namespace
 
 Lifecycle::Lifecycle(uv_loop_t* loop, Server& server, std::string config_path,
@@ -71,6 +89,9 @@ bool Lifecycle::reload() {
   BlockingResolver& resolver = server_.resolver();   // names resolve as at start
   auto loaded = loadConfigFile(config_path_, &resolver);
   if (!loaded.ok()) return fail(loaded.errors());
+  Errors warnings;
+  if (Errors errors = checkServes(loaded.value(), &warnings); !errors.empty()) return fail(errors);
+  for (const auto& w : warnings) LB_WARN("reload: %s", w.format().c_str());
   Config config = std::move(loaded.value());
   const Config& running = server_.snapshot()->config;
   // Worker threads and the admin socket are set up once; say so rather than half-apply.
@@ -84,6 +105,10 @@ bool Lifecycle::reload() {
                              &resolver.hosts());
   if (!built.ok()) return fail(built.errors());
   std::shared_ptr<const Snapshot> snap = built.value();
+  // Every listener the workers would open must be bindable before anything changes: a
+  // worker that cannot bind leaves its listener closed, and the old one is gone by then.
+  if (Errors unbindable = checkNewListenersBind(*snap, running); !unbindable.empty())
+    return fail(unbindable);
   ++generation_;
   setLogLevel(snap->config.log_level);
   server_.applySnapshot(snap);

@@ -1,7 +1,9 @@
 // The config lifecycle on the main thread's loop (docs/operations.md):
-//   SIGHUP           reload: validate the whole file, build a snapshot, hand it to every
-//                    worker and to the health manager (backends that stay keep their
-//                    health); a bad file logs every error and changes nothing.
+//   SIGHUP           reload: validate the whole file, build a snapshot, bind-probe every
+//                    listener it adds, hand it to every worker and to the health manager
+//                    (backends that stay keep their health); a bad file or a listener that
+//                    cannot be bound logs every error and changes nothing (counted as
+//                    lb_config_reloads_total{result="failure"}).
 //   SIGTERM, SIGINT  drain: stop accepting, /ready turns 503, wait for the in-flight
 //                    requests and connections to finish or lb.drain_timeout to pass, then
 //                    let the main loop end (the caller stops the workers and exits 0).

@@ -16,10 +16,13 @@ namespace {
 int check(const std::string& path) {
   lb::BlockingResolver resolver;   // a backend name that does not resolve is an error here too
   auto config = lb::loadConfigFile(path, &resolver);
-  if (!config.ok()) {
-    for (const auto& e : config.errors()) fprintf(stderr, "%s\n", e.format().c_str());
-    fprintf(stderr, "%s: %zu error%s\n", path.c_str(), config.errors().size(),
-            config.errors().size() == 1 ? "" : "s");
+  lb::Errors warnings;
+  lb::Errors errors = config.ok() ? lb::checkServes(config.value(), &warnings) : config.errors();
+  for (const auto& w : warnings) fprintf(stderr, "%s\n", w.format().c_str());
+  if (!errors.empty()) {
+    for (const auto& e : errors) fprintf(stderr, "%s\n", e.format().c_str());
+    fprintf(stderr, "%s: %zu error%s\n", path.c_str(), errors.size(),
+            errors.size() == 1 ? "" : "s");
     return lb::kExitFailure;
   }
   printf("%s: ok\n", path.c_str());

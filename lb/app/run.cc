@@ -20,8 +20,11 @@ int runServer(const std::string& config_path) {
   // error like any other.
   BlockingResolver resolver;
   auto loaded = loadConfigFile(config_path, &resolver);
-  if (!loaded.ok()) {
-    for (const auto& e : loaded.errors()) fprintf(stderr, "%s\n", e.format().c_str());
+  Errors warnings;
+  Errors errors = loaded.ok() ? checkServes(loaded.value(), &warnings) : loaded.errors();
+  for (const auto& w : warnings) fprintf(stderr, "%s\n", w.format().c_str());
+  if (!errors.empty()) {
+    for (const auto& e : errors) fprintf(stderr, "%s\n", e.format().c_str());
     return 1;
   }
   Config config = std::move(loaded.value());

@@ -58,6 +58,9 @@ struct ListenerConfig {
   Protocol protocol = Protocol::kHttp;
   std::string cluster;
   std::vector<HashPolicy> hash;
+  // false: the hash entries are alternatives, the first that yields a key wins; true: they
+  // are combined into one hash as Envoy combines hash policies (plugins/keys/key_chain.h).
+  bool combine = false;
   OnMissingKey on_missing_key = OnMissingKey::kRandom;
   Timeouts timeouts;
   Limits limits;
@@ -161,5 +164,12 @@ Result<Config> loadConfigFile(const std::string& path, NameResolver* resolver = 
 // Same for text already in memory; `file` is the name used in error messages.
 Result<Config> loadConfigString(const std::string& text, const std::string& file,
                                 NameResolver* resolver = nullptr);
+
+// What a config that loads may still lack to run as a proxy; `lb --check`, the start and every
+// reload ask, `lb analyze` (which reads only clusters) does not. An error when the file has
+// neither a listener nor a cluster (an empty file: lb would start and serve nothing); a
+// warning in *warnings (message starting "warning: ") when it has clusters but no listener
+// (lb would accept no connection until a reload adds one). Both at file:line:col.
+Errors checkServes(const Config& config, Errors* warnings);
 
 }  // namespace lb

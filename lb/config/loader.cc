@@ -217,6 +217,7 @@ void readListener(WalkContext& ctx, const toml::key& key, const toml::node& node
       l->hash.push_back(std::move(h));
     }
   }
+  w.boolean("combine", &l->combine);
   w.enumeration<OnMissingKey>("on_missing_key",
                               {{"random", OnMissingKey::kRandom},
                                {"round_robin", OnMissingKey::kRoundRobin},

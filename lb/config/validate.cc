@@ -281,6 +281,18 @@ bool keyPluginIsL7(std::string_view name) {
   return k && k->l7;
 }
 
+Errors checkServes(const Config& config, Errors* warnings) {
+  if (config.listeners.empty() && config.clusters.empty())
+    return {{config.file, {1, 1}, "",
+             "no listener and no cluster: lb would start and serve nothing (a config needs "
+             "[listeners.NAME] and the [clusters.NAME] it names)"}};
+  if (config.listeners.empty() && warnings != nullptr)
+    warnings->push_back({config.file, config.clusters.front().pos, "",
+                         "warning: no listener: lb accepts no connection until a reload adds "
+                         "one ([listeners.NAME])"});
+  return {};
+}
+
 void validateConfig(const Config& config, WalkContext& ctx) {
   checkListeners(config, ctx);
   checkListenAddresses(config, ctx);

@@ -1,5 +1,6 @@
 #include "lb/http/parser.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "lb/core/strings.h"
@@ -39,14 +40,15 @@ const llhttp_settings_t* HttpParser::settings(bool with_body) noexcept {
     t.on_header_value_complete = &HttpParser::onHeaderValueComplete;
     t.on_headers_complete = &HttpParser::onHeadersComplete;
     t.on_message_complete = &HttpParser::onMessageComplete;
-    t.on_chunk_header = [](llhttp_t* p) -> int {
-      if (p->content_length >= kMaxBodyLength) {
-        self(p)->error_ = Error::kBodyTooLarge;
-        llhttp_set_error_reason(p, "chunk too large");
-        return HPE_USER;
-      }
+    t.on_url_complete = [](llhttp_t* p) -> int {
+      self(p)->url_done_ = true;
       return 0;
     };
+    t.on_chunk_header = &HttpParser::onChunkHeader;
+    t.on_chunk_extension_name = &HttpParser::onChunkExtension;
+    t.on_chunk_extension_value = &HttpParser::onChunkExtension;
+    t.on_chunk_extension_name_complete = &HttpParser::onChunkExtensionComplete;
+    t.on_chunk_extension_value_complete = &HttpParser::onChunkExtensionComplete;
     return t;
   }();
   // A separate set, so that a parser without a sink costs no call per body piece.
@@ -68,8 +70,12 @@ void HttpParser::reset() noexcept {
   parser_.data = this;
   head_.clear();
   error_ = Error::kNone;
+  reason_ = nullptr;
   started_ = head_done_ = keep_alive_ = has_body_ = completed_ = false;
   content_length_ = 0;
+  pos_ = last_end_ = scanned_ = 0;
+  section_ = Section::kNone;
+  last_piece_ = Piece::kNone;
 }
 
 void HttpParser::nextMessage() noexcept {
@@ -92,30 +98,74 @@ void HttpParser::resumeAfterHead(bool skip_body) noexcept {
 HttpParser::Result HttpParser::feed(const char* base, const char* p, size_t n,
                                     size_t* consumed) noexcept {
   base_ = base;
+  feed_p_ = p;
   llhttp_errno_t rc = llhttp_execute(&parser_, p, n);
+  Result result;
   switch (rc) {
     case HPE_OK:
       *consumed = n;
-      return Result::kNeedMore;
-    case HPE_PAUSED: {
+      result = Result::kNeedMore;
+      break;
+    case HPE_PAUSED:
       *consumed = static_cast<size_t>(llhttp_get_error_pos(&parser_) - p);
-      return completed_ ? Result::kMessageComplete : Result::kHeadComplete;
-    }
+      result = completed_ ? Result::kMessageComplete : Result::kHeadComplete;
+      break;
     case HPE_PAUSED_UPGRADE:
       // The message before the other protocol is complete; the rest is not HTTP.
       *consumed = static_cast<size_t>(llhttp_get_error_pos(&parser_) - p);
-      return Result::kMessageComplete;
+      result = Result::kMessageComplete;
+      break;
     default:
       *consumed = 0;
       if (error_ == Error::kNone) {
         const char* reason = llhttp_get_error_reason(&parser_);
         bool overflow = reason != nullptr && strstr(reason, "overflow") != nullptr;
+        // llhttp's words for a well-formed HTTP/D.D it does not know (1.2 to 1.9, 3.x, ...),
+        // as opposed to a malformed version ("Expected dot", "Invalid minor version").
+        // "PRI * HTTP/2.0" and the rest of the HTTP/2 preface: llhttp pauses for an h2
+        // upgrade lb does not speak, which is the same 505.
+        bool version = parser_.type == HTTP_REQUEST &&
+                       (rc == HPE_PAUSED_H2_UPGRADE ||
+                        (rc == HPE_INVALID_VERSION && reason != nullptr &&
+                         strcmp(reason, "Invalid HTTP version") == 0));
         error_ = overflow && (rc == HPE_INVALID_CONTENT_LENGTH || rc == HPE_INVALID_CHUNK_SIZE)
                      ? Error::kBodyTooLarge
-                     : Error::kMalformed;
+                 : version ? Error::kVersion
+                           : Error::kMalformed;
       }
       return Result::kError;
   }
+  const char* end = p + *consumed;
+  if (section_ != Section::kNone && last_piece_ != Piece::kNone) {
+    uint32_t breaks = lineBreaksUpTo(end);
+    // A section ends with the CRLF of its last line and the empty line: exactly two line
+    // breaks after its last piece. More is a fold of nothing but whitespace.
+    bool ended = (section_ == Section::kHead && result == Result::kHeadComplete) ||
+                 (section_ == Section::kTrailers && result == Result::kMessageComplete);
+    if (ended && breaks != 2) {
+      *consumed = 0;
+      error_ = Error::kMalformed;
+      reason_ = "line folding (obs-fold) at the end of a header section";
+      return Result::kError;
+    }
+  }
+  if ((parser_.flags & F_CHUNKED) && !(parser_.flags & F_SKIPBODY) && head_done_) {
+    // llhttp 8.1, strict or not, takes a bare LF as the empty line that ends the trailer
+    // section ("0\r\n\n"). lb passes chunked framing through as it came, so a backend that
+    // wants CRLF would read on past where lb thinks the message ends: refuse it. Every other
+    // line of the framing llhttp already holds to CRLF.
+    for (const char* q = end - std::min<size_t>(*consumed, 4); q < end; ++q)
+      tail_ = (tail_ << 8) | static_cast<unsigned char>(*q);
+    if (result == Result::kMessageComplete && tail_ != 0x0d0a0d0a) {
+      *consumed = 0;
+      error_ = Error::kMalformed;
+      reason_ = "a bare LF ends the chunked message's trailer section";
+      return Result::kError;
+    }
+  }
+  if (result != Result::kNeedMore) section_ = Section::kNone;
+  pos_ += *consumed;
+  return result;
 }
 
 bool HttpParser::finishAtEof() noexcept {
@@ -133,6 +183,44 @@ void HttpParser::extend(Span* s, bool* open, const char* at, size_t len) noexcep
   s->len += static_cast<uint32_t>(len);
 }
 
+int HttpParser::fail(const char* reason, Error e) noexcept {
+  error_ = e;
+  reason_ = reason;
+  llhttp_set_error_reason(&parser_, reason);
+  return HPE_USER;
+}
+
+uint32_t HttpParser::lineBreaksUpTo(const char* end) noexcept {
+  const uint64_t from = scanned_ > pos_ ? scanned_ : pos_;
+  uint32_t breaks = gap_breaks_;
+  for (const char* q = feed_p_ + (from - pos_); q < end; ++q) breaks += *q == '\n';
+  gap_breaks_ = breaks;
+  scanned_ = pos_ + static_cast<uint64_t>(end - feed_p_);
+  return breaks;
+}
+
+bool HttpParser::notePiece(Piece kind, bool continuing, const char* at, size_t len) noexcept {
+  if (section_ == Section::kNone) return true;
+  const uint64_t start = pos_ + static_cast<uint64_t>(at - feed_p_);
+  if (last_piece_ != Piece::kNone) {
+    if (continuing) {
+      // The same field, name or value going on: only across feeds, where llhttp reports
+      // what it had at the end of one and the rest at the start of the next, with nothing
+      // between. Anything between is the CRLF and whitespace of an obs-fold.
+      if (start != last_end_) return false;
+    } else {
+      // Between the start line's parts and between a name and its value: no line break.
+      // Before a new field name: the one that ended the line before.
+      uint32_t want = kind == Piece::kField ? 1 : 0;
+      if (lineBreaksUpTo(at) != want) return false;
+    }
+  }
+  last_piece_ = kind;
+  last_end_ = scanned_ = start + len;
+  gap_breaks_ = 0;
+  return true;
+}
+
 int HttpParser::onMessageBegin(llhttp_t* p) {
   HttpParser* h = self(p);
   h->head_.clear();
@@ -140,29 +228,52 @@ int HttpParser::onMessageBegin(llhttp_t* p) {
   h->head_done_ = false;
   h->completed_ = false;
   h->method_open_ = h->url_open_ = h->reason_open_ = h->field_open_ = h->value_open_ = false;
+  h->url_done_ = false;
+  h->reason_ = nullptr;
+  h->section_ = Section::kHead;
+  h->last_piece_ = Piece::kNone;
+  h->gap_breaks_ = 0;
+  h->field_len_ = h->ext_bytes_ = 0;
+  h->hosts_ = h->host_index_ = 0;
+  h->value_is_te_ = h->te_seen_ = h->te_bad_ = false;
+  h->te_ = {};
+  h->tail_ = 0;
   return 0;
 }
 
 int HttpParser::onMethod(llhttp_t* p, const char* at, size_t len) {
   HttpParser* h = self(p);
+  if (!h->notePiece(Piece::kStartLine, h->method_open_, at, len))
+    return h->fail("line break inside the request line");
   h->extend(&h->head_.method, &h->method_open_, at, len);
   return 0;
 }
 
 int HttpParser::onUrl(llhttp_t* p, const char* at, size_t len) {
   HttpParser* h = self(p);
+  if (!h->notePiece(Piece::kStartLine, h->url_open_, at, len))
+    return h->fail("line break inside the request line");
   h->extend(&h->head_.url, &h->url_open_, at, len);
   return 0;
 }
 
 int HttpParser::onStatus(llhttp_t* p, const char* at, size_t len) {
   HttpParser* h = self(p);
+  if (!h->notePiece(Piece::kStartLine, h->reason_open_, at, len))
+    return h->fail("line break inside the status line");
   h->extend(&h->head_.reason, &h->reason_open_, at, len);
   return 0;
 }
 
 int HttpParser::onHeaderField(llhttp_t* p, const char* at, size_t len) {
   HttpParser* h = self(p);
+  if (!h->notePiece(Piece::kField, h->field_open_, at, len))
+    return h->fail("line folding (obs-fold) or a bare line break in a field line");
+  h->field_len_ += static_cast<uint32_t>(len);
+  if (h->section_ != Section::kHead) {   // trailers pass through; only their syntax matters
+    h->field_open_ = true;
+    return 0;
+  }
   if (h->head_.header_count >= ParsedHead::kMaxHeaders) {
     h->error_ = Error::kTooManyHeaders;
     llhttp_set_error_reason(p, "too many headers");
@@ -175,12 +286,31 @@ int HttpParser::onHeaderField(llhttp_t* p, const char* at, size_t len) {
 }
 
 int HttpParser::onHeaderFieldComplete(llhttp_t* p) {
-  self(p)->field_open_ = false;
+  HttpParser* h = self(p);
+  h->field_open_ = false;
+  if (h->field_len_ == 0) return h->fail("empty field name");
+  h->field_len_ = 0;
+  if (h->section_ != Section::kHead) return 0;
+  const HeaderSpan& hs = h->head_.headers[h->head_.header_count];
+  if (hs.name.len == 4 && equalsNoCase(hs.name.in(h->base_), "host")) {
+    ++h->hosts_;
+    h->host_index_ = h->head_.header_count;
+  }
+  h->value_is_te_ = hs.name.len == 17 && equalsNoCase(hs.name.in(h->base_), "transfer-encoding");
   return 0;
 }
 
 int HttpParser::onHeaderValue(llhttp_t* p, const char* at, size_t len) {
   HttpParser* h = self(p);
+  // An empty value ("Host:\r\n") is reported as an empty piece where llhttp noticed it, past
+  // the line break: no bytes to judge, and the next piece is judged against the field name.
+  if (len == 0) return 0;
+  if (!h->notePiece(Piece::kValue, h->value_open_, at, len))
+    return h->fail("line folding (obs-fold) in a field value");
+  if (h->section_ != Section::kHead) {
+    h->value_open_ = true;
+    return 0;
+  }
   HeaderSpan& hs = h->head_.headers[h->head_.header_count];
   h->extend(&hs.value, &h->value_open_, at, len);
   return 0;
@@ -189,6 +319,7 @@ int HttpParser::onHeaderValue(llhttp_t* p, const char* at, size_t len) {
 int HttpParser::onHeaderValueComplete(llhttp_t* p) {
   HttpParser* h = self(p);
   h->value_open_ = false;
+  if (h->section_ != Section::kHead) return 0;
   // llhttp drops leading whitespace; trailing OWS is not part of the value either
   // (RFC 9110 §5.5), and key plugins must see "v" for "X-Key: v  ".
   HeaderSpan& hs = h->head_.headers[h->head_.header_count];
@@ -197,7 +328,47 @@ int HttpParser::onHeaderValueComplete(llhttp_t* p) {
     if (c != ' ' && c != '\t') break;
     --hs.value.len;
   }
+  if (h->value_is_te_) {
+    h->te_seen_ = true;
+    if (!addTransferCodings(hs.value.in(h->base_), &h->te_)) h->te_bad_ = true;
+    h->value_is_te_ = false;
+  }
   ++h->head_.header_count;
+  return 0;
+}
+
+int HttpParser::onChunkHeader(llhttp_t* p) {
+  HttpParser* h = self(p);
+  if (p->content_length >= kMaxBodyLength) {
+    h->error_ = Error::kBodyTooLarge;
+    llhttp_set_error_reason(p, "chunk too large");
+    return HPE_USER;
+  }
+  h->ext_bytes_ = h->ext_piece_ = 0;
+  if (p->content_length == 0) {   // the last chunk: trailer fields may follow
+    h->section_ = Section::kTrailers;
+    h->last_piece_ = Piece::kNone;
+    h->gap_breaks_ = 0;
+  }
+  return 0;
+}
+
+int HttpParser::onChunkExtension(llhttp_t* p, const char* at, size_t len) {
+  HttpParser* h = self(p);
+  (void)at;
+  // Names and values; the one per piece counts the separators, so ";;;;" adds up too.
+  h->ext_bytes_ += static_cast<uint32_t>(len) + 1;
+  h->ext_piece_ += static_cast<uint32_t>(len);
+  if (h->ext_bytes_ > kMaxChunkExtensionBytes) return h->fail("chunk extensions too long");
+  return 0;
+}
+
+int HttpParser::onChunkExtensionComplete(llhttp_t* p) {
+  HttpParser* h = self(p);
+  // A name and a value are a token or a quoted-string, never empty (RFC 9112 §7.1.1); llhttp
+  // 8.1 takes ";=v" and ";n=", which a stricter backend would read otherwise.
+  if (h->ext_piece_ == 0) return h->fail("empty chunk extension name or value");
+  h->ext_piece_ = 0;
   return 0;
 }
 
@@ -207,6 +378,7 @@ int HttpParser::onHeadersComplete(llhttp_t* p) {
   h->head_.http_major = p->http_major;
   h->head_.http_minor = p->http_minor;
   h->head_.status = p->status_code;
+  if (!h->checkHead()) return -1;
   h->keep_alive_ = llhttp_should_keep_alive(p) != 0;
   h->content_length_ = (p->flags & F_CONTENT_LENGTH) ? p->content_length : 0;
   if (h->content_length_ >= kMaxBodyLength) {
@@ -214,9 +386,97 @@ int HttpParser::onHeadersComplete(llhttp_t* p) {
     llhttp_set_error_reason(p, "content-length too large");
     return -1;
   }
-  h->has_body_ = (p->flags & F_CHUNKED) || h->content_length_ > 0 ||
-                 llhttp_message_needs_eof(p);
+  h->has_body_ = !(p->flags & F_SKIPBODY) &&
+                 ((p->flags & F_CHUNKED) || h->content_length_ > 0 || llhttp_message_needs_eof(p));
   return HPE_PAUSED;
+}
+
+bool HttpParser::checkHead() noexcept {
+  const bool request = parser_.type == HTTP_REQUEST;
+  const ParsedHead& hd = head_;
+  if (hd.http_major != 1 || hd.http_minor > 1) {
+    fail("HTTP version not supported", request ? Error::kVersion : Error::kMalformed);
+    return false;
+  }
+  // Transfer-Encoding (RFC 9112 §6.1, §6.3): the one framing header two parsers must read
+  // alike, so anything short of a plain list that ends in one chunked is refused.
+  if (te_seen_) {
+    const char* bad = nullptr;
+    if (hd.http_minor == 0)
+      bad = "Transfer-Encoding in an HTTP/1.0 message";
+    else if (te_bad_)
+      bad = "Transfer-Encoding is not a list of transfer codings";
+    else if (te_.codings == 0)
+      bad = "empty Transfer-Encoding";
+    else if (te_.chunked > 1)
+      bad = "chunked applied twice";
+    else if (te_.chunked == 1 && !te_.last_is_chunked)
+      bad = "chunked is not the final transfer coding";
+    else if (request && !te_.last_is_chunked)
+      bad = "request with a Transfer-Encoding not ending in chunked";
+    else if (parser_.flags & F_CONTENT_LENGTH)
+      bad = "Content-Length with Transfer-Encoding";
+    if (bad != nullptr) {
+      fail(bad);
+      return false;
+    }
+  }
+  if (request) {
+    // Host (RFC 9112 §3.2, RFC 9110 §7.2): exactly one in HTTP/1.1, at most one in 1.0, and
+    // an authority, so that lb, its key plugins and the backend agree on it.
+    if (hosts_ > 1 || (hosts_ == 0 && hd.http_minor == 1)) {
+      fail(hosts_ > 1 ? "more than one Host" : "no Host in an HTTP/1.1 request");
+      return false;
+    }
+    std::string_view host = hosts_ ? hd.headers[host_index_].value.in(base_) : std::string_view();
+    if (!isValidHost(host)) {
+      fail("Host is not a valid authority");
+      return false;
+    }
+    std::string_view authority;
+    switch (classifyTarget(hd.url.in(base_), parser_.method == HTTP_CONNECT, &authority)) {
+      case TargetForm::kOrigin:
+      case TargetForm::kAuthority:
+        break;
+      case TargetForm::kAsterisk:
+        if (parser_.method != HTTP_OPTIONS) {
+          fail("asterisk-form target without OPTIONS");
+          return false;
+        }
+        break;
+      case TargetForm::kAbsolute:
+        // RFC 9112 §3.2.2 makes the target's authority win over Host; the backend may not
+        // know that rule, and lb keys by what it reads, so both must say the same.
+        if (hosts_ && !equalsNoCase(host, authority)) {
+          fail("Host differs from the authority of an absolute-form target");
+          return false;
+        }
+        break;
+      case TargetForm::kInvalid:
+        fail("invalid request-target");
+        return false;
+    }
+    return true;
+  }
+  const int status = hd.status;
+  if (status < 100 || status > 599) {
+    fail("status code outside 100-599");
+    return false;
+  }
+  if (!isValidReason(hd.reason.in(base_))) {
+    fail("control character in the reason phrase");
+    return false;
+  }
+  // RFC 9112 §6.3: a 1xx, 204 or 304 ends with its head. A 1xx or 204 may not even declare a
+  // body (RFC 9110 §8.6, RFC 9112 §6.1): whoever reads it next would not agree on its end.
+  if (status < 200 || status == 204) {
+    if (te_seen_ || ((parser_.flags & F_CONTENT_LENGTH) && parser_.content_length > 0)) {
+      fail("a 1xx or 204 response that declares a body");
+      return false;
+    }
+  }
+  if (status < 200 || status == 204 || status == 304) parser_.flags |= F_SKIPBODY;
+  return true;
 }
 
 int HttpParser::onBody(llhttp_t* p, const char* at, size_t len) {

@@ -2,6 +2,27 @@
 // the caller's buffer, so nothing is copied), pause after the head so the caller can route and
 // rewrite it, then pass the body through with its original framing, pausing again at the end
 // of the message so pipelined bytes stay unparsed in the buffer.
+//
+// Strict, for an edge that must never read a message differently from the server behind it:
+// llhttp is built with LLHTTP_STRICT_MODE=1 (the Makefile; CRLF after chunk data, tokens in
+// field names, no control characters in the target) and no lenient flag is ever set. On top of
+// it the parser refuses what llhttp 8.1 lets through or leaves to its caller:
+// - obs-fold and any other line break inside a field line (RFC 9112 §5.2), in the head and in
+//   trailers: each piece of the head llhttp reports must be separated from the one before by
+//   exactly the line breaks its place allows (HttpParser::notePiece);
+// - a chunked message whose trailer section ends in a bare LF ("0\r\n\n": llhttp takes it);
+// - an empty field name; a version other than HTTP/1.0 and HTTP/1.1 (Error::kVersion for a
+//   request: 505);
+// - Transfer-Encoding in an HTTP/1.0 message, an empty one, one that is not a list of tokens,
+//   chunked twice, a request whose final coding is not chunked (RFC 9112 §6.3), and
+//   Content-Length beside it; chunk extensions over kMaxChunkExtensionBytes per chunk, or
+//   with an empty name or value;
+// - requests: not exactly one Host in HTTP/1.1 (at most one in 1.0), a Host value that is not
+//   an authority, a target in none of RFC 9112 §3.2's forms (asterisk-form only with OPTIONS,
+//   absolute-form only http(s) and agreeing with Host) (lb/http/message_checks.h);
+// - responses: a status outside 100-599, control characters in the reason, a 1xx or 204 that
+//   declares a body; and a 1xx, 204 or 304 is read without a body whatever its headers say
+//   (llhttp 8.1 would wait for a 304's Content-Length).
 #pragma once
 
 #include <llhttp.h>
@@ -11,6 +32,7 @@
 #include <string_view>
 
 #include "lb/core/http_fields.h"
+#include "lb/http/message_checks.h"
 
 namespace lb {
 
@@ -63,7 +85,17 @@ class HttpParser {
     kMessageComplete,   // paused right after the message: call nextMessage() before feeding more
     kError,             // malformed: error() / errorReason() say why
   };
-  enum class Error { kNone, kMalformed, kTooManyHeaders, kBodyTooLarge };
+  enum class Error {
+    kNone,
+    kMalformed,       // a request: 400; a response: 502
+    kTooManyHeaders,  // 431
+    kBodyTooLarge,    // 413
+    kVersion,         // a request in a version other than HTTP/1.0 or 1.1: 505
+  };
+  // Bytes of chunk extensions (names and values) one chunk may carry. Nothing lb fronts uses
+  // them; the bound keeps a client from streaming an endless chunk-size line (Node.js bounds
+  // them too since CVE-2024-22019).
+  static constexpr uint32_t kMaxChunkExtensionBytes = 4096;
 
   // With a `body` sink, every body byte is also reported to it (it must outlive the parser).
   explicit HttpParser(llhttp_type_t type, HttpBodySink* body = nullptr);
@@ -86,11 +118,16 @@ class HttpParser {
 
   const ParsedHead& head() const noexcept { return head_; }
   Error error() const noexcept { return error_; }
-  const char* errorReason() const noexcept { return llhttp_get_error_reason(&parser_); }
+  const char* errorReason() const noexcept {
+    return reason_ != nullptr ? reason_ : llhttp_get_error_reason(&parser_);
+  }
   bool inHead() const noexcept { return started_ && !head_done_; }
   bool headDone() const noexcept { return head_done_; }
   bool messageDone() const noexcept { return completed_; }
   bool started() const noexcept { return started_; }
+  // Requests: the request-target is complete. A head that outgrows its limit before this is
+  // 414 (URI Too Long, RFC 9112 §3), after it 431.
+  bool urlComplete() const noexcept { return url_done_; }
 
   // Valid once the head is complete.
   uint8_t method() const noexcept { return parser_.method; }
@@ -118,9 +155,28 @@ class HttpParser {
   static int onHeadersComplete(llhttp_t* p);
   static int onMessageComplete(llhttp_t* p);
   static int onBody(llhttp_t* p, const char* at, size_t len);
+  static int onChunkHeader(llhttp_t* p);
+  static int onChunkExtension(llhttp_t* p, const char* at, size_t len);
+  static int onChunkExtensionComplete(llhttp_t* p);
   static const llhttp_settings_t* settings(bool with_body) noexcept;
 
+  // What the last piece of a header section was (HttpParser::notePiece).
+  enum class Piece : uint8_t { kNone, kStartLine, kField, kValue };
+  enum class Section : uint8_t { kNone, kHead, kTrailers };
+
   void extend(Span* s, bool* open, const char* at, size_t len) noexcept;
+  // Every data callback inside a header section: false when the bytes between the previous
+  // piece and this one hold a line break where none may be (a fold) or not exactly one
+  // between field lines. Positions are offsets into the whole stream fed so far, so that a
+  // section split over several feeds (and buffers) is judged the same as one fed at once.
+  bool notePiece(Piece kind, bool continuing, const char* at, size_t len) noexcept;
+  // Line breaks between the last piece and `end` (a pointer into the current feed); moves
+  // the scanned position there.
+  uint32_t lineBreaksUpTo(const char* end) noexcept;
+  // The head is complete: what RFC 9110/9112 require that llhttp does not check.
+  bool checkHead() noexcept;
+  // Records the error (Error::kMalformed unless given) and returns HPE_USER for a callback.
+  int fail(const char* reason, Error e = Error::kMalformed) noexcept;
 
   llhttp_t parser_;
   HttpBodySink* body_sink_;
@@ -135,6 +191,29 @@ class HttpParser {
   uint64_t content_length_ = 0;
   bool method_open_ = false, url_open_ = false, reason_open_ = false;
   bool field_open_ = false, value_open_ = false;
+  bool url_done_ = false;
+  const char* reason_ = nullptr;   // lb's own reason for error_, when it has one
+
+  // Stream positions, for notePiece.
+  const char* feed_p_ = nullptr;   // the current feed's first byte
+  uint64_t pos_ = 0;               // its offset in the stream
+  uint64_t last_end_ = 0;          // just past the last piece of the current section
+  uint64_t scanned_ = 0;           // line breaks are counted up to here
+  uint32_t gap_breaks_ = 0;        // line breaks counted since the last piece
+  Section section_ = Section::kNone;
+  Piece last_piece_ = Piece::kNone;
+  uint32_t field_len_ = 0;         // bytes of the current field name
+  uint32_t ext_bytes_ = 0;         // chunk-extension bytes of the current chunk
+  uint32_t ext_piece_ = 0;         // bytes of the current extension name or value
+  uint32_t tail_ = 0;              // the last 4 bytes of a chunked body, for its CRLF CRLF end
+
+  // What the head's fields said, for checkHead.
+  uint32_t hosts_ = 0;
+  uint32_t host_index_ = 0;
+  bool value_is_te_ = false;       // the current field is Transfer-Encoding
+  bool te_seen_ = false;
+  bool te_bad_ = false;
+  TransferCodings te_;
 };
 
 // True for methods whose repetition has no further effect (RFC 9110 §9.2.2).

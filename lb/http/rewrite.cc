@@ -51,6 +51,23 @@ void putVersion(HeadWriter& w, const ParsedHead& h) {
 
 bool isNamed(std::string_view name, std::string_view want) { return equalsNoCase(name, want); }
 
+// A header the message cannot lose on the way: its framing (RFC 9112 §6) and, for a request,
+// Host. A Connection header that names one ("Connection: content-length") is a request to drop
+// it that no proxy may grant: the body would then reach the next hop as another message.
+bool mustPass(std::string_view n) {
+  switch (n.size()) {
+    case 4: return isNamed(n, "host");
+    case 14: return isNamed(n, "content-length");
+    case 17: return isNamed(n, "transfer-encoding");
+    default: return false;
+  }
+}
+
+// Headers that stop at lb: hop-by-hop by definition, or named in Connection (framing excepted).
+bool dropped(std::string_view name, const ConnectionTokens& conn) {
+  return isHopByHop(name) || (conn.has(name) && !mustPass(name));
+}
+
 }  // namespace
 
 ConnectionTokens connectionTokens(const ParsedHead& head, const char* base) noexcept {
@@ -105,7 +122,7 @@ size_t writeUpstreamRequest(const ParsedHead& head, const char* base,
       upgrade_value = value;
       continue;
     }
-    if (isHopByHop(name) || conn.has(name) || isNamed(name, "x-forwarded-proto")) continue;
+    if (dropped(name, conn) || isNamed(name, "x-forwarded-proto")) continue;
     if (isNamed(name, "x-forwarded-for")) {
       // Several X-Forwarded-For lines form one list (RFC 9110 §5.3): the first carries the
       // merged list, later ones are folded into it.
@@ -165,7 +182,7 @@ size_t writeDownstreamResponse(const ParsedHead& head, const char* base,
       upgrade_value = value;
       continue;
     }
-    if (isHopByHop(name) || conn.has(name)) continue;
+    if (dropped(name, conn)) continue;
     w.put(name);
     w.put(": ");
     w.put(value);
@@ -195,7 +212,7 @@ size_t writeDownstreamResponse(const ParsedHead& head, const char* base,
 
 std::string_view errorResponse(int status) noexcept {
   // Built once from the reason-phrase table, so that answering an error never allocates.
-  static constexpr int kStatuses[] = {400, 408, 413, 431, 502, 503, 504, 500};
+  static constexpr int kStatuses[] = {400, 408, 413, 414, 431, 502, 503, 504, 505, 500};
   static const auto kResponses = [] {
     std::array<std::string, std::size(kStatuses)> all;
     for (size_t i = 0; i < all.size(); ++i) all[i] = closingResponse(kStatuses[i]);

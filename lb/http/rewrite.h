@@ -40,7 +40,9 @@ struct ConnectionTokens {
 ConnectionTokens connectionTokens(const ParsedHead& head, const char* base) noexcept;
 
 // Hop-by-hop by definition (Connection, Keep-Alive, Proxy-Connection, TE, Trailer, Upgrade);
-// Transfer-Encoding is not on the list: lb passes the body's framing through unchanged.
+// Transfer-Encoding is not on the list: lb passes the body's framing through unchanged. Nor
+// does a Connection header drop Content-Length, Transfer-Encoding or Host: the writers below
+// keep those whatever Connection names.
 bool isHopByHop(std::string_view name) noexcept;
 
 // Fills the HttpRequestView the key plugins read; headers[] must hold head.header_count.

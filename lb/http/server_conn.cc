@@ -259,7 +259,8 @@ void HttpServerConn::drive() {
     parsed_ += consumed;
     if (state_ != State::kHead && state_ != State::kExchange) break;   // closed from onBody
     if (r == HttpParser::Result::kNeedMore) {
-      if (state_ == State::kHead && used_ == cap_) refuse(431);   // the head does not fit
+      // The head does not fit: 414 while the request-target is what does not (RFC 9112 §3).
+      if (state_ == State::kHead && used_ == cap_) refuse(parser_.urlComplete() ? 431 : 414);
       break;
     }
     if (r == HttpParser::Result::kHeadComplete) {
@@ -272,6 +273,7 @@ void HttpServerConn::drive() {
       LB_DEBUG("http server: bad request: %s", parser_.errorReason());
       refuse(parser_.error() == HttpParser::Error::kTooManyHeaders ? 431
              : parser_.error() == HttpParser::Error::kBodyTooLarge ? 413
+             : parser_.error() == HttpParser::Error::kVersion      ? 505
                                                                    : 400);
     }
   }

@@ -183,7 +183,8 @@ Result<std::shared_ptr<const Snapshot>> buildSnapshot(Config config, StateRegist
     if (!parseAddress(lc.listen, &ls.listen_address, &ls.listen_address_len, &why))
       errors.push_back({file, lc.pos, "listeners." + lc.name + ".listen", why});
     if (!lc.hash.empty()) {
-      auto chain = KeyChain::build(lc.hash, protocolName(lc.protocol), file, "listeners." + lc.name + ".hash");
+      auto chain = KeyChain::build(lc.hash, protocolName(lc.protocol), file, "listeners." + lc.name + ".hash",
+                                   lc.combine ? KeyChain::Mode::kCombine : KeyChain::Mode::kFirst);
       if (chain.ok())
         ls.keys = std::make_shared<const KeyChain>(std::move(chain.value()));
       else

@@ -23,22 +23,44 @@ Listener::Listener(WorkerEnv& env, const ListenerSnapshot& ls, uint32_t index)
       protocol_(ls.config->protocol),
       index_(index) {}
 
-Listener* Listener::open(WorkerEnv& env, const ListenerSnapshot& ls, uint32_t index,
-                         std::string* error) {
+namespace {
+
+// A socket bound to the listener's address, joined to its SO_REUSEPORT group; -1 with *error
+// ("socket: ..." or "cannot bind ADDR: ...").
+int bindSocket(const ListenerSnapshot& ls, std::string* error) {
   const sockaddr* addr = reinterpret_cast<const sockaddr*>(&ls.listen_address);
   int fd = ::socket(addr->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) {
-    *error = "listeners." + ls.config->name + ": socket: " + strerror(errno);
-    return nullptr;
+    *error = std::string("socket: ") + strerror(errno);
+    return -1;
   }
   int one = 1;
   // SO_REUSEPORT before bind: each worker's socket joins the same port group.
   if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
       setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) != 0 ||
       ::bind(fd, addr, ls.listen_address_len) != 0) {
-    *error = "listeners." + ls.config->name + ": cannot bind " + ls.config->listen + ": " +
-             strerror(errno);
+    *error = "cannot bind " + ls.config->listen + ": " + strerror(errno);
     ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+}  // namespace
+
+bool probeBind(const ListenerSnapshot& ls, std::string* error) {
+  int fd = bindSocket(ls, error);
+  if (fd < 0) return false;
+  ::close(fd);   // never listened: no connection was queued on it
+  return true;
+}
+
+Listener* Listener::open(WorkerEnv& env, const ListenerSnapshot& ls, uint32_t index,
+                         std::string* error) {
+  std::string why;
+  int fd = bindSocket(ls, &why);
+  if (fd < 0) {
+    *error = "listeners." + ls.config->name + ": " + why;
     return nullptr;
   }
   auto* l = new Listener(env, ls, index);

@@ -48,6 +48,14 @@ class Listener {
   uv_tcp_t tcp_;
 };
 
+// Any thread (the main thread before a reload commits). Whether `ls`'s address can be bound
+// as Listener::open binds it: a throw-away socket with the same options (SO_REUSEADDR,
+// SO_REUSEPORT, so lb's own listeners on that port do not count against it) is bound, never
+// listened on (no connection can be queued on it) and closed. False with *error ("cannot bind
+// ADDR: reason") when another process holds the port, the address is not this host's, or the
+// port needs a privilege lb lacks.
+bool probeBind(const ListenerSnapshot& ls, std::string* error);
+
 // Loop thread of `worker`. limits.max_connections for one new connection on `ls`: each worker
 // enforces its share, ceil(max / workers), on the listener's connections open on it (no
 // worker asks another: no lock, no shared counter). Past it the connection is counted

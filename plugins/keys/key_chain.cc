@@ -1,4 +1,4 @@
-// Envoy-compatible combination of a listener's key plugins; see key_chain.h.
+// The two ways a listener's key plugins give one key; see key_chain.h.
 #include "plugins/keys/key_chain.h"
 
 #include "lb/core/hash.h"
@@ -7,8 +7,10 @@
 namespace lb {
 
 Result<KeyChain> KeyChain::build(std::span<const HashPolicy> policies, std::string_view protocol,
-                                 const std::string& file, const std::string& path_prefix) {
+                                 const std::string& file, const std::string& path_prefix,
+                                 Mode mode) {
   KeyChain chain;
+  chain.mode_ = mode;
   Errors errors;
   for (size_t i = 0; i < policies.size(); ++i) {
     const HashPolicy& p = policies[i];
@@ -25,13 +27,32 @@ Result<KeyChain> KeyChain::build(std::span<const HashPolicy> policies, std::stri
       continue;
     }
     chain.needs_request_ |= info->l7;
-    chain.links_.push_back({info->build(p), p.terminal});
+    // Only a cookie entry carries a ttl (the loader refuses it elsewhere).
+    chain.links_.push_back({info->build(p), p.terminal, p.ttl.count() > 0});
   }
   if (!errors.empty()) return errors;
   return chain;
 }
 
 bool KeyChain::compute(const KeyContext& ctx, KeyHash key_hash, uint64_t* hash) const noexcept {
+  return mode_ == Mode::kFirst ? first(ctx, key_hash, hash) : combined(ctx, key_hash, hash);
+}
+
+bool KeyChain::first(const KeyContext& ctx, KeyHash key_hash, uint64_t* hash) const noexcept {
+  // First pass: what the request carries. Without somewhere to put a cookie, a cookie
+  // plugin reads the cookie and never makes one up.
+  KeyContext carried = ctx;
+  carried.cookie_out = nullptr;
+  for (const Link& link : links_)
+    if (link.plugin->extract(carried, key_hash, hash)) return true;
+  // Nothing: the first entry that may generate one does.
+  if (ctx.cookie_out == nullptr) return false;
+  for (const Link& link : links_)
+    if (link.generates && link.plugin->extract(ctx, key_hash, hash)) return true;
+  return false;
+}
+
+bool KeyChain::combined(const KeyContext& ctx, KeyHash key_hash, uint64_t* hash) const noexcept {
   uint64_t h = 0;
   bool have = false;
   for (const Link& link : links_) {

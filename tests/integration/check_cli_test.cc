@@ -156,6 +156,45 @@ TEST_F(CheckCliTest, MissingFileIsAnErrorNotACrash) {
   EXPECT_EQ(r.err, path + ": cannot open: No such file or directory\n" + path + ": 1 error\n");
 }
 
+TEST_F(CheckCliTest, EmptyFileIsRefusedWithAPosition) {
+  // No listener and no cluster: lb would start and do nothing at all.
+  std::string path = writeFile("empty.toml", "");
+  CheckRun r = runProcess({lbBinary(), "--check", "--config", path});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, path + ":1:1: no listener and no cluster: lb would start and serve nothing (a "
+                          "config needs [listeners.NAME] and the [clusters.NAME] it names)\n" +
+                       path + ": 1 error\n");
+}
+
+TEST_F(CheckCliTest, SettingsWithoutListenerOrClusterAreRefusedToo) {
+  std::string path =
+      writeFile("settings.toml", "[lb]\nworkers = 2\n[admin]\nlisten = \"127.0.0.1:9901\"\n");
+  CheckRun r = runProcess({lbBinary(), "--check", "--config", path});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find(path + ":1:1: no listener and no cluster"), std::string::npos) << r.err;
+}
+
+TEST_F(CheckCliTest, ClustersWithoutAListenerAreAWarningNotAnError) {
+  // `lb analyze` reads such a file; running it serves nothing until a reload adds a listener.
+  std::string path = writeFile("clusters.toml", R"(# clusters only
+[clusters.cache]
+backends = [ { name = "cache-a", address = "127.0.0.1:9001" } ]
+)");
+  CheckRun r = runProcess({lbBinary(), "--check", "--config", path});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, path + ": ok\n");
+  EXPECT_EQ(r.err, path + ":2:1: warning: no listener: lb accepts no connection until a reload "
+                          "adds one ([listeners.NAME])\n");
+}
+
+TEST_F(CheckCliTest, AnEmptyFileDoesNotStartAProxy) {
+  std::string path = writeFile("empty.toml", "");
+  CheckRun r = runProcess({lbBinary(), "--config", path});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find(path + ":1:1: no listener and no cluster"), std::string::npos) << r.err;
+}
+
 TEST_F(CheckCliTest, ConfigEqualsFormIsAccepted) {
   std::string path = writeFile("good.toml", kGood);
   CheckRun r = runProcess({lbBinary(), "--check", "--config=" + path});

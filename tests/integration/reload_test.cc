@@ -1,9 +1,14 @@
 // SIGHUP reload against a real lb and real lb-origin backends: a reload under load drops
 // nothing, only the keys the change gives to (or takes from) a backend move, a bad file
 // changes nothing, and listeners open and close as the file says.
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <map>
+#include <set>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -114,6 +119,45 @@ TEST_F(ReloadTest, ListenersOpenAndCloseAsTheFileSays) {
     std::this_thread::sleep_for(10ms);
   EXPECT_FALSE(waitForPort(port_, 0ms)) << "the removed listener still accepts";
   EXPECT_EQ(httpExchange(second, httpRequest("GET", "/")).status, 200);
+}
+
+// lb_config_reloads_total{result} from the admin endpoint, or -1.
+long reloadsCounted(uint16_t admin, const std::string& result) {
+  auto r = httpExchange(admin, httpRequest("GET", "/metrics"));
+  std::string needle = "lb_config_reloads_total{result=\"" + result + "\"} ";
+  size_t at = r.ok ? r.body.find(needle) : std::string::npos;
+  return at == std::string::npos ? -1 : atol(r.body.c_str() + at + needle.size());
+}
+
+TEST_F(ReloadTest, AReloadWhoseNewListenerCannotBindIsAFailureAndChangesNothing) {
+  // A port another socket holds (without SO_REUSEPORT, as any other program would).
+  int holder = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(holder, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  ASSERT_EQ(bind(holder, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(listen(holder, 1), 0);
+  ASSERT_EQ(getsockname(holder, reinterpret_cast<sockaddr*>(&a), &len), 0);
+  const uint16_t held = ntohs(a.sin_port);
+
+  auto before = owners(port_, 60);
+  std::set<std::string> serving;
+  for (const auto& [key, owner] : before) serving.insert(owner);
+  ASSERT_EQ(serving.size(), 3u) << "every backend of the running config answers";
+  // The new file adds a listener on the held port and shrinks the cluster to one backend:
+  // none of it may take effect.
+  EXPECT_FALSE(lb_.reload(httpConfig({{"web", port_}, {"held", held}}, fleet_.backends(1), admin_)))
+      << lb_.output();
+  std::string out = lb_.output();
+  EXPECT_NE(out.find("listeners.held.listen: cannot bind 127.0.0.1:" + std::to_string(held)),
+            std::string::npos)
+      << out;
+  EXPECT_EQ(reloadsCounted(admin_, "failure"), 1);
+  EXPECT_EQ(reloadsCounted(admin_, "success"), 0);
+  EXPECT_EQ(owners(port_, 60), before) << "the running config must stay whole";
+  close(holder);
 }
 
 TEST_F(ReloadTest, ReloadUnderLoadDropsNothing) {

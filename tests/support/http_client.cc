@@ -65,7 +65,9 @@ int onHeadersComplete(llhttp_t* p) {
   b->r->http_major = llhttp_get_http_major(p);
   b->r->http_minor = llhttp_get_http_minor(p);
   b->r->chunked = (p->flags & F_CHUNKED) != 0;
-  return b->head_request ? 1 : 0;
+  // RFC 9112 §6.3: a 304 ends with its head whatever its Content-Length says (llhttp 8.1 would
+  // wait for that many bytes, as lb/http/parser.cc knows).
+  return b->head_request || b->r->status == 304 ? 1 : 0;
 }
 int onBody(llhttp_t* p, const char* at, size_t n) {
   builder(p)->r->body.append(at, n);

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <set>
 
 #include "lb/admin/routes.h"
@@ -119,6 +120,21 @@ TEST_F(AdminRoutesTest, RingGivesHashOwnerAndWholeOrder) {
   EXPECT_EQ(doc["owner"].asString(), order[0]);
   EXPECT_EQ(std::set<std::string>(order.begin(), order.end()),
             (std::set<std::string>{"cache-a", "cache-b", "cache-c"}));
+}
+
+TEST_F(AdminRoutesTest, RingGivesTheHashAsAStringTooForJsonReadersThatUseDoubles) {
+  // jq and JavaScript round a 64-bit number; hash_hex is exact whatever reads it, and is the
+  // access log's key= field.
+  for (const char* key : {"user:42", "k1", ""}) {
+    JsonValue doc = ring(std::string("cluster=cache&key=") + key);
+    const auto& cs = *snap_->findCluster("cache");
+    char want[24];
+    snprintf(want, sizeof want, "%016llx",
+             static_cast<unsigned long long>(hashKeyBytes(cs.selector->key_hash, key)));
+    EXPECT_EQ(doc["hash_hex"].asString(), want) << key;
+    EXPECT_EQ(std::stoull(doc["hash_hex"].asString(), nullptr, 16),
+              std::stoull(doc["hash"].numberText())) << key;
+  }
 }
 
 TEST_F(AdminRoutesTest, RingPickSkipsAnUnhealthyOwner) {

@@ -102,7 +102,13 @@ TEST(AnalyzeFormatTest, PreferenceLineIsOneJsonObjectPerLine) {
   const std::vector<std::string> order = {"cache-b", "cache-a"};
   EXPECT_EQ(preferenceLine("user:\"42\"", 18446744073709551615ull, order),
             "{\"key\": \"user:\\\"42\\\"\", \"hash\": 18446744073709551615, "
-            "\"order\": [\"cache-b\", \"cache-a\"]}\n");
+            "\"hash_hex\": \"ffffffffffffffff\", \"order\": [\"cache-b\", \"cache-a\"]}\n");
+}
+
+TEST(AnalyzeFormatTest, PreferenceLineGivesTheHashAsAStringWithLeadingZeros) {
+  const std::vector<std::string> order = {"a"};
+  EXPECT_NE(preferenceLine("k", 0x7b, order).find("\"hash_hex\": \"000000000000007b\""),
+            std::string::npos);
 }
 
 TEST(AnalyzeFormatTest, TextTableHasOneRowPerSelectorWithItsFigures) {

@@ -219,6 +219,71 @@ backends = [ { name = "a", address = "[::1]:9001" } ]
   EXPECT_EQ(l.on_missing_key, OnMissingKey::kReject);
 }
 
+TEST(ConfigLoaderTest, CombineIsOffUnlessAsked) {
+  auto r = loadConfigString(R"(
+[listeners.a]
+listen = "127.0.0.1:8080"
+cluster = "c"
+hash = [ { header = "x-a" }, { path = true } ]
+[listeners.b]
+listen = "127.0.0.1:8081"
+cluster = "c"
+hash = [ { header = "x-a" }, { path = true } ]
+combine = true
+[clusters.c]
+backends = [ { name = "a", address = "127.0.0.1:9001" } ]
+)",
+                            "lb.toml");
+  ASSERT_TRUE(r.ok()) << allErrors(r);
+  EXPECT_FALSE(r.value().listeners.at(0).combine);
+  EXPECT_TRUE(r.value().listeners.at(1).combine);
+}
+
+TEST(ConfigLoaderTest, CombineMustBeABoolean) {
+  auto r = loadConfigString(
+      "[listeners.a]\nlisten = \"127.0.0.1:8080\"\ncluster = \"c\"\ncombine = \"yes\"\n"
+      "[clusters.c]\nbackends = [ { name = \"a\", address = \"127.0.0.1:9001\" } ]\n",
+      "lb.toml");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.errors().at(0).path, "listeners.a.combine");
+}
+
+TEST(ConfigLoaderTest, CheckServesRefusesAConfigWithNothingToServe) {
+  auto empty = loadConfigString("", "empty.toml");
+  ASSERT_TRUE(empty.ok());   // it loads (lb analyze may read any file)...
+  Errors warnings;
+  Errors errors = checkServes(empty.value(), &warnings);
+  ASSERT_EQ(errors.size(), 1u);   // ...but does not run
+  EXPECT_EQ(errors[0].format(),
+            "empty.toml:1:1: no listener and no cluster: lb would start and serve nothing (a "
+            "config needs [listeners.NAME] and the [clusters.NAME] it names)");
+  EXPECT_TRUE(warnings.empty());
+}
+
+TEST(ConfigLoaderTest, CheckServesWarnsAboutClustersWithoutAListener) {
+  auto r = loadConfigString(
+      "[lb]\nworkers = 1\n[clusters.c]\nbackends = [ { name = \"a\", address = \"127.0.0.1:9001\" } ]\n",
+      "lb.toml");
+  ASSERT_TRUE(r.ok()) << allErrors(r);
+  Errors warnings;
+  EXPECT_TRUE(checkServes(r.value(), &warnings).empty());
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_EQ(warnings[0].format(),
+            "lb.toml:3:1: warning: no listener: lb accepts no connection until a reload adds one "
+            "([listeners.NAME])");
+}
+
+TEST(ConfigLoaderTest, CheckServesAcceptsAListenerAndItsCluster) {
+  auto r = loadConfigString(
+      "[listeners.a]\nlisten = \"127.0.0.1:8080\"\ncluster = \"c\"\n"
+      "[clusters.c]\nbackends = [ { name = \"a\", address = \"127.0.0.1:9001\" } ]\n",
+      "lb.toml");
+  ASSERT_TRUE(r.ok()) << allErrors(r);
+  Errors warnings;
+  EXPECT_TRUE(checkServes(r.value(), &warnings).empty());
+  EXPECT_TRUE(warnings.empty());
+}
+
 TEST(ConfigLoaderTest, LoadConfigFileReadsTheFileAndNamesItInErrors) {
   char path[] = "/tmp/lb_config_test_XXXXXX";
   int fd = mkstemp(path);

@@ -129,6 +129,43 @@ TEST(HttpRewriteTest, ErrorResponsesDeclareTheirExactBodyLength) {
   }
 }
 
+TEST(HttpRewriteTest, UriTooLongAndVersionNotSupportedHaveTheirOwnResponses) {
+  for (int status : {414, 505}) {
+    std::string_view e = errorResponse(status);
+    Parsed r(std::string(e), HTTP_RESPONSE);
+    ASSERT_TRUE(r.ok) << status;
+    EXPECT_EQ(r.p.head().status, status);
+    EXPECT_FALSE(r.p.keepAlive()) << status;
+  }
+}
+
+TEST(HttpRewriteTest, ConnectionCannotDropTheRequestFramingOrHost) {
+  // Dropping Content-Length as "Connection: content-length" asks would turn the body into the
+  // next request on the backend's connection.
+  Parsed r("POST / HTTP/1.1\r\nHost: h\r\nConnection: content-length, host, x-drop\r\n"
+           "X-Drop: 1\r\nContent-Length: 5\r\n\r\n",
+           HTTP_REQUEST);
+  ASSERT_TRUE(r.ok);
+  EXPECT_EQ(upstream(r),
+            "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\nX-Forwarded-For: 10.1.2.3\r\n"
+            "X-Forwarded-Proto: http\r\n\r\n");
+  Parsed t("POST / HTTP/1.1\r\nHost: h\r\nConnection: Transfer-Encoding\r\n"
+           "Transfer-Encoding: chunked\r\n\r\n",
+           HTTP_REQUEST);
+  ASSERT_TRUE(t.ok);
+  EXPECT_NE(upstream(t).find("\r\nTransfer-Encoding: chunked\r\n"), std::string::npos);
+}
+
+TEST(HttpRewriteTest, ConnectionCannotDropTheResponseFraming) {
+  Parsed r("HTTP/1.1 200 OK\r\nConnection: content-length\r\nContent-Length: 2\r\n\r\n",
+           HTTP_RESPONSE);
+  ASSERT_TRUE(r.ok);
+  char out[1024];
+  DownstreamResponseOptions opt;
+  size_t n = writeDownstreamResponse(r.p.head(), r.s.data(), opt, out, sizeof out);
+  EXPECT_EQ(std::string(out, n), "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n");
+}
+
 TEST(HttpRewriteTest, HopByHopNamesAreCaseInsensitive) {
   EXPECT_TRUE(isHopByHop("CONNECTION"));
   EXPECT_TRUE(isHopByHop("te"));

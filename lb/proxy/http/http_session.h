@@ -32,7 +32,8 @@
 //
 //   kHead        Reads and parses the head in place; timeouts.header runs from accept or
 //                from the first byte. Complete head -> kConnecting. Malformed, too large,
-//                no key under `reject`, header timeout -> 400/413/431/408 and kLingering.
+//                no key under `reject`, header timeout -> 400/413/414/431/505/408 and
+//                kLingering.
 //   kIdle        Keep-alive between requests, nothing of the next one yet. A byte -> kHead;
 //                timeouts.idle, drain or EOF -> kClosed, quietly.
 //   kConnecting  A backend is picked. A pooled connection, or the connect completing ->
@@ -55,9 +56,13 @@
 //
 // Behaviour choices (what a HAProxy/nginx/Envoy user should know):
 // - Framing passes through: Content-Length and chunked bodies are forwarded with their own
-//   framing, never re-chunked or buffered whole. llhttp (strict) rejects CL+TE, duplicate
-//   differing Content-Length and a Transfer-Encoding not ending in chunked; lb adds: exactly
-//   one Host in HTTP/1.1, no CONNECT. All 400, nothing forwarded.
+//   framing, never re-chunked or buffered whole. The parser is strict (lb/http/parser.h lists
+//   what it refuses: CL+TE, two Content-Lengths, a Transfer-Encoding not ending in chunked or
+//   in HTTP/1.0, obs-fold, bare CR, non-token field names, a Host that is not an authority,
+//   ...); lb adds no CONNECT. A refused request forwards nothing: 400 (505 for a version other
+//   than HTTP/1.0 and 1.1), and neither it nor anything pipelined behind it reaches a backend.
+//   A response the parser refuses is a 502 when the client has no head yet (else the client
+//   connection is cut), and its upstream connection is closed, never pooled.
 // - The request line goes up as received (HTTP/1.0 stays 1.0, with Connection: keep-alive
 //   added so the upstream connection can be pooled). Hop-by-hop headers (Connection,
 //   Keep-Alive, Proxy-Connection, TE, Trailer, Upgrade unless upgrading, and every header
@@ -77,10 +82,12 @@
 //   400 malformed or missing key (on_missing_key = reject), 408 request head not complete
 //   within timeouts.header (counted from the first byte of the request; from accept for a new
 //   connection), 413 a Content-Length or chunk of 1 TiB or more (no body limit is configurable),
+//   414 a request-target that alone outgrows limits.max_header_bytes,
 //   431 head over limits.max_header_bytes (at most one 64 KiB block) or over 128 headers,
 //   502 backend failed (refused, reset, malformed or oversized response head), 503 no usable
 //   backend or the listener at limits.max_connections (each worker enforces its share),
-//   504 no response head within timeouts.idle (there is no separate response timeout).
+//   504 no response head within timeouts.idle (there is no separate response timeout),
+//   505 a request in a version other than HTTP/1.0 and HTTP/1.1.
 // - timeouts.idle also closes a keep-alive connection between requests (quietly) and any
 //   exchange or tunnel with no traffic either way.
 // - Health: when active checks take a backend down, a request still waiting for its answer

@@ -5,7 +5,6 @@
 #include <cstring>
 
 #include "lb/core/log.h"
-#include "lb/core/strings.h"
 #include "lb/http/rewrite.h"
 #include "lb/proxy/http/http_session.h"
 #include "plugins/keys/key_chain.h"
@@ -20,22 +19,29 @@ void HttpSession::processHead() noexcept {
   auto r = req_.feed(in_.buf, in_.buf + in_.pos, in_.len - in_.pos, &consumed);
   const uint32_t max_head =
       std::min<uint32_t>(lst_->config->limits.max_header_bytes, BufferPool::kBlockSize);
+  // Over the limit: 414 while the request-target is what does not fit (RFC 9112 §3), else 431.
+  auto tooLarge = [&] {
+    const ParsedHead& h = req_.head();
+    bool uri = !req_.urlComplete() || h.url.off + h.url.len > max_head;
+    sendError(uri ? 414 : 431, HttpErrorReason::kHeaderTooLarge);
+  };
   switch (r) {
     case HttpParser::Result::kNeedMore:
       in_.pos = in_.len;
-      if (in_.len >= max_head) sendError(431, HttpErrorReason::kHeaderTooLarge);
+      if (in_.len >= max_head) tooLarge();
       return;
     case HttpParser::Result::kHeadComplete:
       in_.pos += static_cast<uint32_t>(consumed);
       head_end_ = in_.pos;
       if (head_end_ > max_head) {
-        sendError(431, HttpErrorReason::kHeaderTooLarge);
+        tooLarge();
         return;
       }
       onRequestHead();
       return;
     case HttpParser::Result::kMessageComplete:   // cannot happen before a head
     case HttpParser::Result::kError:
+      LB_DEBUG("http: refused request: %s", req_.errorReason());
       switch (req_.error()) {
         case HttpParser::Error::kTooManyHeaders:
           sendError(431, HttpErrorReason::kHeaderTooLarge);
@@ -43,8 +49,10 @@ void HttpSession::processHead() noexcept {
         case HttpParser::Error::kBodyTooLarge:
           sendError(413, HttpErrorReason::kBodyTooLarge);
           return;
+        case HttpParser::Error::kVersion:
+          sendError(505, HttpErrorReason::kMalformed);
+          return;
         default:
-          LB_DEBUG("http: malformed request: %s", req_.errorReason());
           sendError(400, HttpErrorReason::kMalformed);
           return;
       }
@@ -69,11 +77,9 @@ void HttpSession::onRequestHead() noexcept {
     memcpy(ex_.log.path, u.data(), ex_.log.path_len);
     ex_.log.bytes_in = head_end_;
   }
-  // What llhttp leaves to the application (RFC 9112 §3.2): exactly one Host in HTTP/1.1.
-  int hosts = 0;
-  for (uint32_t i = 0; i < h.header_count; ++i)
-    if (equalsNoCase(h.headers[i].name.in(base), "host")) ++hosts;
-  if (hosts > 1 || (hosts == 0 && h.http_minor >= 1) || req_.method() == HTTP_CONNECT) {
+  // The parser has judged the head (Host, target, framing: lb/http/parser.h); a proxy in
+  // front of caches does not tunnel CONNECT.
+  if (req_.method() == HTTP_CONNECT) {
     sendError(400, HttpErrorReason::kMalformed);
     return;
   }
