@@ -78,7 +78,12 @@ ConnectionTokens connectionTokens(const ParsedHead& head, const char* base) noex
     while (!v.empty()) {
       size_t comma = v.find(',');
       std::string_view tok = trim(v.substr(0, comma));
-      if (!tok.empty() && t.count < ConnectionTokens::kMax) t.tok[t.count++] = tok;
+      if (!tok.empty()) {
+        if (t.count < ConnectionTokens::kMax)
+          t.tok[t.count++] = tok;
+        else
+          t.overflow = true;
+      }
       if (comma == std::string_view::npos) break;
       v.remove_prefix(comma + 1);
     }
@@ -107,6 +112,7 @@ size_t writeUpstreamRequest(const ParsedHead& head, const char* base,
                             const UpstreamRequestOptions& opt, char* out, size_t cap) noexcept {
   HeadWriter w(out, cap);
   ConnectionTokens conn = connectionTokens(head, base);
+  if (conn.overflow) return 0;   // a header it names could pass: never forward that
   w.put(head.method.in(base));
   w.put(" ");
   w.put(head.url.in(base));
@@ -168,6 +174,7 @@ size_t writeDownstreamResponse(const ParsedHead& head, const char* base,
                                size_t cap) noexcept {
   HeadWriter w(out, cap);
   ConnectionTokens conn = connectionTokens(head, base);
+  if (conn.overflow) return 0;
   putVersion(w, head);
   w.put(" ");
   w.putUint(static_cast<uint64_t>(head.status));

@@ -35,6 +35,9 @@ struct ConnectionTokens {
   static constexpr int kMax = 16;
   std::string_view tok[kMax];
   int count = 0;
+  // More tokens than kMax: some header named for removal would not be known as such, so the
+  // head cannot be rewritten faithfully and the writers below refuse it (return 0).
+  bool overflow = false;
   bool has(std::string_view name) const noexcept;
 };
 ConnectionTokens connectionTokens(const ParsedHead& head, const char* base) noexcept;

@@ -156,6 +156,29 @@ TEST(HttpRewriteTest, ConnectionCannotDropTheRequestFramingOrHost) {
   EXPECT_NE(upstream(t).find("\r\nTransfer-Encoding: chunked\r\n"), std::string::npos);
 }
 
+// Found by the http fuzz target: past 16 Connection tokens the rest were not read, so a header
+// named after them (X-Foo here) went on to the backend although the client marked it
+// hop-by-hop. A head lb cannot rewrite faithfully is refused instead.
+TEST(HttpRewriteTest, MoreConnectionTokensThanLbTracksRefusesTheHead) {
+  std::string many;
+  for (int i = 0; i < ConnectionTokens::kMax; ++i)
+    many += "Connection: t" + std::to_string(i) + "\r\n";
+  Parsed r("GET / HTTP/1.1\r\nHost: h\r\n" + many + "Connection: x-foo\r\nX-Foo: 1\r\n\r\n",
+           HTTP_REQUEST);
+  ASSERT_TRUE(r.ok);
+  EXPECT_EQ(upstream(r), "");
+  Parsed at_max("GET / HTTP/1.1\r\nHost: h\r\n" + many + "X-Foo: 1\r\n\r\n", HTTP_REQUEST);
+  ASSERT_TRUE(at_max.ok);
+  EXPECT_NE(upstream(at_max).find("\r\nX-Foo: 1\r\n"), std::string::npos);
+  Parsed resp("HTTP/1.1 200 OK\r\n" + many + "Connection: x-foo\r\nX-Foo: 1\r\n"
+              "Content-Length: 0\r\n\r\n",
+              HTTP_RESPONSE);
+  ASSERT_TRUE(resp.ok);
+  char out[4096];
+  DownstreamResponseOptions opt;
+  EXPECT_EQ(writeDownstreamResponse(resp.p.head(), resp.s.data(), opt, out, sizeof out), 0u);
+}
+
 TEST(HttpRewriteTest, ConnectionCannotDropTheResponseFraming) {
   Parsed r("HTTP/1.1 200 OK\r\nConnection: content-length\r\nContent-Length: 2\r\n\r\n",
            HTTP_RESPONSE);
