@@ -11,7 +11,9 @@
 namespace lb::mc {
 namespace {
 
-Request parse(const std::string& in, std::vector<std::string_view>& tokens) {
+// A view, not a std::string: the tokens point into the input, so a literal must not become a
+// temporary that dies before the test reads them.
+Request parse(std::string_view in, std::vector<std::string_view>& tokens) {
   return parseRequest(in.data(), in.size(), 1 << 20, 1024, tokens);
 }
 
