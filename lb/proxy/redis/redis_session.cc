@@ -236,19 +236,24 @@ void RedisSession::routeKeys(CacheCommand* cmd, const CommandSpec& spec,
       return;
     }
     if (i != spec.first && host != owner) {
-      char name[40];
-      upper(args[0], name, sizeof name);
-      char text[256];
-      int len = snprintf(text, sizeof text,
-                         "-CROSSSLOT lb: the keys of %s live on different servers (give them "
-                         "one hash tag to keep them together)\r\n",
-                         name);
-      answerError(cmd, CacheErrorReason::kCrossServer, {text, static_cast<size_t>(len)});
+      crossServer(cmd, args[0]);
       return;
     }
     owner = host;
   }
   sendRaw(cmd, owner, raw);
+}
+
+// A command whose keys must live together but do not: Redis Cluster's CROSSSLOT, with the cure.
+void RedisSession::crossServer(CacheCommand* cmd, std::string_view command) noexcept {
+  char name[40];
+  upper(command, name, sizeof name);
+  char text[256];
+  int len = snprintf(text, sizeof text,
+                     "-CROSSSLOT lb: the keys of %s live on different servers (give them "
+                     "one hash tag to keep them together)\r\n",
+                     name);
+  answerError(cmd, CacheErrorReason::kCrossServer, {text, static_cast<size_t>(len)});
 }
 
 // EVAL script numkeys key...: the declared keys (and a destination key before numkeys, for
@@ -280,14 +285,7 @@ void RedisSession::routeNumkeys(CacheCommand* cmd, const CommandSpec& spec,
       return false;
     }
     if (have && host != owner) {
-      char name[40];
-      upper(args[0], name, sizeof name);
-      char text[256];
-      int len = snprintf(text, sizeof text,
-                         "-CROSSSLOT lb: the keys of %s live on different servers (give them "
-                         "one hash tag to keep them together)\r\n",
-                         name);
-      answerError(cmd, CacheErrorReason::kCrossServer, {text, static_cast<size_t>(len)});
+      crossServer(cmd, args[0]);
       return false;
     }
     owner = host;

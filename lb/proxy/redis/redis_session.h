@@ -59,6 +59,7 @@ class RedisSession final : public CacheSession {
   // -ERR lb: <what>, counted under `reason`.
   void refuse(CacheCommand* cmd, CacheErrorReason reason, std::string_view what) noexcept;
   void wrongArity(CacheCommand* cmd) noexcept;
+  void crossServer(CacheCommand* cmd, std::string_view command) noexcept;
   void answerBulk(CacheCommand* cmd, std::string_view s) noexcept;
 
   bool authenticated_;
