@@ -39,21 +39,7 @@ fi
 [[ -x $build/lb ]] || { echo "compare.sh: $build/lb not found; run make first" >&2; exit 2; }
 
 ulimit -n 65536 2>/dev/null || true
-work=$(mktemp -d)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-[[ -n ${KEEP_WORK:-} ]] && trap - EXIT
-
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-wait_port() {
-  for _ in $(seq 200); do (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0; sleep 0.05; done
-  echo "compare.sh: nothing listens on $1" >&2; return 1
-}
+source "$(dirname "$0")/lib.sh"
 
 # --- backends: one nginx, one worker, 8 servers; each logs one line per request --------------
 backend_ports=()

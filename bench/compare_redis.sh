@@ -20,19 +20,7 @@ for tool in redis-server redis-benchmark nutcracker; do
 done
 [[ -x $build/lb ]] || { echo "compare_redis.sh: $build/lb not found; run make first" >&2; exit 2; }
 
-work=$(mktemp -d)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-wait_port() {
-  for _ in $(seq 200); do (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0; sleep 0.05; done
-  echo "compare_redis.sh: nothing listens on $1" >&2; return 1
-}
+source "$(dirname "$0")/lib.sh"
 redis() {   # port
   redis-server --port "$1" --bind 127.0.0.1 --save '' --appendonly no --daemonize no \
                --dir "$work" >"$work/redis.$1.log" 2>&1 &

@@ -12,20 +12,7 @@ build=${1:-build}
 duration=${DURATION:-10s}
 conns=${CONNS:-64}
 threads=${THREADS:-1}
-work=$(mktemp -d)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-wait_port() {
-  for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0; sleep 0.05; done
-  echo "nothing listens on $1" >&2; return 1
-}
+source "$(dirname "$0")/lib.sh"
 
 origin_port=$(free_port)
 "$build/lb-origin" --listen "127.0.0.1:$origin_port" --name a >"$work/origin.log" 2>&1 &
