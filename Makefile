@@ -115,7 +115,15 @@ $(BUILD)/bench/lb_bench: $(BENCH_SRCS:%.cc=$(BUILD)/obj/%.o) $(LIB)
 	@mkdir -p $(dir $@)
 	$(CXX) $(SANLD) -pthread -o $@ $^ $(BENCH_LDLIBS) $(LDLIBS)
 
-test: deps $(BINS) $(TEST_BINS)
+# `make test` builds with every core even when called without -j (CI's .ci/run calls plain
+# `make test`; serially the two builds alone took over half an hour on 2 cores). GNU make 4.3
+# ignores a -j added to MAKEFLAGS from inside the makefile, so the recipe runs a sub-make; a
+# caller's own -j or -jN is kept as it is.
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+PARALLEL = $(if $(filter -j%,$(MAKEFLAGS)),,-j$(JOBS))
+
+test: deps
+	@$(MAKE) --no-print-directory $(PARALLEL) $(BINS) $(TEST_BINS)
 	@tests/run_all.sh $(BUILD)
 
 bench: deps $(BINS) $(BUILD)/bench/lb_bench
