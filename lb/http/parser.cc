@@ -46,7 +46,7 @@ const llhttp_settings_t* HttpParser::settings(bool with_body) noexcept {
     };
     t.on_chunk_header = &HttpParser::onChunkHeader;
     t.on_chunk_extension_name = &HttpParser::onChunkExtension;
-    t.on_chunk_extension_value = &HttpParser::onChunkExtension;
+    t.on_chunk_extension_value = &HttpParser::onChunkExtensionValue;
     t.on_chunk_extension_name_complete = &HttpParser::onChunkExtensionComplete;
     t.on_chunk_extension_value_complete = &HttpParser::onChunkExtensionComplete;
     return t;
@@ -99,6 +99,7 @@ HttpParser::Result HttpParser::feed(const char* base, const char* p, size_t n,
                                     size_t* consumed) noexcept {
   base_ = base;
   feed_p_ = p;
+  feed_end_ = p + n;
   llhttp_errno_t rc = llhttp_execute(&parser_, p, n);
   Result result;
   switch (rc) {
@@ -361,6 +362,19 @@ int HttpParser::onChunkExtension(llhttp_t* p, const char* at, size_t len) {
   h->ext_piece_ += static_cast<uint32_t>(len);
   if (h->ext_bytes_ > kMaxChunkExtensionBytes) return h->fail("chunk extensions too long");
   return 0;
+}
+
+int HttpParser::onChunkExtensionValue(llhttp_t* p, const char* at, size_t len) {
+  HttpParser* h = self(p);
+  // llhttp 8.1 ends a token value at ';' and then wants CRLF or another ';' at once, so
+  // "2;a=b;" CRLF passes with a dangling separator that a strict backend refuses (and
+  // ";a=b;c=d" is refused by llhttp already). The final piece of a value span ends at the
+  // byte that closed it, inside this feed; a quoted value's span takes its closing quote
+  // in, and a token never holds one.
+  bool quoted = len > 0 && at[len - 1] == '"';
+  if (!quoted && at + len < h->feed_end_ && at[len] == ';')
+    return h->fail("chunk extension after a token value");
+  return onChunkExtension(p, at, len);
 }
 
 int HttpParser::onChunkExtensionComplete(llhttp_t* p) {

@@ -16,7 +16,7 @@
 // - Transfer-Encoding in an HTTP/1.0 message, an empty one, one that is not a list of tokens,
 //   chunked twice, a request whose final coding is not chunked (RFC 9112 §6.3), and
 //   Content-Length beside it; chunk extensions over kMaxChunkExtensionBytes per chunk, or
-//   with an empty name or value;
+//   with an empty name or value, or anything but CRLF after a token value;
 // - requests: not exactly one Host in HTTP/1.1 (at most one in 1.0), a Host value that is not
 //   an authority, a target in none of RFC 9112 §3.2's forms (asterisk-form only with OPTIONS,
 //   absolute-form only http(s) and agreeing with Host) (lb/http/message_checks.h);
@@ -157,6 +157,7 @@ class HttpParser {
   static int onBody(llhttp_t* p, const char* at, size_t len);
   static int onChunkHeader(llhttp_t* p);
   static int onChunkExtension(llhttp_t* p, const char* at, size_t len);
+  static int onChunkExtensionValue(llhttp_t* p, const char* at, size_t len);
   static int onChunkExtensionComplete(llhttp_t* p);
   static const llhttp_settings_t* settings(bool with_body) noexcept;
 
@@ -196,6 +197,7 @@ class HttpParser {
 
   // Stream positions, for notePiece.
   const char* feed_p_ = nullptr;   // the current feed's first byte
+  const char* feed_end_ = nullptr; // just past its last byte
   uint64_t pos_ = 0;               // its offset in the stream
   uint64_t last_end_ = 0;          // just past the last piece of the current section
   uint64_t scanned_ = 0;           // line breaks are counted up to here

@@ -193,6 +193,9 @@ std::vector<Case> cases() {
       bad_body);
   req("ChunkExtensionEmptyName", kChunked + "2;=v\r\nhi\r\n0\r\n\r\n", bad_body);
   req("ChunkExtensionEmptyValue", kChunked + "2;n=\r\nhi\r\n0\r\n\r\n", bad_body);
+  // Found by the http fuzz target: llhttp 8.1 takes a ';' dangling after a token value.
+  req("ChunkExtensionDanglingSemicolon", kChunked + "2;n=v;\r\nhi\r\n0\r\n\r\n", bad_body);
+  req("ChunkExtensionEmptyAfterTokenValue", kChunked + "2;n=v;;m\r\nhi\r\n0\r\n\r\n", bad_body);
   req("LastChunkThenBareLf", kChunked + "0\r\n\n", bad_body);
   req("TrailerThenBareLf", kChunked + "0\r\nX-T: a\r\n\n", bad_body);
   resp("ResponseLastChunkThenBareLf", kOk + "Transfer-Encoding: chunked\r\n\r\n0\r\n\n", bad_body);
