@@ -7,8 +7,9 @@
 #   - lb       ring_hash over `hash = [ { header = "x-key" } ]`, workers = workers
 # wrk sends X-Key drawn from a Zipf distribution over 10,000 keys (bench/zipf.lua). Targets
 # are interleaved round by round so a noisy neighbour hurts all of them alike; the table shows
-# the median round of each: req/s, ratio to the better peer, p50/p99, errors, and how evenly
-# the backends were used (busiest backend's requests / mean, from the backends' access logs).
+# the median round of each: req/s, ratio to the better peer, p50/p99, errors, how evenly
+# the backends were used (busiest backend's requests / mean, from the backends' access logs),
+# and the proxy's own CPU per request, user and system (from /proc/PID/stat around each run).
 #
 # Usage: bench/compare.sh [--strace] [BUILD_DIR]      (default build; run `make` first)
 # Env: ROUNDS (3), DURATION (10s), CONNS (64), THREADS (1), WORKERS (1), ZIPF_KEYS, ZIPF_S.
@@ -129,6 +130,19 @@ lb_pid=$!; pids+=($lb_pid)
 wait_port "$haproxy_port"; wait_port "$nginx_port"; wait_port "$lb_port"
 
 declare -A port=([haproxy]=$haproxy_port [nginx]=$nginx_port [lb]=$lb_port)
+declare -A pid_of=([haproxy]=$haproxy_pid [nginx]=$nginx_pid [lb]=$lb_pid)
+
+# CPU ticks (user, system) of a proxy: the process with all its threads and its worker
+# processes (nginx with more than one worker forks them).
+cpu_ticks() {
+  local p u=0 s=0 f
+  for p in "$1" $(pgrep -P "$1" 2>/dev/null); do
+    read -r -a f <"/proc/$p/stat" 2>/dev/null || continue
+    # Fields after the ")" that closes the command name: utime is the 14th field, stime 15th.
+    u=$((u + f[13])); s=$((s + f[14]))
+  done
+  echo "$u $s"
+}
 targets=(haproxy nginx lb)
 
 to_ms() {   # wrk latency (12.3us / 1.2ms / 1.1s) -> milliseconds
@@ -146,20 +160,27 @@ backend_counts() {   # one number per backend: lines logged so far
 # run TARGET ROUND -> results/TARGET.ROUND: rps p50 p99 errors share
 mkdir -p "$work/results"
 run() {
-  local t=$1 r=$2 out before after
+  local t=$1 r=$2 out before after cpu0 cpu1
   mapfile -t before < <(backend_counts)
+  cpu0=$(cpu_ticks "${pid_of[$t]}")
   out=$(ZIPF_KEYS=${ZIPF_KEYS:-10000} wrk -t"$threads" -c"$conns" -d"$duration" --latency \
         -s "$here/zipf.lua" "http://127.0.0.1:${port[$t]}/")
+  cpu1=$(cpu_ticks "${pid_of[$t]}")
   mapfile -t after < <(backend_counts)
-  local rps p50 p99 errors share
+  local rps p50 p99 errors share reqs cpu
   rps=$(awk '/Requests\/sec/ {print $2}' <<<"$out")
+  reqs=$(awk '/requests in/ {print $1}' <<<"$out")
+  # The proxy's own CPU per request, user/system in microseconds (clock ticks of 1/HZ s).
+  cpu=$(awk -v a="$cpu0" -v b="$cpu1" -v n="$reqs" -v hz="$(getconf CLK_TCK)" 'BEGIN {
+    split(a, x, " "); split(b, y, " "); if (n == 0) { print "-"; exit }
+    printf "%.1f/%.1f", (y[1] - x[1]) * 1e6 / hz / n, (y[2] - x[2]) * 1e6 / hz / n }')
   p50=$(to_ms "$(awk '$1 == "50%" {print $2}' <<<"$out")")
   p99=$(to_ms "$(awk '$1 == "99%" {print $2}' <<<"$out")")
   errors=$(awk '/Socket errors/ {gsub(",", ""); e += $4 + $6 + $8 + $10} /Non-2xx/ {e += $5}
                 END {print e + 0}' <<<"$out")
   share=$(for i in "${!before[@]}"; do echo $((after[i] - before[i])); done |
           awk '{ s += $1; if ($1 > m) m = $1; n++ } END { if (s) printf "%.2f", m / (s / n); else print "-" }')
-  echo "$rps $p50 $p99 $errors $share" >"$work/results/$t.$r"
+  echo "$rps $p50 $p99 $errors $share $cpu" >"$work/results/$t.$r"
 }
 
 echo "bench/compare.sh: wrk -t$threads -c$conns -d$duration, Zipf over ${ZIPF_KEYS:-10000} keys (s=${ZIPF_S:-1.0}),"
@@ -177,13 +198,13 @@ done
 best_peer=$(for t in haproxy nginx; do echo "${med[$t]%% *}"; done | sort -n | tail -1)
 best_p99=$(for t in haproxy nginx; do awk -v r="$best_peer" '$1 == r {print $3}' <<<"${med[$t]}"; done | head -1)
 echo
-echo "| target | req/s | vs better peer | p50 ms | p99 ms | p99 vs better peer | errors | busiest/mean backend |"
-echo "|---|---|---|---|---|---|---|---|"
+echo "| target | req/s | vs better peer | p50 ms | p99 ms | p99 vs better peer | errors | busiest/mean backend | proxy CPU µs/req user/sys |"
+echo "|---|---|---|---|---|---|---|---|---|"
 for t in "${targets[@]}"; do
-  read -r rps p50 p99 errors share <<<"${med[$t]}"
+  read -r rps p50 p99 errors share cpu <<<"${med[$t]}"
   awk -v t="$t" -v rps="$rps" -v p50="$p50" -v p99="$p99" -v e="$errors" -v s="$share" \
-      -v best="$best_peer" -v bp99="$best_p99" \
-      'BEGIN { printf "| %s | %.0f | %.2f | %s | %s | %.2f | %s | %s |\n", t, rps, rps / best, p50, p99, p99 / bp99, e, s }'
+      -v best="$best_peer" -v bp99="$best_p99" -v cpu="$cpu" \
+      'BEGIN { printf "| %s | %.0f | %.2f | %s | %s | %.2f | %s | %s | %s |\n", t, rps, rps / best, p50, p99, p99 / bp99, e, s, cpu }'
 done
 
 if ((want_strace)); then
