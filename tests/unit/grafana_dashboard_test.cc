@@ -50,6 +50,13 @@ std::map<std::string, std::set<std::string>> exportedSeries() {
   Config config = testing::metricsTestConfig();
   config.clusters[0].health = HealthConfig{};
   config.clusters[0].outlier = OutlierConfig{};
+  // A redis listener: the cache families (commands by result, lb's own cache errors).
+  ListenerConfig redis;
+  redis.name = "redis";
+  redis.listen = "127.0.0.1:6380";
+  redis.protocol = Protocol::kRedis;
+  redis.cluster = "cache";
+  config.listeners.push_back(redis);
   auto snap = testing::buildTestSnapshot(registry, config);
   Metrics metrics([snap] { return snap; }, 0);
   std::map<std::string, std::set<std::string>> out;
@@ -287,8 +294,30 @@ TEST_F(GrafanaDashboardTest, CoversTheIssueTopics) {
                         "lb_backend_response_seconds_bucket", "lb_backend_healthy",
                         "lb_config_reloads_total", "lb_backend_health_transitions_total",
                         "lb_backend_health_checks_total", "lb_backend_ejections_total",
-                        "lb_backend_connect_failures_total", "lb_cluster_panic"})
+                        "lb_backend_connect_failures_total", "lb_cluster_panic",
+                        "lb_backend_commands_total", "lb_cache_errors_total"})
     EXPECT_TRUE(used.count(m)) << "no panel shows " << m;
+}
+
+TEST_F(GrafanaDashboardTest, HasACacheRowOfTheCacheFamilies) {
+  // The Cache row, last: commands by result, the failed share, command latency (the response
+  // histogram, limited to backends that take commands) and lb's own cache errors.
+  const auto& panels = doc_["panels"].items();
+  size_t row = panels.size();
+  for (size_t i = 0; i < panels.size(); ++i)
+    if (panels[i]["type"].asString() == "row" && panels[i]["title"].asString() == "Cache") row = i;
+  ASSERT_LT(row, panels.size()) << "no Cache row";
+  std::set<std::string> below;
+  size_t count = 0;
+  for (size_t i = row + 1; i < panels.size() && panels[i]["type"].asString() != "row"; ++i) {
+    ++count;
+    for (const auto& t : panels[i]["targets"].items())
+      for (const auto& [m, _] : scanPromql(t["expr"].asString()).selectors) below.insert(m);
+  }
+  EXPECT_EQ(count, 4u);
+  EXPECT_EQ(below, (std::set<std::string>{"lb_backend_commands_total",
+                                           "lb_backend_response_seconds_bucket",
+                                           "lb_cache_errors_total"}));
 }
 
 TEST_F(GrafanaDashboardTest, HasAHealthRowWithStateTimelines) {
