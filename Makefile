@@ -4,7 +4,8 @@
 #   make test       build and run every test binary; last line "N passed, N failed"
 #   make test SAN=1 the same under AddressSanitizer + UBSan, built into build-san/
 #   make bench      Google Benchmark microbenchmarks (bench/RESULTS.md records figures)
-#   make run        start the demo: four lb-origin backends and lb with conf/demo.toml
+#   make run        start the demo: four lb-origin backends, two redis-servers, two memcached
+#                   and lb with conf/demo.toml
 #   make install    lb, its systemd unit, docs and a starting config (PREFIX, DESTDIR below)
 #   make deps       apt-get whichever Debian packages below are missing
 

@@ -1,17 +1,20 @@
 // lb's metrics as an operator sees them: a real lb in front of real lb-origin backends, a real
 // Prometheus scraping the admin listener every second, and the numbers read back through
 // Prometheus' HTTP API matching the traffic the test sent. Also promtool's linter on the live
-// process's /metrics, and the admin paths served by the real binary.
+// process's /metrics, and the admin paths served by the real binary. The dashboard's Cache row
+// is checked against lb with a redis listener in front of real redis-servers.
 //
 // Waits on the proxy: until lb/app/server.cc and lb-origin land on main, their placeholders exit
 // at once and these tests skip with that reason.
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <cstring>
 #include <fstream>
 #include <sstream>
 #include <thread>
 
+#include "tests/integration/cache_fleet.h"
 #include "tests/integration/metrics_fleet.h"
 
 namespace lb::test {
@@ -148,6 +151,56 @@ constexpr const char* kHealthToml =
     "health = { type = \"http\", interval = \"200ms\", timeout = \"100ms\" }\n"
     "outlier = { consecutive_failures = 5 }\n";
 
+// The dashboard's panels under each row heading ("" before the first row), in order.
+std::map<std::string, std::vector<lb::testing::JsonValue>> panelsByRow(
+    const lb::testing::JsonValue& dashboard) {
+  std::map<std::string, std::vector<lb::testing::JsonValue>> out;
+  std::string row;
+  for (const auto& panel : dashboard["panels"].items()) {
+    if (panel["type"].asString() == "row") {
+      row = panel["title"].asString();
+      continue;
+    }
+    out[row].push_back(panel);
+  }
+  return out;
+}
+
+// Grafana's variables, replaced as Grafana would before querying.
+std::string withVariables(std::string expr) {
+  const std::pair<const char*, const char*> kVars[] = {
+      {"$__rate_interval", "1m"}, {"$__range", "1h"}, {"$cluster", ".*"}, {"$backend", ".*"}};
+  for (const auto& [from, to] : kVars)
+    for (size_t at; (at = expr.find(from)) != std::string::npos;)
+      expr.replace(at, strlen(from), to);
+  return expr;
+}
+
+// Every panel shows something for a live lb: each of its queries is accepted by Prometheus
+// and at least one returns series (reload panels show zeros, errors by reason show zero
+// rates: present, not empty).
+void expectPanelsHaveData(PrometheusServer& prom,
+                          const std::vector<lb::testing::JsonValue>& panels) {
+  for (const auto& panel : panels) {
+    const std::string title = panel["title"].asString();
+    bool any = false;
+    for (const auto& t : panel["targets"].items()) {
+      const std::string expr = withVariables(t["expr"].asString());
+      // Wait for data: the first scrapes after the traffic may still be on their way.
+      std::optional<std::vector<std::pair<std::map<std::string, std::string>, double>>> rows;
+      auto deadline = std::chrono::steady_clock::now() + 10s;
+      do {
+        rows = prom.query(expr);
+        if (rows && !rows->empty()) break;
+        std::this_thread::sleep_for(250ms);
+      } while (std::chrono::steady_clock::now() < deadline);
+      ASSERT_TRUE(rows) << title << ": Prometheus rejected " << expr;
+      any = any || !rows->empty();
+    }
+    EXPECT_TRUE(any) << "panel '" << title << "' has no data";
+  }
+}
+
 TEST_F(MetricsPrometheusTest, DashboardQueriesReturnDataFromARealLb) {
   startFleet(3, 125, kHealthToml);
   if (IsSkipped() || HasFatalFailure()) return;
@@ -160,32 +213,59 @@ TEST_F(MetricsPrometheusTest, DashboardQueriesReturnDataFromARealLb) {
   auto traffic_until = std::chrono::steady_clock::now() + 2500ms;
   for (int i = 0; std::chrono::steady_clock::now() < traffic_until; ++i)
     send(c, std::to_string(i));
-  const std::pair<const char*, const char*> kVars[] = {
-      {"$__rate_interval", "1m"}, {"$__range", "1h"}, {"$cluster", ".*"}, {"$backend", ".*"}};
-  for (const auto& panel : dashboard["panels"].items()) {
-    const std::string title = panel["title"].asString();
-    if (panel["type"].asString() == "row") continue;   // a heading, no queries
-    bool any = false;
+  // Every row but Cache: an HTTP fleet has no redis or memcached listener (the next test).
+  for (const auto& [row, panels] : panelsByRow(dashboard))
+    if (row != "Cache") expectPanelsHaveData(prom, panels);
+}
+
+TEST_F(MetricsPrometheusTest, DashboardCacheRowQueriesReturnDataFromALiveRedisListener) {
+  CacheFleet fleet(CacheServer::kRedis, 3);
+  ASSERT_TRUE(fleet.start()) << fleet.output();
+  PrometheusServer prom;
+  ASSERT_EQ(prom.start(fleet.adminPort()), "");
+  auto rows = panelsByRow(lb::testing::JsonReader::parse(readDashboard()));
+  ASSERT_TRUE(rows.count("Cache")) << "no Cache row";
+
+  // Every lb_* family a Cache-row query names is on the live listener's /metrics page (a
+  // histogram by its _bucket, _sum or _count series).
+  const std::string page = fleet.metrics();
+  ASSERT_NE(page, "");
+  for (const auto& panel : rows["Cache"])
     for (const auto& t : panel["targets"].items()) {
-      std::string expr = t["expr"].asString();
-      for (const auto& [from, to] : kVars)
-        for (size_t at; (at = expr.find(from)) != std::string::npos;)
-          expr.replace(at, strlen(from), to);
-      // Wait for data: the first scrapes after the traffic may still be on their way.
-      std::optional<std::vector<std::pair<std::map<std::string, std::string>, double>>> rows;
-      auto deadline = std::chrono::steady_clock::now() + 10s;
-      do {
-        rows = prom.query(expr);
-        if (rows && !rows->empty()) break;
-        std::this_thread::sleep_for(250ms);
-      } while (std::chrono::steady_clock::now() < deadline);
-      ASSERT_TRUE(rows) << title << ": Prometheus rejected " << expr;
-      any = any || !rows->empty();
+      const std::string expr = t["expr"].asString();
+      for (size_t at = expr.find("lb_"); at != std::string::npos; at = expr.find("lb_", at)) {
+        size_t end = at;
+        while (end < expr.size() && (isalnum(static_cast<unsigned char>(expr[end])) ||
+                                     expr[end] == '_'))
+          ++end;
+        std::string family = expr.substr(at, end - at);
+        for (const char* suffix : {"_bucket", "_sum", "_count"})
+          if (family.size() > strlen(suffix) &&
+              family.compare(family.size() - strlen(suffix), std::string::npos, suffix) == 0 &&
+              page.find("# TYPE " + family.substr(0, family.size() - strlen(suffix)) +
+                        " histogram\n") != std::string::npos)
+            family.resize(family.size() - strlen(suffix));
+        EXPECT_NE(page.find("# TYPE " + family + " "), std::string::npos)
+            << "'" << panel["title"].asString() << "' names " << family
+            << ", which a redis listener does not export";
+        at = end;
+      }
     }
-    // Every panel shows something for a live lb; reload panels show zeros, errors by reason
-    // show zero rates: present, not empty.
-    EXPECT_TRUE(any) << "panel '" << title << "' has no data";
+
+  // Commands to every server, answered and refused ones, across at least two scrapes.
+  TcpClient c;
+  ASSERT_TRUE(c.connect(fleet.port()));
+  auto traffic_until = std::chrono::steady_clock::now() + 2500ms;
+  for (int i = 0; std::chrono::steady_clock::now() < traffic_until; ++i) {
+    const std::string key = "user:" + std::to_string(i);
+    ASSERT_EQ(redisCall(c, {"SET", key, "v"}), "OK");
+    ASSERT_EQ(redisCall(c, {"GET", key}), "v");
+    if (i % 50 == 0) {   // refused by lb: lb_cache_errors_total{reason="unsupported"}
+      ASSERT_EQ(redisCall(c, {"KEYS", "*"}).value_or("").rfind("-ERR lb: ", 0), 0u);
+    }
   }
+  expectPanelsHaveData(prom, rows["Cache"]);
+  EXPECT_EQ(fleet.lb().process().stop(), 0) << fleet.output();
 }
 
 TEST_F(MetricsPrometheusTest, LiveProcessMetricsPassPromtool) {

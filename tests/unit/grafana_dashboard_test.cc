@@ -50,6 +50,13 @@ std::map<std::string, std::set<std::string>> exportedSeries() {
   Config config = testing::metricsTestConfig();
   config.clusters[0].health = HealthConfig{};
   config.clusters[0].outlier = OutlierConfig{};
+  // A redis listener: the cache families (commands by result, lb's own cache errors).
+  ListenerConfig redis;
+  redis.name = "redis";
+  redis.listen = "127.0.0.1:6380";
+  redis.protocol = Protocol::kRedis;
+  redis.cluster = "cache";
+  config.listeners.push_back(redis);
   auto snap = testing::buildTestSnapshot(registry, config);
   Metrics metrics([snap] { return snap; }, 0);
   std::map<std::string, std::set<std::string>> out;
@@ -189,6 +196,17 @@ class GrafanaDashboardTest : public ::testing::Test {
     return {q.substr(open + 1, comma - open - 1), label};
   }
 
+  // The panels under the row titled `title`, up to the next row; empty when there is none.
+  std::vector<const JsonValue*> rowPanels(const std::string& title) const {
+    std::vector<const JsonValue*> out;
+    bool in_row = false;
+    for (const auto& p : doc_["panels"].items()) {
+      if (p["type"].asString() == "row") in_row = p["title"].asString() == title;
+      else if (in_row) out.push_back(&p);
+    }
+    return out;
+  }
+
   JsonValue doc_;
   std::vector<std::string> exprs_;
 };
@@ -287,23 +305,35 @@ TEST_F(GrafanaDashboardTest, CoversTheIssueTopics) {
                         "lb_backend_response_seconds_bucket", "lb_backend_healthy",
                         "lb_config_reloads_total", "lb_backend_health_transitions_total",
                         "lb_backend_health_checks_total", "lb_backend_ejections_total",
-                        "lb_backend_connect_failures_total", "lb_cluster_panic"})
+                        "lb_backend_connect_failures_total", "lb_cluster_panic",
+                        "lb_backend_commands_total", "lb_cache_errors_total"})
     EXPECT_TRUE(used.count(m)) << "no panel shows " << m;
+}
+
+TEST_F(GrafanaDashboardTest, HasACacheRowOfTheCacheFamilies) {
+  // The Cache row, last: commands by result, the failed share, command latency (the response
+  // histogram, limited to backends that take commands) and lb's own cache errors.
+  const auto panels = rowPanels("Cache");
+  EXPECT_EQ(panels.size(), 4u) << "the Cache row is missing or changed";
+  std::set<std::string> below;
+  for (const JsonValue* p : panels)
+    for (const auto& t : (*p)["targets"].items())
+      for (const auto& [m, _] : scanPromql(t["expr"].asString()).selectors) below.insert(m);
+  EXPECT_EQ(below, (std::set<std::string>{"lb_backend_commands_total",
+                                           "lb_backend_response_seconds_bucket",
+                                           "lb_cache_errors_total"}));
 }
 
 TEST_F(GrafanaDashboardTest, HasAHealthRowWithStateTimelines) {
   // The Health row: backend state and cluster panic as state timelines, then transitions,
   // ejections, failed checks and connect failures.
-  const auto& panels = doc_["panels"].items();
-  size_t row = panels.size();
-  for (size_t i = 0; i < panels.size(); ++i)
-    if (panels[i]["type"].asString() == "row" && panels[i]["title"].asString() == "Health") row = i;
-  ASSERT_LT(row, panels.size()) << "no Health row";
+  const auto panels = rowPanels("Health");
+  ASSERT_FALSE(panels.empty()) << "no Health row";
   std::map<std::string, std::string> below;   // metric -> panel type, for the panels after it
-  for (size_t i = row + 1; i < panels.size() && panels[i]["type"].asString() != "row"; ++i)
-    for (const auto& t : panels[i]["targets"].items())
+  for (const JsonValue* p : panels)
+    for (const auto& t : (*p)["targets"].items())
       for (const auto& [m, _] : scanPromql(t["expr"].asString()).selectors)
-        below[m] = panels[i]["type"].asString();
+        below[m] = (*p)["type"].asString();
   EXPECT_EQ(below["lb_backend_healthy"], "state-timeline");
   EXPECT_EQ(below["lb_cluster_panic"], "state-timeline");
   for (const char* m : {"lb_backend_health_transitions_total", "lb_backend_ejections_total",
