@@ -5,6 +5,8 @@
 #pragma once
 
 #include <signal.h>
+#include <stdio.h>
+#include <string.h>
 
 #include <chrono>
 #include <functional>
@@ -131,7 +133,26 @@ inline bool setOriginStatus(ProxyHarness& h, const std::string& origin, int stat
 }
 
 // Stops (SIGSTOP) or resumes (SIGCONT) a backend process.
-inline void freeze(Process& p) { kill(p.pid(), SIGSTOP); }
+// SIGSTOP takes effect when the kernel next schedules the process, not when kill returns: a
+// busy machine can let it answer one more request after the call. freeze returns once
+// /proc says the process is stopped (bounded: 5 s).
+inline void freeze(Process& p) {
+  kill(p.pid(), SIGSTOP);
+  const std::string stat_path = "/proc/" + std::to_string(p.pid()) + "/stat";
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (std::chrono::steady_clock::now() < deadline) {
+    FILE* f = fopen(stat_path.c_str(), "r");
+    if (f == nullptr) return;
+    char line[512] = {};
+    size_t n = fread(line, 1, sizeof line - 1, f);
+    fclose(f);
+    // "pid (comm) S ...": the state follows the last ')'.
+    const char* close = strrchr(line, ')');
+    if (n == 0 || close == nullptr || close[1] == 0) return;
+    if (close[2] == 'T' || close[2] == 't') return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
 inline void thaw(Process& p) { kill(p.pid(), SIGCONT); }
 
 // Resumes a frozen process when it goes out of scope, so that a failing test never leaves a
