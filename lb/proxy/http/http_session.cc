@@ -392,8 +392,8 @@ void HttpSession::drain() noexcept {
   // Idle between requests, or a new connection that has sent nothing: close now. Otherwise
   // the response in flight carries Connection: close (worker_->draining() is read when its
   // head is written).
-  if (state_ == State::kIdle || (state_ == State::kHead && in_.len == 0 && (ex_ == nullptr || !ex_->req.started())))
-    closeAll();
+  const bool nothing_yet = in_.len == 0 && (ex_ == nullptr || !ex_->req.started());
+  if (state_ == State::kIdle || (state_ == State::kHead && nothing_yet)) closeAll();
 }
 
 void HttpSession::closeAll() noexcept {

@@ -32,9 +32,9 @@
 //
 //   kHead        Reads and parses the head in place; timeouts.header runs from accept or
 //                from the first byte. The first byte takes a block and an HttpExchange (a
-//                new connection that has sent nothing holds neither). Complete head -> kConnecting. Malformed, too large,
-//                no key under `reject`, header timeout -> 400/413/414/431/505/408 and
-//                kLingering.
+//                new connection that has sent nothing holds neither). Complete head ->
+//                kConnecting. Malformed, too large, no key under `reject`, header timeout ->
+//                400/413/414/431/505/408 and kLingering.
 //   kIdle        Keep-alive between requests, nothing of the next one yet. A byte -> kHead;
 //                timeouts.idle, drain or EOF -> kClosed, quietly. Holds no buffer block and
 //                no HttpExchange (parsers, header views, log): only the session itself.

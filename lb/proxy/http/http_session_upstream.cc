@@ -55,7 +55,9 @@ void HttpSession::onUpstreamConnect(int status) noexcept {
 // the next host when it is safe to send again, else 502); one whose answer is under way
 // finishes or times out as it would have.
 void HttpSession::backendDown(const BackendState& backend) noexcept {
-  if (up_ == nullptr || ex_->route.backend == nullptr || ex_->route.backend->state.get() != &backend)
+  // up_ is set only while an exchange is in flight, so ex_ is too.
+  if (up_ == nullptr || ex_->route.backend == nullptr ||
+      ex_->route.backend->state.get() != &backend)
     return;
   switch (state_) {
     case State::kConnecting:
