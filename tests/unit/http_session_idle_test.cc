@@ -1,19 +1,13 @@
 // What an HTTP connection holds while it waits: a kept-alive connection between requests, or
 // a new one that has sent nothing, holds no buffer block and no exchange (the parsers and
 // header views come from the worker's HttpExchangePool only while a request is in flight).
-// HttpSession on a real libuv loop (a WorkerEnv of its own, as a worker has), a keep-alive
-// backend on blocking sockets, and the test thread as the client.
-#include <arpa/inet.h>
+// HttpSession on a real libuv loop (tests/unit/proxy_loop.h), a keep-alive backend on blocking
+// sockets, and the test thread as the client.
 #include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
-#include <chrono>
-#include <functional>
-#include <future>
 #include <memory>
-#include <mutex>
-#include <thread>
+#include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -21,6 +15,7 @@
 #include "lb/proxy/http/http_session.h"
 #include "lb/runtime/listener.h"
 #include "lb/runtime/worker_env.h"
+#include "tests/unit/proxy_loop.h"
 #include "tests/unit/tcp_test_servers.h"
 
 namespace lb {
@@ -91,114 +86,27 @@ void acceptHttp(WorkerEnv& env, uv_stream_t* server, const std::shared_ptr<const
   HttpSession::accept(&env, server, snap, &snap->listeners[listener], admission);
 }
 
-const ProtocolTable& httpOnly() {
-  static const ProtocolTable table = [] {
-    ProtocolTable t{};
-    t.fill(acceptHttp);
-    return t;
-  }();
-  return table;
+// Exchanges the worker's pool has handed out / keeps cached. Loop thread, or after stop.
+size_t exchangesOut(WorkerEnv& env) {
+  auto* state = env.protocolState(Protocol::kHttp);
+  return state == nullptr ? 0 : static_cast<HttpExchangePool*>(state)->exchanges().outstanding();
+}
+size_t exchangesCached(WorkerEnv& env) {
+  auto* state = env.protocolState(Protocol::kHttp);
+  return state == nullptr ? 0 : static_cast<HttpExchangePool*>(state)->exchanges().freeCount();
 }
 
-// A worker in miniature: one loop thread with one listener feeding HttpSession.
-class ProxyLoop {
+// HttpSession behind the test loop; stop() also checks every exchange went back to the pool.
+class ProxyLoop : public test::ProxyLoop {
  public:
-  explicit ProxyLoop(std::shared_ptr<const Snapshot> snap) : snap_(std::move(snap)) {
-    uv_loop_init(&loop_);
-    env_.setSnapshot(snap_);
-    uv_tcp_init(&loop_, &server_);
-    server_.data = this;
-    sockaddr_in addr;
-    uv_ip4_addr("127.0.0.1", 0, &addr);
-    uv_tcp_bind(&server_, reinterpret_cast<sockaddr*>(&addr), 0);
-    uv_listen(reinterpret_cast<uv_stream_t*>(&server_), 128, onConnection);
-    sockaddr_storage bound;
-    int len = sizeof bound;
-    uv_tcp_getsockname(&server_, reinterpret_cast<sockaddr*>(&bound), &len);
-    port_ = ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
-    uv_async_init(&loop_, &async_, onAsync);
-    async_.data = this;
-    thread_ = std::thread([this] { uv_run(&loop_, UV_RUN_DEFAULT); });
-  }
-  ~ProxyLoop() { stop(); }
-
-  void stop() {
-    if (!thread_.joinable()) return;
-    run([this] {
-      uv_close(reinterpret_cast<uv_handle_t*>(&server_), nullptr);
-      env_.sessions().forEach([](Session* s) { s->abort(); });
-      env_.upstreams().closeAll();
-      uv_close(reinterpret_cast<uv_handle_t*>(&async_), nullptr);
-    });
-    thread_.join();
-    EXPECT_EQ(uv_loop_close(&loop_), 0) << "a handle was left open";
-    EXPECT_EQ(env_.sessionCount(), 0u);
-    EXPECT_EQ(env_.buffers().outstanding(), 0u) << "a block was not returned to the pool";
+  explicit ProxyLoop(std::shared_ptr<const Snapshot> snap)
+      : test::ProxyLoop(std::move(snap), acceptHttp) {}
+  ~ProxyLoop() {
+    stop();
     EXPECT_EQ(exchangesOut(), 0u) << "an exchange was not returned to the pool";
   }
-
-  void run(std::function<void()> fn) {
-    std::promise<void> done;
-    {
-      std::lock_guard<std::mutex> g(mu_);
-      calls_.push_back([&] {
-        fn();
-        done.set_value();
-      });
-    }
-    uv_async_send(&async_);
-    done.get_future().wait();
-  }
-
-  // Polls a loop-thread condition with a deadline.
-  bool waitFor(std::function<bool()> cond, std::chrono::milliseconds timeout = 5s) {
-    auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (std::chrono::steady_clock::now() < deadline) {
-      bool ok = false;
-      run([&] { ok = cond(); });
-      if (ok) return true;
-      std::this_thread::sleep_for(5ms);
-    }
-    return false;
-  }
-
-  uint16_t port() const { return port_; }
-  WorkerEnv& env() { return env_; }
-  // Loop thread (or after stop): exchanges handed out / cached by the worker's pool.
-  size_t exchangesOut() {
-    auto* state = env_.protocolState(Protocol::kHttp);
-    return state == nullptr ? 0 : static_cast<HttpExchangePool*>(state)->exchanges().outstanding();
-  }
-  size_t exchangesCached() {
-    auto* state = env_.protocolState(Protocol::kHttp);
-    return state == nullptr ? 0 : static_cast<HttpExchangePool*>(state)->exchanges().freeCount();
-  }
-
- private:
-  static void onConnection(uv_stream_t* server, int status) {
-    auto* self = static_cast<ProxyLoop*>(server->data);
-    if (status == 0)
-      acceptHttp(self->env_, server, self->snap_, 0, admitConnection(self->snap_->listeners[0], 0));
-  }
-  static void onAsync(uv_async_t* a) {
-    auto* self = static_cast<ProxyLoop*>(a->data);
-    std::vector<std::function<void()>> calls;
-    {
-      std::lock_guard<std::mutex> g(self->mu_);
-      calls.swap(self->calls_);
-    }
-    for (auto& c : calls) c();
-  }
-
-  std::shared_ptr<const Snapshot> snap_;
-  uv_loop_t loop_;
-  uv_tcp_t server_;
-  uv_async_t async_;
-  WorkerEnv env_{&loop_, 0, httpOnly()};
-  uint16_t port_ = 0;
-  std::mutex mu_;
-  std::vector<std::function<void()>> calls_;
-  std::thread thread_;
+  size_t exchangesOut() { return lb::exchangesOut(env()); }
+  size_t exchangesCached() { return lb::exchangesCached(env()); }
 };
 
 // True when lb's answer on `c` is a complete 200 with the origin's body.
