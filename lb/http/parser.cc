@@ -234,7 +234,9 @@ int HttpParser::onMessageBegin(llhttp_t* p) {
   h->section_ = Section::kHead;
   h->last_piece_ = Piece::kNone;
   h->gap_breaks_ = 0;
-  h->field_len_ = h->ext_bytes_ = 0;
+  // ext_piece_ too: a message that failed inside an extension leaves it counted, and a parser
+  // reused for another message (the HTTP proxy's pooled exchanges) must not start from it.
+  h->field_len_ = h->ext_bytes_ = h->ext_piece_ = 0;
   h->hosts_ = h->host_index_ = 0;
   h->value_is_te_ = h->te_seen_ = h->te_bad_ = false;
   h->te_ = {};

@@ -173,7 +173,11 @@ void CacheSession::handleRead(ssize_t n) noexcept {
     }
     return;
   }
-  if (n == 0) return;
+  if (n == 0) {
+    // A read that found nothing (EAGAIN) after onAlloc took a block: an idle client keeps none.
+    if (in_ != nullptr && in_pos_ == in_len_) releaseInput();
+    return;
+  }
   in_len_ += static_cast<size_t>(n);
   bytes_in_ += static_cast<uint64_t>(n);
   last_activity_ms_ = uv_now(env_.loop());

@@ -1,20 +1,23 @@
 // What a session, a listener and the upstream pool see of the worker they run on, and all
 // they see: its loop, its index (the statistics slot it writes), its buffer pool and
-// upstream pool, its access log, the snapshot new work routes with, whether it drains, the
-// list of its sessions, and its per-worker state for keyless requests. The Worker owns one
-// and keeps it current; a test can stand one up on a loop of its own. None of this includes
-// worker.h, so the runtime's pieces depend on the worker's environment, never on the worker.
+// upstream pool, what each protocol keeps per worker, its access log, the snapshot new work
+// routes with, whether it drains, the list of its sessions, and its per-worker state for
+// keyless requests. The Worker owns one and keeps it current; a test can stand one up on a
+// loop of its own. None of this includes worker.h, so the runtime's pieces depend on the
+// worker's environment, never on the worker.
 //
 // Loop thread only, except where a function says otherwise.
 #pragma once
 
 #include <uv.h>
 
+#include <array>
 #include <cstdint>
 #include <memory>
 
 #include "lb/routing/snapshot.h"
 #include "lb/runtime/buffer_pool.h"
+#include "lb/runtime/object_pool.h"
 #include "lb/runtime/protocols.h"
 #include "lb/runtime/session.h"
 #include "lb/runtime/upstream_pool.h"
@@ -58,6 +61,14 @@ class WorkerEnv {
   WorkerService* cacheService() noexcept { return cache_.get(); }
   void setCacheService(std::unique_ptr<WorkerService> service) noexcept {
     cache_ = std::move(service);
+  }
+  // What protocol `p` keeps per worker beyond the buffer pool (HTTP: its pool of exchanges,
+  // lb/proxy/http/http_exchange.h), made by the protocol on first use; nullptr until then.
+  ProtocolWorkerState* protocolState(Protocol p) noexcept {
+    return protocol_state_[static_cast<size_t>(p)].get();
+  }
+  void setProtocolState(Protocol p, std::unique_ptr<ProtocolWorkerState> state) noexcept {
+    protocol_state_[static_cast<size_t>(p)] = std::move(state);
   }
   // nullptr while the worker has none (the access log itself may be off: enabled()).
   AccessLog* accessLog() const noexcept { return access_log_; }
@@ -106,6 +117,7 @@ class WorkerEnv {
   bool draining_ = false;
   SessionList sessions_;
   std::unique_ptr<WorkerService> cache_;
+  std::array<std::unique_ptr<ProtocolWorkerState>, kProtocolCount> protocol_state_;
   uint64_t accepted_ = 0;
   uint64_t random_;
 };

@@ -282,6 +282,25 @@ TEST(HttpParserStrictTest, ErrorsSayWhy) {
   EXPECT_NE(std::string(p.errorReason()).find("obs-fold"), std::string::npos) << p.errorReason();
 }
 
+TEST(HttpParserStrictTest, AResetParserJudgesTheNextMessageAsANewOneWould) {
+  // The first message fails inside a chunk extension; after reset() an empty extension name
+  // must still be refused, as a fresh parser refuses it.
+  HttpParser p(HTTP_REQUEST);
+  std::string first = kChunked + "2;" + std::string(HttpParser::kMaxChunkExtensionBytes + 8, 'e');
+  size_t c = 0;
+  ASSERT_EQ(p.feed(first.data(), first.data(), first.size(), &c),
+            HttpParser::Result::kHeadComplete);
+  p.resumeAfterHead(false);
+  ASSERT_EQ(p.feed(first.data(), first.data() + c, first.size() - c, &c),
+            HttpParser::Result::kError);
+  p.reset();
+  std::string next = kChunked + "2;=v\r\nhi\r\n0\r\n\r\n";
+  ASSERT_EQ(p.feed(next.data(), next.data(), next.size(), &c), HttpParser::Result::kHeadComplete);
+  p.resumeAfterHead(false);
+  EXPECT_EQ(p.feed(next.data(), next.data() + c, next.size() - c, &c),
+            HttpParser::Result::kError);
+}
+
 TEST(HttpParserStrictTest, PipelinedMessagesAreEachJudged) {
   std::string s = kGet + "\r\n" + kGet + "X-A: a\r\n b\r\n\r\n";
   HttpParser p(HTTP_REQUEST);

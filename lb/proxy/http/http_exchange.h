@@ -1,8 +1,12 @@
 // One request and its response on an HttpSession (lb/proxy/http/http_session.h): what the
 // request's head said, how its backend is chosen and retried, how far the request and the
-// response have got, and what the request's access-log line will say. Plain data owned by
-// the session; reset() when the next request begins, so nothing of one request leaks into the
-// next one's line or metrics.
+// response have got, what the request's access-log line will say, and the two parsers and
+// header views that read it. Nothing here is needed while the connection waits for a
+// request, so the session holds an HttpExchange only from the request's first byte (or from
+// an answer lb gives before one, such as a 408) until the exchange ends: it takes one from
+// its worker's HttpExchangePool and gives it back, and an idle keep-alive connection costs
+// only the session itself. reset() when the next request begins, so nothing of one request
+// leaks into the next one's line or metrics.
 //
 // Progress, while the session is in kConnecting or kExchange:
 //
@@ -24,10 +28,14 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 
 #include "lb/core/http_fields.h"
 #include "lb/core/stats.h"
+#include "lb/http/parser.h"
 #include "lb/routing/snapshot.h"
+#include "lb/runtime/object_pool.h"
+#include "lb/runtime/worker_env.h"
 
 namespace lb {
 
@@ -89,9 +97,13 @@ struct HttpExchange {
   bool keep_client = false;
   GeneratedCookie cookie;        // a generated affinity cookie to set on the response
   ExchangeLog log;
+  HttpParser req{HTTP_REQUEST};   // the request, parsed in the session's in_ block
+  HttpParser resp{HTTP_RESPONSE}; // the response, parsed in its upin_ block
+  HttpHeader view_headers[ParsedHead::kMaxHeaders];   // the head as the key policies see it
 
   // The next request begins. Only the small fields: the log's character arrays are read up
-  // to their lengths.
+  // to their lengths, the header views up to the head's count, and the parsers are reset
+  // where a message begins (the request's by the session, the response's per attempt).
   void reset() noexcept {
     facts = {};
     route = {};
@@ -106,6 +118,34 @@ struct HttpExchange {
   }
   // The client has a response head: from here a failure can only cut the response short.
   bool headSentToClient() const noexcept { return response >= ResponsePhase::kBody; }
+};
+
+// A worker's free list of exchanges (lb/runtime/object_pool.h), made on the first HTTP
+// request the worker sees. Keeps up to kMaxFree of them: as many as the blocks its buffer pool
+// keeps (each exchange in flight holds at least one), about 9 MiB at most. Loop thread only.
+class HttpExchangePool final : public ProtocolWorkerState {
+ public:
+  static constexpr size_t kMaxFree = 1024;
+
+  // The worker's pool, made on first use; nullptr only when memory is exhausted.
+  static HttpExchangePool* of(WorkerEnv& env) noexcept {
+    auto* state = env.protocolState(Protocol::kHttp);
+    if (state == nullptr) {
+      try {
+        auto made = std::make_unique<HttpExchangePool>();
+        state = made.get();
+        env.setProtocolState(Protocol::kHttp, std::move(made));
+      } catch (...) {
+        return nullptr;
+      }
+    }
+    return static_cast<HttpExchangePool*>(state);
+  }
+
+  ObjectPool<HttpExchange>& exchanges() noexcept { return pool_; }
+
+ private:
+  ObjectPool<HttpExchange> pool_{kMaxFree};
 };
 
 }  // namespace lb

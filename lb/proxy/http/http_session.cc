@@ -46,6 +46,7 @@ HttpSession::HttpSession(WorkerEnv* worker, const std::shared_ptr<const Snapshot
 }
 
 HttpSession::~HttpSession() {
+  releaseExchange();
   releaseBlock(&in_);
   releaseBlock(&upin_);
   worker_->buffers().put(out_);
@@ -131,7 +132,13 @@ void HttpSession::setDownReading(bool on) noexcept {
 }
 
 void HttpSession::handleDownRead(ssize_t n) noexcept {
-  if (state_ == State::kClosed || n == 0) return;
+  if (state_ == State::kClosed) return;
+  if (n == 0) {
+    // libuv took a block from onDownAlloc and the read found nothing (EAGAIN): a connection
+    // waiting for its request must not keep it.
+    if ((state_ == State::kIdle || state_ == State::kHead) && in_.len == 0) releaseBlock(&in_);
+    return;
+  }
   if (n == UV_ENOBUFS) {   // the block is full: wait until it drains (never spin on it)
     setDownReading(false);
     return;
@@ -144,11 +151,19 @@ void HttpSession::handleDownRead(ssize_t n) noexcept {
   switch (state_) {
     case State::kIdle:
       // The next request's first byte: from now on its head owes the header timeout.
+      if (!acquireExchange()) {
+        closeAll();
+        return;
+      }
       state_ = State::kHead;
       armTimer(lst_->config->timeouts.header.count());
       processHead();
       return;
     case State::kHead:
+      if (!acquireExchange()) {   // a new connection's first byte
+        closeAll();
+        return;
+      }
       processHead();
       return;
     case State::kConnecting:
@@ -158,7 +173,7 @@ void HttpSession::handleDownRead(ssize_t n) noexcept {
       return;
     case State::kExchange:
       touch(lst_->config->timeouts.idle.count());
-      if (ex_.request == RequestPhase::kBody) {
+      if (ex_->request == RequestPhase::kBody) {
         pumpRequest();
         return;
       }
@@ -216,7 +231,7 @@ int HttpSession::writeDown(const char* p, size_t n) noexcept {
 int HttpSession::writeDownBufs(uv_buf_t* bufs, unsigned count) noexcept {
   size_t total = 0;
   for (unsigned i = 0; i < count; ++i) total += bufs[i].len;
-  ex_.log.bytes_out += total;
+  ex_->log.bytes_out += total;
   uv_stream_t* s = reinterpret_cast<uv_stream_t*>(&down_);
   int w = uv_try_write(s, bufs, count);
   if (w >= 0 && static_cast<size_t>(w) == total) return 0;
@@ -266,8 +281,14 @@ void HttpSession::handleDownWrite(int status) noexcept {
 void HttpSession::sendError(int status, HttpErrorReason reason) noexcept {
   if (state_ == State::kClosed || state_ == State::kLingering) return;
   lstats_->http_errors[static_cast<int>(reason)].add();
+  // An answer before the request's first byte (408 from accept, 503 over the limit) has its
+  // access-log line too.
+  if (!acquireExchange()) {
+    closeAll();
+    return;
+  }
   releaseUpstream(false);
-  if (ex_.headSentToClient()) {   // the client already has a head: all lb can do is cut it
+  if (ex_->headSentToClient()) {   // the client already has a head: all lb can do is cut it
     closeAll();
     return;
   }
@@ -286,6 +307,7 @@ void HttpSession::sendError(int status, HttpErrorReason reason) noexcept {
 void HttpSession::lingerClose() noexcept {
   state_ = State::kLingering;
   releaseUpstream(false);
+  releaseExchange();   // recorded: nothing of the request is read again
   if (uv_shutdown(&shutdown_req_, reinterpret_cast<uv_stream_t*>(&down_), onShutdown) == 0)
     ++pending_;
   in_.len = in_.pos = 0;
@@ -313,12 +335,12 @@ void HttpSession::handleTimer() noexcept {
       upstreamFailed(true);
       return;
     case State::kExchange:
-      if (ex_.headSentToClient()) {
+      if (ex_->headSentToClient()) {
         closeAll();
       } else {
         // The backend's fault only if it had the whole request (a client that stalls in
         // its body times out the same way).
-        if (ex_.request == RequestPhase::kDone)
+        if (ex_->request == RequestPhase::kDone)
           attempt_.reportFailure(BackendFailure::kResponseTimeout);
         sendError(504, HttpErrorReason::kBackendTimeout);
       }
@@ -346,14 +368,32 @@ void HttpSession::releaseBlock(Block* b) noexcept {
   b->len = b->pos = 0;
 }
 
+bool HttpSession::acquireExchange() noexcept {
+  if (ex_ != nullptr) return true;
+  HttpExchangePool* pool = HttpExchangePool::of(*worker_);
+  ex_ = pool != nullptr ? pool->exchanges().get() : nullptr;
+  if (ex_ == nullptr) return false;
+  ex_->reset();
+  ex_->req.reset();
+  return true;
+}
+
+// Callers make sure nothing reads ex_ afterwards: every handler checks state_ before ex_,
+// and the states that release it (kIdle, kLingering, kClosed) never read it.
+void HttpSession::releaseExchange() noexcept {
+  if (ex_ == nullptr) return;
+  HttpExchangePool::of(*worker_)->exchanges().put(ex_);   // the pool exists: ex_ came from it
+  ex_ = nullptr;
+}
+
 void HttpSession::abort() noexcept { closeAll(); }
 
 void HttpSession::drain() noexcept {
   // Idle between requests, or a new connection that has sent nothing: close now. Otherwise
   // the response in flight carries Connection: close (worker_->draining() is read when its
   // head is written).
-  if (state_ == State::kIdle || (state_ == State::kHead && in_.len == 0 && !req_.started()))
-    closeAll();
+  const bool nothing_yet = in_.len == 0 && (ex_ == nullptr || !ex_->req.started());
+  if (state_ == State::kIdle || (state_ == State::kHead && nothing_yet)) closeAll();
 }
 
 void HttpSession::closeAll() noexcept {

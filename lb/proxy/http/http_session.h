@@ -31,11 +31,13 @@
 //                                                                      error, abort
 //
 //   kHead        Reads and parses the head in place; timeouts.header runs from accept or
-//                from the first byte. Complete head -> kConnecting. Malformed, too large,
-//                no key under `reject`, header timeout -> 400/413/414/431/505/408 and
-//                kLingering.
+//                from the first byte. The first byte takes a block and an HttpExchange (a
+//                new connection that has sent nothing holds neither). Complete head ->
+//                kConnecting. Malformed, too large, no key under `reject`, header timeout ->
+//                400/413/414/431/505/408 and kLingering.
 //   kIdle        Keep-alive between requests, nothing of the next one yet. A byte -> kHead;
-//                timeouts.idle, drain or EOF -> kClosed, quietly.
+//                timeouts.idle, drain or EOF -> kClosed, quietly. Holds no buffer block and
+//                no HttpExchange (parsers, header views, log): only the session itself.
 //   kConnecting  A backend is picked. A pooled connection, or the connect completing ->
 //                kExchange. Connect refused or timeouts.connect -> the next host (stays), or
 //                502 -> kLingering when retries are spent; no usable host -> 503.
@@ -47,6 +49,7 @@
 //   kTunnel      Bytes both ways (TunnelPhase). A side's EOF -> kClosed once what it sent
 //                is out; timeouts.idle -> kClosed.
 //   kLingering   lb has answered: half-closed, discarding input. Client EOF or 1 s -> kClosed.
+//                The exchange is given back on entry.
 //   kClosed      Handles closing; the session frees itself after the last callback.
 //   Any state: the client's EOF mid-request, a write error, a response cut short, or abort
 //   (stop) -> kClosed.
@@ -101,8 +104,9 @@
 // (request heads, keys, request bodies, keep-alive), http_session_upstream.cc (pick, connect,
 // retry, the response), http_session_tunnel.cc (after a 101).
 //
-// Lifetime: owns down_ and timer_ (and the UpstreamConn while it uses it); neither copied nor
-// moved; handle.data = this; counts pending callbacks and deletes itself after the last.
+// Lifetime: owns down_ and timer_ (and the UpstreamConn and the HttpExchange while it uses
+// them); neither copied nor moved; handle.data = this; counts pending callbacks and deletes
+// itself after the last.
 #pragma once
 
 #include <uv.h>
@@ -201,6 +205,10 @@ class HttpSession final : public Session, public UpstreamOwner {
   void armTimer(uint64_t ms) noexcept;
   void touch(uint64_t ms) noexcept;   // pushes the activity deadline out
   void releaseBlock(Block* b) noexcept;
+  // ex_ from the worker's pool, reset for a new request; false (ex_ stays null) only when
+  // memory is exhausted. acquireExchange keeps an ex_ already held.
+  bool acquireExchange() noexcept;
+  void releaseExchange() noexcept;
 
   // Requests (http_session_request.cc).
   void processHead() noexcept;
@@ -250,8 +258,6 @@ class HttpSession final : public Session, public UpstreamOwner {
   // Bytes of rout_ not yet written: the final response head waits for the body bytes that
   // came with it, so both leave in one writev (pumpResponse).
   uint32_t rout_pending_ = 0;
-  HttpParser req_{HTTP_REQUEST};
-  HttpParser resp_{HTTP_RESPONSE};
   uint32_t head_end_ = 0;        // in_ offset just past the request head
 
   sockaddr_storage peer_{};
@@ -263,8 +269,10 @@ class HttpSession final : public Session, public UpstreamOwner {
   // load from the pick until releaseUpstream (lb/runtime/backend_attempt.h).
   BackendAttempt attempt_;
   UpstreamConn* up_ = nullptr;   // the connection of the current attempt
-  HttpExchange ex_;              // the request in flight (or the next one's, when idle)
-  HttpHeader view_headers_[ParsedHead::kMaxHeaders];
+  // The request in flight, from the worker's HttpExchangePool: taken at the request's first
+  // byte (or when lb answers before one), given back when the connection goes idle, lingers
+  // or closes. Null in kIdle and in kHead before the first byte.
+  HttpExchange* ex_ = nullptr;
 };
 
 }  // namespace lb

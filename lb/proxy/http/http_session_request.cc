@@ -16,13 +16,13 @@ namespace lb {
 void HttpSession::processHead() noexcept {
   if (in_.len == in_.pos) return;
   size_t consumed = 0;
-  auto r = req_.feed(in_.buf, in_.buf + in_.pos, in_.len - in_.pos, &consumed);
+  auto r = ex_->req.feed(in_.buf, in_.buf + in_.pos, in_.len - in_.pos, &consumed);
   const uint32_t max_head =
       std::min<uint32_t>(lst_->config->limits.max_header_bytes, BufferPool::kBlockSize);
   // Over the limit: 414 while the request-target is what does not fit (RFC 9112 §3), else 431.
   auto tooLarge = [&] {
-    const ParsedHead& h = req_.head();
-    bool uri = !req_.urlComplete() || h.url.off + h.url.len > max_head;
+    const ParsedHead& h = ex_->req.head();
+    bool uri = !ex_->req.urlComplete() || h.url.off + h.url.len > max_head;
     sendError(uri ? 414 : 431, HttpErrorReason::kHeaderTooLarge);
   };
   switch (r) {
@@ -41,8 +41,8 @@ void HttpSession::processHead() noexcept {
       return;
     case HttpParser::Result::kMessageComplete:   // cannot happen before a head
     case HttpParser::Result::kError:
-      LB_DEBUG("http: refused request: %s", req_.errorReason());
-      switch (req_.error()) {
+      LB_DEBUG("http: refused request: %s", ex_->req.errorReason());
+      switch (ex_->req.error()) {
         case HttpParser::Error::kTooManyHeaders:
           sendError(431, HttpErrorReason::kHeaderTooLarge);
           return;
@@ -66,35 +66,35 @@ void HttpSession::processHead() noexcept {
 // EOF) waits in the block and is handled by handleDownRead per state. Switching read interest
 // off and on around every exchange cost two epoll_ctl calls per request.
 void HttpSession::onRequestHead() noexcept {
-  ex_.log.start_ns = uv_hrtime();
-  const ParsedHead& h = req_.head();
+  ex_->log.start_ns = uv_hrtime();
+  const ParsedHead& h = ex_->req.head();
   const char* base = in_.buf;
   {
     std::string_view m = h.method.in(base), u = h.url.in(base);
-    ex_.log.method_len = static_cast<uint8_t>(std::min(m.size(), sizeof ex_.log.method));
-    memcpy(ex_.log.method, m.data(), ex_.log.method_len);
-    ex_.log.path_len = static_cast<uint16_t>(std::min(u.size(), sizeof ex_.log.path));
-    memcpy(ex_.log.path, u.data(), ex_.log.path_len);
-    ex_.log.bytes_in = head_end_;
+    ex_->log.method_len = static_cast<uint8_t>(std::min(m.size(), sizeof ex_->log.method));
+    memcpy(ex_->log.method, m.data(), ex_->log.method_len);
+    ex_->log.path_len = static_cast<uint16_t>(std::min(u.size(), sizeof ex_->log.path));
+    memcpy(ex_->log.path, u.data(), ex_->log.path_len);
+    ex_->log.bytes_in = head_end_;
   }
   // The parser has judged the head (Host, target, framing: lb/http/parser.h); a proxy in
   // front of caches does not tunnel CONNECT.
-  if (req_.method() == HTTP_CONNECT) {
+  if (ex_->req.method() == HTTP_CONNECT) {
     sendError(400, HttpErrorReason::kMalformed);
     return;
   }
-  RequestFacts& f = ex_.facts;
-  f.head_method = req_.method() == HTTP_HEAD;
+  RequestFacts& f = ex_->facts;
+  f.head_method = ex_->req.method() == HTTP_HEAD;
   f.http10 = h.http_major == 1 && h.http_minor == 0;
-  f.upgrade = req_.upgrade();
-  f.keep_alive = req_.keepAlive();
-  f.retryable = isIdempotentMethod(req_.method()) && !req_.hasBody();
+  f.upgrade = ex_->req.upgrade();
+  f.keep_alive = ex_->req.keepAlive();
+  f.retryable = isIdempotentMethod(ex_->req.method()) && !ex_->req.hasBody();
   if (!deriveKey()) {
     sendError(400, HttpErrorReason::kMissingKey);
     return;
   }
-  if (ex_.route.source == KeySource::kKey)
-    attempt_.begin(*worker_, *lst_, *cluster_, ex_.route.hash);
+  if (ex_->route.source == KeySource::kKey)
+    attempt_.begin(*worker_, *lst_, *cluster_, ex_->route.hash);
   else   // random or round_robin: the runtime routes it (lb/runtime/backend_attempt.h)
     attempt_.beginKeyless(*worker_, *lst_, *cluster_);
   if (!attempt_.pickFirst()) {   // no backend, or every one down
@@ -104,17 +104,17 @@ void HttpSession::onRequestHead() noexcept {
   connectUpstream(Pooling::kReuseIdle);
 }
 
-// Fills ex_.route's source (and hash, for a key) from the head viewed in place.
+// Fills ex_->route's source (and hash, for a key) from the head viewed in place.
 // False when the request has no key and the listener rejects such requests.
 bool HttpSession::deriveKey() noexcept {
-  Route& r = ex_.route;
+  Route& r = ex_->route;
   if (lst_->keys != nullptr) {
-    HttpRequestView view = requestView(req_.head(), in_.buf, view_headers_);
+    HttpRequestView view = requestView(ex_->req.head(), in_.buf, ex_->view_headers);
     KeyContext ctx;
     ctx.peer = reinterpret_cast<const sockaddr*>(&peer_);
     ctx.local = reinterpret_cast<const sockaddr*>(&local_);
     ctx.request = &view;
-    ctx.cookie_out = &ex_.cookie;
+    ctx.cookie_out = &ex_->cookie;
     if (lst_->keys->compute(ctx, cluster_->selector->key_hash, &r.hash)) {
       r.source = KeySource::kKey;
       return true;
@@ -137,16 +137,16 @@ bool HttpSession::deriveKey() noexcept {
 // write at a time (a queued write stops reading from the client until onUpstreamWrite). At
 // the end of the request, kDone: reading goes on only to see the client leave.
 void HttpSession::pumpRequest() noexcept {
-  while (state_ == State::kExchange && ex_.request == RequestPhase::kBody && up_ != nullptr &&
+  while (state_ == State::kExchange && ex_->request == RequestPhase::kBody && up_ != nullptr &&
          !up_->writing()) {
     size_t consumed = 0;
-    auto r = req_.feed(in_.buf, in_.buf + in_.pos, in_.len - in_.pos, &consumed);
+    auto r = ex_->req.feed(in_.buf, in_.buf + in_.pos, in_.len - in_.pos, &consumed);
     if (r == HttpParser::Result::kError) {
       // Bad framing mid-body: nothing more may reach the backend.
       releaseUpstream(false);
-      if (!ex_.headSentToClient())
-        sendError(req_.error() == HttpParser::Error::kBodyTooLarge ? 413 : 400,
-                  req_.error() == HttpParser::Error::kBodyTooLarge
+      if (!ex_->headSentToClient())
+        sendError(ex_->req.error() == HttpParser::Error::kBodyTooLarge ? 413 : 400,
+                  ex_->req.error() == HttpParser::Error::kBodyTooLarge
                       ? HttpErrorReason::kBodyTooLarge
                       : HttpErrorReason::kMalformed);
       else
@@ -155,10 +155,10 @@ void HttpSession::pumpRequest() noexcept {
     }
     const char* chunk = in_.buf + in_.pos;
     in_.pos += static_cast<uint32_t>(consumed);
-    if (r == HttpParser::Result::kMessageComplete) ex_.request = RequestPhase::kDone;
+    if (r == HttpParser::Result::kMessageComplete) ex_->request = RequestPhase::kDone;
     if (consumed > 0) {
-      ex_.route.stats->bytes_tx.add(consumed);
-      ex_.log.bytes_in += consumed;
+      ex_->route.stats->bytes_tx.add(consumed);
+      ex_->log.bytes_in += consumed;
       int w = up_->write(chunk, consumed);
       if (w < 0) {
         upstreamFailed(false);
@@ -169,7 +169,7 @@ void HttpSession::pumpRequest() noexcept {
         return;   // onUpstreamWrite resumes
       }
     }
-    if (ex_.request == RequestPhase::kDone) break;
+    if (ex_->request == RequestPhase::kDone) break;
     if (r == HttpParser::Result::kNeedMore) {
       // Everything buffered went out: the head is no longer needed, reuse the block.
       in_.len = in_.pos = 0;
@@ -178,18 +178,18 @@ void HttpSession::pumpRequest() noexcept {
       return;
     }
   }
-  if (state_ == State::kExchange && ex_.request == RequestPhase::kDone) {
+  if (state_ == State::kExchange && ex_->request == RequestPhase::kDone) {
     // Keep reading, to notice a client that leaves while the backend works (handleDownRead
     // queues pipelined bytes without parsing them).
     setDownReading(in_.len < BufferPool::kBlockSize);
-    if (ex_.response == ResponsePhase::kDone && !io_.down_writing) finishExchange();
+    if (ex_->response == ResponsePhase::kDone && !io_.down_writing) finishExchange();
   }
 }
 
 // After a complete exchange with keep-alive: kIdle, or kHead at once when the next request's
 // bytes are already here.
 void HttpSession::nextRequest() noexcept {
-  req_.reset();
+  ex_->req.reset();
   // Pipelined bytes move to the front: the next head is parsed from offset 0.
   if (in_.buf != nullptr) {
     uint32_t rest = in_.len - in_.pos;
@@ -199,7 +199,7 @@ void HttpSession::nextRequest() noexcept {
     if (rest == 0) releaseBlock(&in_);
   }
   head_end_ = 0;
-  ex_.reset();
+  ex_->reset();
   // Between requests the connection moves to the newest snapshot, if its listener is there.
   const auto& current = worker_->snapshot();
   if (current != nullptr && current->generation != snap_->generation) {
@@ -223,6 +223,7 @@ void HttpSession::nextRequest() noexcept {
     processHead();
   } else {
     state_ = State::kIdle;
+    releaseExchange();   // an idle connection holds only the session (and no block either)
     armTimer(lst_->config->timeouts.idle.count());
   }
   if (state_ == State::kIdle || state_ == State::kHead) setDownReading(true);

@@ -24,7 +24,7 @@ void HttpSession::pumpTunnel() noexcept {
       const char* p = in_.buf + in_.pos;
       size_t n = in_.len - in_.pos;
       in_.pos = in_.len;
-      ex_.route.stats->bytes_tx.add(n);
+      ex_->route.stats->bytes_tx.add(n);
       int w = up_->write(p, n);
       if (w < 0) {
         closeAll();

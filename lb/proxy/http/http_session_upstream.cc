@@ -16,13 +16,13 @@ namespace lb {
 // onUpstreamConnect, so the session's timer rests meanwhile.
 void HttpSession::connectUpstream(Pooling pooling) noexcept {
   state_ = State::kConnecting;   // until a connection to the backend is ready
-  Route& route = ex_.route;
+  Route& route = ex_->route;
   route.backend = attempt_.backend();
   route.stats = attempt_.stats();
   // A new attempt: the head goes (again) to a new connection, and nothing came back yet.
-  ex_.request = RequestPhase::kHead;
-  ex_.response = ResponsePhase::kAwaiting;
-  resp_.reset();
+  ex_->request = RequestPhase::kHead;
+  ex_->response = ResponsePhase::kAwaiting;
+  ex_->resp.reset();
   int err = 0;
   up_ = attempt_.connect(this, pooling, &err);
   if (up_ == nullptr) {
@@ -41,7 +41,7 @@ void HttpSession::connectUpstream(Pooling pooling) noexcept {
 void HttpSession::onUpstreamConnect(int status) noexcept {
   if (state_ != State::kConnecting) return;
   if (status < 0) {
-    LB_DEBUG("http: connect %s: %s", ex_.route.backend->config->address.c_str(),
+    LB_DEBUG("http: connect %s: %s", ex_->route.backend->config->address.c_str(),
              uv_strerror(status));
     attempt_.reportConnectFailure(status);
     upstreamFailed(true);
@@ -55,15 +55,17 @@ void HttpSession::onUpstreamConnect(int status) noexcept {
 // the next host when it is safe to send again, else 502); one whose answer is under way
 // finishes or times out as it would have.
 void HttpSession::backendDown(const BackendState& backend) noexcept {
-  if (up_ == nullptr || ex_.route.backend == nullptr || ex_.route.backend->state.get() != &backend)
+  // up_ is set only while an exchange is in flight, so ex_ is too.
+  if (up_ == nullptr || ex_->route.backend == nullptr ||
+      ex_->route.backend->state.get() != &backend)
     return;
   switch (state_) {
     case State::kConnecting:
       upstreamFailed(true);
       return;
     case State::kExchange:
-      if (ex_.response != ResponsePhase::kAwaiting) return;
-      ex_.route.fresh_retries = Route::kFreshRetries;   // never the same host on a new connection
+      if (ex_->response != ResponsePhase::kAwaiting) return;
+      ex_->route.fresh_retries = Route::kFreshRetries;   // never the same host on a new connection
       upstreamFailed(false);
       return;
     case State::kTunnel:
@@ -79,8 +81,8 @@ void HttpSession::backendDown(const BackendState& backend) noexcept {
 void HttpSession::sendRequestHead() noexcept {
   state_ = State::kExchange;
   if (out_ == nullptr) out_ = worker_->buffers().get();
-  UpstreamRequestOptions opt{{client_ip_, client_ip_len_}, ex_.facts.upgrade};
-  size_t n = writeUpstreamRequest(req_.head(), in_.buf, opt, out_, BufferPool::kBlockSize);
+  UpstreamRequestOptions opt{{client_ip_, client_ip_len_}, ex_->facts.upgrade};
+  size_t n = writeUpstreamRequest(ex_->req.head(), in_.buf, opt, out_, BufferPool::kBlockSize);
   if (n == 0) {
     sendError(431, HttpErrorReason::kHeaderTooLarge);
     return;
@@ -92,7 +94,7 @@ void HttpSession::sendRequestHead() noexcept {
     return;
   }
   io_.up_reading = true;
-  ex_.route.stats->bytes_tx.add(n);
+  ex_->route.stats->bytes_tx.add(n);
   int w = up_->write(out_, n);
   if (w < 0) {
     upstreamFailed(false);
@@ -106,11 +108,11 @@ void HttpSession::sendRequestHead() noexcept {
 void HttpSession::afterRequestHeadWritten() noexcept {
   worker_->buffers().put(out_);
   out_ = nullptr;
-  if (req_.messageDone()) {
-    ex_.request = RequestPhase::kDone;
+  if (ex_->req.messageDone()) {
+    ex_->request = RequestPhase::kDone;
   } else {
-    ex_.request = RequestPhase::kBody;
-    req_.resumeAfterHead(false);
+    ex_->request = RequestPhase::kBody;
+    ex_->req.resumeAfterHead(false);
   }
   pumpRequest();
 }
@@ -119,13 +121,13 @@ void HttpSession::onUpstreamWrite(int status) noexcept {
   switch (state_) {
     case State::kExchange:
       if (status < 0) {
-        if (!up_->reused() && ex_.response == ResponsePhase::kAwaiting)
+        if (!up_->reused() && ex_->response == ResponsePhase::kAwaiting)
           attempt_.reportFailure(BackendFailure::kConnectReset);
         upstreamFailed(false);
         return;
       }
       touch(lst_->config->timeouts.idle.count());
-      if (ex_.request == RequestPhase::kHead)
+      if (ex_->request == RequestPhase::kHead)
         afterRequestHeadWritten();
       else
         pumpRequest();
@@ -149,15 +151,15 @@ void HttpSession::upstreamFailed(bool connect_failure) noexcept {
   bool reused = up_ != nullptr && up_->reused();
   releaseUpstream(false);
   if (state_ == State::kClosed || state_ == State::kLingering) return;
-  if (ex_.headSentToClient()) {
+  if (ex_->headSentToClient()) {
     closeAll();
     return;
   }
   // Safe to send again: nothing reached the backend (connect failure), or it was an
   // idempotent bodiless request and no response byte came back.
-  Route& route = ex_.route;
+  Route& route = ex_->route;
   bool safe = connect_failure ||
-              (ex_.response == ResponsePhase::kAwaiting && ex_.facts.retryable);
+              (ex_->response == ResponsePhase::kAwaiting && ex_->facts.retryable);
   if (safe && reused && !connect_failure && route.fresh_retries < Route::kFreshRetries) {
     // A pooled connection the backend had closed under us: the same host on a fresh one.
     ++route.fresh_retries;
@@ -221,8 +223,8 @@ void HttpSession::onUpstreamRead(ssize_t n, const uv_buf_t*) noexcept {
     return;
   }
   upin_.len += static_cast<uint32_t>(n);
-  if (ex_.response == ResponsePhase::kAwaiting) ex_.response = ResponsePhase::kHead;
-  ex_.route.stats->bytes_rx.add(static_cast<uint64_t>(n));
+  if (ex_->response == ResponsePhase::kAwaiting) ex_->response = ResponsePhase::kHead;
+  ex_->route.stats->bytes_rx.add(static_cast<uint64_t>(n));
   touch(lst_->config->timeouts.idle.count());
   if (state_ == State::kTunnel)
     pumpTunnel();
@@ -238,7 +240,7 @@ void HttpSession::handleBackendEof(ssize_t n) noexcept {
     return;
   }
   if (state_ != State::kExchange) return;
-  switch (ex_.response) {
+  switch (ex_->response) {
     case ResponsePhase::kAwaiting:   // nothing came back: maybe retry
       // A new connection that ends before a byte is the backend's failure; a pooled one that
       // the backend had closed while idle is keep-alive's race, not a failure.
@@ -250,12 +252,12 @@ void HttpSession::handleBackendEof(ssize_t n) noexcept {
       sendError(502, HttpErrorReason::kBackendFailed);
       return;
     case ResponsePhase::kBody:
-      if (n == UV_EOF && resp_.needsEof()) {
+      if (n == UV_EOF && ex_->resp.needsEof()) {
         // The body ran until the backend closed: that EOF is its end (Connection: close was
         // already promised to the client).
-        resp_.finishAtEof();
-        ex_.response = ResponsePhase::kDone;
-        ex_.keep_client = false;
+        ex_->resp.finishAtEof();
+        ex_->response = ResponsePhase::kDone;
+        ex_->keep_client = false;
         releaseUpstream(false);
         if (!io_.down_writing) finishExchange();
         return;
@@ -276,23 +278,23 @@ void HttpSession::pumpResponse() noexcept {
     rout_ = nullptr;
   }
   while (state_ == State::kExchange && !io_.down_writing &&
-         ex_.response != ResponsePhase::kDone) {
+         ex_->response != ResponsePhase::kDone) {
     if (upin_.buf == nullptr) {
       setUpReading(true);
       return;
     }
-    if (!resp_.headDone()) {
-      if (!resp_.started() && upin_.pos > 0) {   // a new head starts at offset 0
+    if (!ex_->resp.headDone()) {
+      if (!ex_->resp.started() && upin_.pos > 0) {   // a new head starts at offset 0
         uint32_t rest = upin_.len - upin_.pos;
         memmove(upin_.buf, upin_.buf + upin_.pos, rest);
         upin_.len = rest;
         upin_.pos = 0;
       }
       size_t c = 0;
-      auto r = resp_.feed(upin_.buf, upin_.buf + upin_.pos, upin_.len - upin_.pos, &c);
+      auto r = ex_->resp.feed(upin_.buf, upin_.buf + upin_.pos, upin_.len - upin_.pos, &c);
       if (r == HttpParser::Result::kError) {
         LB_DEBUG("http: malformed response from %s: %s",
-                 ex_.route.backend->config->name.c_str(), resp_.errorReason());
+                 ex_->route.backend->config->name.c_str(), ex_->resp.errorReason());
         releaseUpstream(false);
         sendError(502, HttpErrorReason::kBackendFailed);
         return;
@@ -311,14 +313,14 @@ void HttpSession::pumpResponse() noexcept {
       continue;
     }
     size_t c = 0;
-    auto r = resp_.feed(upin_.buf, upin_.buf + upin_.pos, upin_.len - upin_.pos, &c);
+    auto r = ex_->resp.feed(upin_.buf, upin_.buf + upin_.pos, upin_.len - upin_.pos, &c);
     if (r == HttpParser::Result::kError) {
       closeAll();   // bad framing mid-body: cut the client short rather than pass it on
       return;
     }
     const char* chunk = upin_.buf + upin_.pos;
     upin_.pos += static_cast<uint32_t>(c);
-    if (r == HttpParser::Result::kMessageComplete) ex_.response = ResponsePhase::kDone;
+    if (r == HttpParser::Result::kMessageComplete) ex_->response = ResponsePhase::kDone;
     if (c > 0 || rout_pending_ > 0) {
       // The head (when still pending) and these body bytes in one writev.
       uv_buf_t bufs[2];
@@ -333,39 +335,39 @@ void HttpSession::pumpResponse() noexcept {
       }
       if (w == 1) return;   // handleDownWrite resumes
     }
-    if (ex_.response == ResponsePhase::kDone) break;
+    if (ex_->response == ResponsePhase::kDone) break;
     upin_.len = upin_.pos = 0;
     setUpReading(true);
     return;
   }
-  if (state_ == State::kExchange && ex_.response == ResponsePhase::kDone && !io_.down_writing)
+  if (state_ == State::kExchange && ex_->response == ResponsePhase::kDone && !io_.down_writing)
     finishExchange();
 }
 
 // A complete response head: an interim 1xx passes through (still ResponsePhase kHead), a 101
 // starts the tunnel, anything else goes down rewritten (kBody).
 void HttpSession::onResponseHead() noexcept {
-  const ParsedHead& h = resp_.head();
+  const ParsedHead& h = ex_->resp.head();
   const int status = h.status;
   if (rout_ == nullptr) rout_ = worker_->buffers().get();
   if (status >= 100 && status < 200 && status != 101) {
     // Interim (100 Continue, 103): passed on, and the final response follows on the same
     // parser. Never to an HTTP/1.0 client (RFC 9110 §15.2).
     size_t n = 0;
-    if (!ex_.facts.http10) {
+    if (!ex_->facts.http10) {
       DownstreamResponseOptions opt;
       n = writeDownstreamResponse(h, upin_.buf, opt, rout_, BufferPool::kBlockSize);
     }
     // h is cleared from here on: the parser moves to the final response.
-    resp_.resumeAfterHead(false);
+    ex_->resp.resumeAfterHead(false);
     size_t c = 0;
-    resp_.feed(upin_.buf, upin_.buf + upin_.pos, 0, &c);
-    resp_.nextMessage();
-    if (!ex_.facts.http10 && (n == 0 || writeDown(rout_, n) < 0)) closeAll();
+    ex_->resp.feed(upin_.buf, upin_.buf + upin_.pos, 0, &c);
+    ex_->resp.nextMessage();
+    if (!ex_->facts.http10 && (n == 0 || writeDown(rout_, n) < 0)) closeAll();
     return;
   }
   if (status == 101) {
-    if (!ex_.facts.upgrade) {
+    if (!ex_->facts.upgrade) {
       releaseUpstream(false);
       sendError(502, HttpErrorReason::kBackendFailed);
       return;
@@ -373,8 +375,8 @@ void HttpSession::onResponseHead() noexcept {
     DownstreamResponseOptions opt;
     opt.upgrade = true;
     size_t n = writeDownstreamResponse(h, upin_.buf, opt, rout_, BufferPool::kBlockSize);
-    ex_.status = status;
-    ex_.response = ResponsePhase::kBody;
+    ex_->status = status;
+    ex_->response = ResponsePhase::kBody;
     attempt_.reportSuccess();
     recordResponse(status, true);
     if (n == 0 || writeDown(rout_, n) < 0) {
@@ -384,26 +386,26 @@ void HttpSession::onResponseHead() noexcept {
     startTunnel();
     return;
   }
-  ex_.status = status;
+  ex_->status = status;
   // Passive health's view of the backend: a 5xx is a failure, anything else an answer.
   if (status >= 500)
     attempt_.reportFailure(BackendFailure::kServerError);
   else
     attempt_.reportSuccess();
-  resp_.resumeAfterHead(ex_.facts.head_method);
-  ex_.keep_client = ex_.facts.keep_alive && resp_.keepAliveNow() && !worker_->draining() &&
-                    !ex_.facts.upgrade && !io_.down_eof;
+  ex_->resp.resumeAfterHead(ex_->facts.head_method);
+  ex_->keep_client = ex_->facts.keep_alive && ex_->resp.keepAliveNow() && !worker_->draining() &&
+                    !ex_->facts.upgrade && !io_.down_eof;
   DownstreamResponseOptions opt;
-  opt.keep_alive = ex_.keep_client;
-  opt.client_http10 = ex_.facts.http10;
-  opt.cookie = &ex_.cookie;
+  opt.keep_alive = ex_->keep_client;
+  opt.client_http10 = ex_->facts.http10;
+  opt.cookie = &ex_->cookie;
   size_t n = writeDownstreamResponse(h, upin_.buf, opt, rout_, BufferPool::kBlockSize);
   if (n == 0) {
     releaseUpstream(false);
     sendError(502, HttpErrorReason::kBackendFailed);
     return;
   }
-  ex_.response = ResponsePhase::kBody;
+  ex_->response = ResponsePhase::kBody;
   // Written by pumpResponse with the body bytes that follow it in this read (or alone, when
   // none came with it).
   rout_pending_ = static_cast<uint32_t>(n);
@@ -413,13 +415,17 @@ void HttpSession::onResponseHead() noexcept {
 // next request when both sides keep the connection, else kLingering.
 void HttpSession::finishExchange() noexcept {
   // The rest of the request body would be unread: the client connection cannot carry another.
-  if (ex_.request != RequestPhase::kDone) ex_.keep_client = false;
-  recordResponse(ex_.status, true);
-  bool reusable = resp_.keepAlive() && ex_.request == RequestPhase::kDone &&
-                  upin_.pos == upin_.len && !ex_.facts.upgrade;
+  if (ex_->request != RequestPhase::kDone) ex_->keep_client = false;
+  recordResponse(ex_->status, true);
+  bool reusable = ex_->resp.keepAlive() && ex_->request == RequestPhase::kDone &&
+                  upin_.pos == upin_.len && !ex_->facts.upgrade;
   releaseUpstream(reusable);
   if (upin_.buf != nullptr) releaseBlock(&upin_);
-  if (ex_.keep_client)
+  // The response head went out with the last write (none is queued here): an idle
+  // connection keeps no block.
+  worker_->buffers().put(rout_);
+  rout_ = nullptr;
+  if (ex_->keep_client)
     nextRequest();
   else
     lingerClose();
@@ -430,7 +436,7 @@ void HttpSession::finishExchange() noexcept {
 void HttpSession::recordResponse(int status, bool from_backend) noexcept {
   const int cls = codeClassIndex(status);
   lstats_->requests[cls].add();
-  const Route& route = ex_.route;
+  const Route& route = ex_->route;
   if (AccessLog* log = worker_->accessLog(); log != nullptr && log->enabled()) {
     AccessRecord r;
     r.listener = lst_->config->name;
@@ -440,16 +446,16 @@ void HttpSession::recordResponse(int status, bool from_backend) noexcept {
     r.key_hash = route.hash;
     if (route.backend != nullptr) r.backend = route.backend->config->name;
     r.status = status;
-    r.bytes_in = ex_.log.bytes_in;
-    r.bytes_out = ex_.log.bytes_out;
-    r.duration_us = ex_.log.start_ns == 0 ? 0 : (uv_hrtime() - ex_.log.start_ns) / 1000;
-    r.method = {ex_.log.method, ex_.log.method_len};
-    r.path = {ex_.log.path, ex_.log.path_len};
+    r.bytes_in = ex_->log.bytes_in;
+    r.bytes_out = ex_->log.bytes_out;
+    r.duration_us = ex_->log.start_ns == 0 ? 0 : (uv_hrtime() - ex_->log.start_ns) / 1000;
+    r.method = {ex_->log.method, ex_->log.method_len};
+    r.path = {ex_->log.path, ex_->log.path_len};
     log->write(r);
   }
   if (!from_backend || route.stats == nullptr) return;
   route.stats->requests[cls].add();
-  uint64_t us = (uv_hrtime() - ex_.log.start_ns) / 1000;
+  uint64_t us = (uv_hrtime() - ex_->log.start_ns) / 1000;
   double seconds = static_cast<double>(us) / 1e6;
   for (size_t i = 0; i < kLatencyBuckets.size(); ++i) {
     if (seconds <= kLatencyBuckets[i]) {

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# What an idle client connection costs lb, and whether lb holds 10,000 of them.
+#
+#   one lb-origin backend, lb with 1 worker, and bench/idle_conns.py as the client, twice:
+#   - request: N keep-alive connections each complete one request, then sit idle (kIdle)
+#   - silent:  N connections that send nothing (kHead, before a first byte)
+#   Each variant runs against a fresh lb: VmRSS (/proc/PID/status) before and after the N
+#   connections, KiB per connection, then every connection sends one more request and must
+#   get a 200. The client warms lb's pools with BATCH requests first, so the figure is the
+#   connections' cost, not the pools filling up (idle_conns.py says how).
+#
+# Usage: bench/idle_conns.sh [BUILD_DIR]        (default build; run `make` first)
+# Env: CONNS (10000), BATCH (200 requests in flight at a time).
+# Everything listens on 127.0.0.1 at free ports; every process started here is stopped on
+# exit; each step is bounded in time (the client gives up after 10-30 s per wait).
+set -euo pipefail
+build=${1:-build}
+conns=${CONNS:-10000}
+batch=${BATCH:-200}
+here=$(cd "$(dirname "$0")" && pwd)
+[[ -x $build/lb && -x $build/lb-origin ]] || {
+  echo "idle_conns.sh: $build/lb or $build/lb-origin not found; run make first" >&2; exit 2; }
+command -v python3 >/dev/null || { echo "idle_conns.sh: needs python3" >&2; exit 2; }
+
+# lb and the client each hold CONNS descriptors (lb does not raise its own limit).
+ulimit -n "$(ulimit -Hn)"
+need=$((conns + 200))
+(( $(ulimit -n) >= need )) || { echo "idle_conns.sh: ulimit -n $(ulimit -n) < $need" >&2; exit 2; }
+source "$here/lib.sh"
+
+origin_port=$(free_port)
+"$build/lb-origin" --listen "127.0.0.1:$origin_port" --name o1 >"$work/origin.log" 2>&1 &
+pids+=($!)
+wait_port "$origin_port"
+
+run_variant() {   # mode
+  local lb_port lb_pid
+  lb_port=$(free_port)
+  # Timeouts long enough that no connection is closed while held (silent ones owe a head
+  # within timeouts.header); max_connections above CONNS (1 worker: its share is all of it).
+  cat >"$work/lb-$1.toml" <<EOF
+[lb]
+workers = 1
+log_level = "warn"
+[listeners.web]
+listen = "127.0.0.1:$lb_port"
+cluster = "origin"
+hash = [ { header = "x-key" } ]
+timeouts = { header = "5m", idle = "5m" }
+limits = { max_connections = $((conns * 2)) }
+[clusters.origin]
+selector = "ring_hash"
+backends = [ { name = "o1", address = "127.0.0.1:$origin_port" } ]
+EOF
+  "$build/lb" --config "$work/lb-$1.toml" >"$work/lb-$1.log" 2>&1 &
+  lb_pid=$!
+  pids+=($lb_pid)
+  wait_port "$lb_port"
+  python3 "$here/idle_conns.py" --port "$lb_port" --pid "$lb_pid" --conns "$conns" \
+    --batch "$batch" --mode "$1" || { echo "idle_conns.sh: $1 failed; lb log:" >&2;
+                                      tail -20 "$work/lb-$1.log" >&2; return 1; }
+  kill -TERM "$lb_pid"
+  wait "$lb_pid" || { echo "idle_conns.sh: lb did not exit 0" >&2; return 1; }
+}
+
+echo "lb: $build/lb, 1 worker; $conns connections; $batch requests in flight at a time"
+status=0
+run_variant request || status=1
+run_variant silent || status=1
+exit $status
