@@ -432,6 +432,11 @@ bool HttpParser::checkHead() noexcept {
       bad = "request with a Transfer-Encoding not ending in chunked";
     else if (parser_.flags & F_CONTENT_LENGTH)
       bad = "Content-Length with Transfer-Encoding";
+    // The body is framed by what llhttp decided, so its reading and lb's must agree: llhttp
+    // 8.1 does not take "chunked" followed by whitespace as chunked (found by the fuzz
+    // target: the body would have been read as the next request).
+    else if (te_.last_is_chunked != ((parser_.flags & F_CHUNKED) != 0))
+      bad = "Transfer-Encoding read differently by llhttp";
     if (bad != nullptr) {
       fail(bad);
       return false;

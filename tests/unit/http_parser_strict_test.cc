@@ -193,6 +193,9 @@ std::vector<Case> cases() {
       bad_body);
   req("ChunkExtensionEmptyName", kChunked + "2;=v\r\nhi\r\n0\r\n\r\n", bad_body);
   req("ChunkExtensionEmptyValue", kChunked + "2;n=\r\nhi\r\n0\r\n\r\n", bad_body);
+  // Found by the http fuzz target: llhttp 8.1 does not see chunked when whitespace follows it.
+  req("TransferEncodingChunkedThenTabs",
+      "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\t\t\r\n\r\n2\r\nhi\r\n0\r\n\r\n", bad);
   // Found by the http fuzz target: llhttp 8.1 takes a ';' dangling after a token value.
   req("ChunkExtensionDanglingSemicolon", kChunked + "2;n=v;\r\nhi\r\n0\r\n\r\n", bad_body);
   req("ChunkExtensionEmptyAfterTokenValue", kChunked + "2;n=v;;m\r\nhi\r\n0\r\n\r\n", bad_body);
