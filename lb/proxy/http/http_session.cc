@@ -148,22 +148,19 @@ void HttpSession::handleDownRead(ssize_t n) noexcept {
     return;
   }
   in_.len += static_cast<uint32_t>(n);
+  // A request's first byte (after keep-alive, or a new connection's) takes its exchange.
+  if ((state_ == State::kIdle || state_ == State::kHead) && !acquireExchange()) {
+    closeAll();
+    return;
+  }
   switch (state_) {
     case State::kIdle:
-      // The next request's first byte: from now on its head owes the header timeout.
-      if (!acquireExchange()) {
-        closeAll();
-        return;
-      }
+      // From now on the request's head owes the header timeout.
       state_ = State::kHead;
       armTimer(lst_->config->timeouts.header.count());
       processHead();
       return;
     case State::kHead:
-      if (!acquireExchange()) {   // a new connection's first byte
-        closeAll();
-        return;
-      }
       processHead();
       return;
     case State::kConnecting:
