@@ -134,8 +134,8 @@ bool addTransferCodings(std::string_view v, TransferCodings* out) noexcept {
   }
 }
 
-bool isValidReason(std::string_view r) noexcept {
-  for (char ch : r) {
+bool isText(std::string_view s) noexcept {
+  for (char ch : s) {
     unsigned char c = static_cast<unsigned char>(ch);
     if ((c < 0x20 && c != '\t') || c == 0x7f) return false;
   }

@@ -45,7 +45,9 @@ struct TransferCodings {
 // it for every Transfer-Encoding line in order: the last line's last coding is the final one).
 bool addTransferCodings(std::string_view value, TransferCodings* out) noexcept;
 
-// reason-phrase = *( HTAB / SP / VCHAR / obs-text ) (RFC 9112 §4).
-bool isValidReason(std::string_view reason) noexcept;
+// *( HTAB / SP / VCHAR / obs-text ): a reason-phrase (RFC 9112 §4), and every byte a
+// quoted-string may hold, its quotes and quoted-pairs included (RFC 9110 §5.6.4).
+bool isText(std::string_view s) noexcept;
+inline bool isValidReason(std::string_view reason) noexcept { return isText(reason); }
 
 }  // namespace lb

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "lb/core/strings.h"
+#include "lb/http/message_checks.h"
 
 namespace lb {
 
@@ -237,6 +238,7 @@ int HttpParser::onMessageBegin(llhttp_t* p) {
   // ext_piece_ too: a message that failed inside an extension leaves it counted, and a parser
   // reused for another message (the HTTP proxy's pooled exchanges) must not start from it.
   h->field_len_ = h->ext_bytes_ = h->ext_piece_ = 0;
+  h->ext_quoted_ = false;
   h->hosts_ = h->host_index_ = 0;
   h->value_is_te_ = h->te_seen_ = h->te_bad_ = false;
   h->te_ = {};
@@ -348,6 +350,7 @@ int HttpParser::onChunkHeader(llhttp_t* p) {
     return HPE_USER;
   }
   h->ext_bytes_ = h->ext_piece_ = 0;
+  h->ext_quoted_ = false;
   if (p->content_length == 0) {   // the last chunk: trailer fields may follow
     h->section_ = Section::kTrailers;
     h->last_piece_ = Piece::kNone;
@@ -358,23 +361,32 @@ int HttpParser::onChunkHeader(llhttp_t* p) {
 
 int HttpParser::onChunkExtension(llhttp_t* p, const char* at, size_t len) {
   HttpParser* h = self(p);
-  (void)at;
   // Names and values; the one per piece counts the separators, so ";;;;" adds up too.
   h->ext_bytes_ += static_cast<uint32_t>(len) + 1;
-  h->ext_piece_ += static_cast<uint32_t>(len);
   if (h->ext_bytes_ > kMaxChunkExtensionBytes) return h->fail("chunk extensions too long");
+  // A name is a token (RFC 9112 §7.1.1); so is a value that did not open with a quote.
+  // llhttp 8.1 lets a token value run into a quoted part ('b=i"x"'), which a backend that
+  // reads the grammar as written refuses, and what it refuses lb must not forward.
+  // A quoted value holds text only: llhttp 8.1 takes DEL there, which qdtext excludes.
+  std::string_view piece(at, len);
+  if (h->ext_quoted_ ? !isText(piece) : !std::all_of(piece.begin(), piece.end(), [](char c) {
+        return isTokenChar(static_cast<unsigned char>(c));
+      }))
+    return h->fail("chunk extension is neither a token nor a quoted-string");
+  h->ext_piece_ += static_cast<uint32_t>(len);
   return 0;
 }
 
 int HttpParser::onChunkExtensionValue(llhttp_t* p, const char* at, size_t len) {
   HttpParser* h = self(p);
+  // A span may come in pieces across feeds; the first byte of the first piece says which of
+  // the two forms the value takes.
+  if (h->ext_piece_ == 0 && len > 0) h->ext_quoted_ = at[0] == '"';
   // llhttp 8.1 ends a token value at ';' and then wants CRLF or another ';' at once, so
   // "2;a=b;" CRLF passes with a dangling separator that a strict backend refuses (and
   // ";a=b;c=d" is refused by llhttp already). The final piece of a value span ends at the
-  // byte that closed it, inside this feed; a quoted value's span takes its closing quote
-  // in, and a token never holds one.
-  bool quoted = len > 0 && at[len - 1] == '"';
-  if (!quoted && at + len < h->feed_end_ && at[len] == ';')
+  // byte that closed it, inside this feed.
+  if (!h->ext_quoted_ && at + len < h->feed_end_ && at[len] == ';')
     return h->fail("chunk extension after a token value");
   return onChunkExtension(p, at, len);
 }
@@ -385,6 +397,7 @@ int HttpParser::onChunkExtensionComplete(llhttp_t* p) {
   // 8.1 takes ";=v" and ";n=", which a stricter backend would read otherwise.
   if (h->ext_piece_ == 0) return h->fail("empty chunk extension name or value");
   h->ext_piece_ = 0;
+  h->ext_quoted_ = false;
   return 0;
 }
 

@@ -207,6 +207,7 @@ class HttpParser {
   uint32_t field_len_ = 0;         // bytes of the current field name
   uint32_t ext_bytes_ = 0;         // chunk-extension bytes of the current chunk
   uint32_t ext_piece_ = 0;         // bytes of the current extension name or value
+  bool ext_quoted_ = false;        // the current extension value opened with a quote
   uint32_t tail_ = 0;              // the last 4 bytes of a chunked body, for its CRLF CRLF end
 
   // What the head's fields said, for checkHead.

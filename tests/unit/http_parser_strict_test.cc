@@ -127,6 +127,8 @@ std::vector<Case> cases() {
   // value (";a=b;c=d"): such chunks are 400s, the safe side. What it takes passes.
   std::string ext = kChunked + "2;a;b=\"de\";c=d\r\nhi\r\n0\r\n\r\n";
   req("ChunkExtensions", ext, whole(ext.size()));
+  std::string obs = kChunked + "2;b=\"caf\xc3\xa9\tx\"\r\nhi\r\n0\r\n\r\n";
+  req("ChunkExtensionQuotedObsTextAndTab", obs, whole(obs.size()));
   std::string gzip = "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n";
   req("GzipThenChunked", gzip, whole(gzip.size()));
   std::string http10 = "GET / HTTP/1.0\r\n\r\n";
@@ -199,6 +201,10 @@ std::vector<Case> cases() {
   // Found by the http fuzz target: llhttp 8.1 takes a ';' dangling after a token value.
   req("ChunkExtensionDanglingSemicolon", kChunked + "2;n=v;\r\nhi\r\n0\r\n\r\n", bad_body);
   req("ChunkExtensionEmptyAfterTokenValue", kChunked + "2;n=v;;m\r\nhi\r\n0\r\n\r\n", bad_body);
+  // Found by the http fuzz target: llhttp 8.1 lets a token value run into a quoted part.
+  req("ChunkExtensionTokenValueRunsIntoQuote", kChunked + "2;b=i\"x\"\r\nhi\r\n0\r\n\r\n", bad_body);
+  req("ChunkExtensionQuotedValueWithDel", kChunked + "2;b=\"x\x7fy\"\r\nhi\r\n0\r\n\r\n", bad_body);
+  req("ChunkExtensionQuotedValueThenToken", kChunked + "2;b=\"x\"i\r\nhi\r\n0\r\n\r\n", bad_body);
   req("LastChunkThenBareLf", kChunked + "0\r\n\n", bad_body);
   req("TrailerThenBareLf", kChunked + "0\r\nX-T: a\r\n\n", bad_body);
   resp("ResponseLastChunkThenBareLf", kOk + "Transfer-Encoding: chunked\r\n\r\n0\r\n\n", bad_body);
