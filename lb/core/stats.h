@@ -53,12 +53,14 @@ enum class HttpErrorReason : uint8_t {
   kBackendFailed,    // 502
   kNoBackend,        // 503
   kBackendTimeout,   // 504
+  kOverLimit,        // 503, past limits.max_connections: load shed, not a fleet outage
   kCount
 };
 inline const char* httpErrorReasonName(HttpErrorReason r) noexcept {
   static constexpr const char* kNames[] = {"malformed",        "missing_key",    "header_timeout",
                                            "body_too_large",   "header_too_large",
-                                           "backend_failed",   "no_backend",     "backend_timeout"};
+                                           "backend_failed",   "no_backend",     "backend_timeout",
+                                           "over_limit"};
   return kNames[static_cast<int>(r)];
 }
 

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <thread>
 
+#include "tests/integration/metrics_fleet.h"
 #include "tests/integration/proxy_harness.h"
 
 namespace lb::test {
@@ -145,6 +146,15 @@ TEST_F(HttpErrorsTest, ListenerAtMaxConnectionsGives503) {
   auto r = exchangeExpectClose(h_.extraPort(1), httpRequest("GET", "/"));
   ASSERT_TRUE(r.ok) << r.error;
   EXPECT_EQ(r.status, 503);
+  // Counted as load shed, not as a fleet with no backend: every backend is up.
+  auto m = httpGetLocal(h_.adminPort(), "/metrics");
+  ASSERT_TRUE(m.ok) << m.error;
+  auto reasons = byLabel(parseExposition(m.body), "lb_http_errors_total", "reason",
+                         {{"listener", "limited"}});
+  EXPECT_EQ(reasons["over_limit"], 1);
+  EXPECT_EQ(reasons["no_backend"], 0);
+  EXPECT_EQ(byLabel(parseExposition(m.body), "lb_downstream_connections_over_limit_total",
+                    "listener")["limited"], 1);
 }
 
 TEST_F(HttpErrorsTest, BackendSilentPastTheTimeoutGives504) {

@@ -66,9 +66,10 @@ void HttpSession::start(Admission admission) noexcept {
     uv_ip4_name(reinterpret_cast<sockaddr_in*>(&peer_), client_ip_, sizeof client_ip_);
   client_ip_len_ = static_cast<uint32_t>(strlen(client_ip_));
   // limits.max_connections (the listener's admission, lb/runtime/listener.h): past it, 503
-  // and close, as HAProxy answers past maxconn.
+  // and close, as HAProxy answers past maxconn. A reason of its own: an alert on no_backend
+  // means the fleet is down, and this is lb shedding load with every backend up.
   if (admission == Admission::kOverLimit) {
-    sendError(503, HttpErrorReason::kNoBackend);
+    sendError(503, HttpErrorReason::kOverLimit);
     return;
   }
   // kHead from accept: a new connection owes a request head within the header timeout
