@@ -27,7 +27,8 @@ std::string hostOf(const std::string& address) {
 
 }  // namespace
 
-DnsRefresh::DnsRefresh(uv_loop_t* loop, Server& server) : loop_(loop), server_(server) {
+DnsRefresh::DnsRefresh(uv_loop_t* loop, Server& server, Apply apply)
+    : loop_(loop), server_(server), apply_(std::move(apply)) {
   timer_.data = this;
 }
 
@@ -144,7 +145,7 @@ void DnsRefresh::onAnswers(const std::shared_ptr<const Snapshot>& base,
             formatAddress(reinterpret_cast<const sockaddr*>(&change.address)).c_str(),
             formatAddress(reinterpret_cast<const sockaddr*>(&b.address)).c_str());
   }
-  if (!changes.empty()) server_.applySnapshot(withAddresses(*base, changes));
+  if (!changes.empty()) apply_(withAddresses(*base, changes));
   noteDnsResolutions(admin_, resolved.size() - changed_names.size(), changed_names.size(),
                      failed);
 }

@@ -5,10 +5,11 @@
 // again (one ResolveBatch for every cluster due at that moment, lb/app/resolver.h). A name
 // that now resolves to another address moves its backends there the way a reload would: the
 // main thread derives a snapshot with the new addresses from the running one (lb/routing/
-// readdress.h: same tables, so no key moves; same state, so counters stay) and hands it to the
-// workers. A name that stops resolving keeps its last address; that is logged once when it
-// starts failing and once when it resolves again, never at every interval. Each name looked
-// up counts once in lb_dns_resolutions_total{result="ok"|"changed"|"failed"}.
+// readdress.h: same tables, so no key moves; same state, so counters and health stay) and
+// hands it to the workers and to the health manager, whose checks move with the backend. A
+// name that stops resolving keeps its last address; that is logged once when it starts
+// failing and once when it resolves again, never at every interval. Each name looked up
+// counts once in lb_dns_resolutions_total{result="ok"|"changed"|"failed"}.
 //
 // A reload resolves every name itself (a name that fails then refuses the reload, as at
 // start), so a round that was in flight across a reload is dropped, and every cluster's
@@ -18,6 +19,7 @@
 #include <uv.h>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -34,8 +36,13 @@ class Server;
 
 class DnsRefresh {
  public:
-  // Main thread. `server` and `loop` (the main loop) outlive this object.
-  DnsRefresh(uv_loop_t* loop, Server& server);
+  // Where a snapshot with moved backends goes: to the workers and to the health manager, so
+  // that the checks follow the backend (Lifecycle::apply).
+  using Apply = std::function<void(std::shared_ptr<const Snapshot>)>;
+
+  // Main thread. `server` and `loop` (the main loop) outlive this object; `server` is read
+  // for the running snapshot, `apply` puts a new one live.
+  DnsRefresh(uv_loop_t* loop, Server& server, Apply apply);
   ~DnsRefresh();
   DnsRefresh(const DnsRefresh&) = delete;
   DnsRefresh& operator=(const DnsRefresh&) = delete;
@@ -62,6 +69,7 @@ class DnsRefresh {
 
   uv_loop_t* loop_;
   Server& server_;
+  Apply apply_;
   Admin* admin_ = nullptr;
   uv_timer_t timer_;
   bool started_ = false;

@@ -111,14 +111,18 @@ bool Lifecycle::reload() {
     return fail(unbindable);
   ++generation_;
   setLogLevel(snap->config.log_level);
-  server_.applySnapshot(snap);
-  if (health_ != nullptr) health_->apply(snap);
+  apply(snap);
   noteReload(admin_, true);
   LB_INFO("reloaded %s: generation %llu, %zu listener%s, %zu cluster%s", config_path_.c_str(),
           static_cast<unsigned long long>(generation_), snap->listeners.size(),
           snap->listeners.size() == 1 ? "" : "s", snap->clusters.size(),
           snap->clusters.size() == 1 ? "" : "s");
   return true;
+}
+
+void Lifecycle::apply(std::shared_ptr<const Snapshot> snapshot) {
+  server_.applySnapshot(snapshot);
+  if (health_ != nullptr) health_->apply(std::move(snapshot));
 }
 
 void Lifecycle::beginDrain() {

@@ -15,6 +15,7 @@
 #include <uv.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
 namespace lb {
@@ -22,6 +23,7 @@ namespace lb {
 class Admin;
 class HealthManager;
 class Server;
+struct Snapshot;
 
 class Lifecycle {
  public:
@@ -41,6 +43,9 @@ class Lifecycle {
 
   // Main thread. One reload attempt; true when the new snapshot went to the workers.
   bool reload();
+  // Main thread. Puts `snapshot` live: to every worker, then to the health manager (a reload,
+  // or DNS re-resolution moving backends to new addresses, lb/app/dns_refresh.h).
+  void apply(std::shared_ptr<const Snapshot> snapshot);
   // Main thread. Starts the drain (idempotent).
   void beginDrain();
   bool draining() const { return draining_; }

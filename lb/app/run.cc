@@ -45,7 +45,10 @@ int runServer(const std::string& config_path) {
   uv_loop_init(&loop);
   Lifecycle lifecycle(&loop, server, config_path, 1);
   lifecycle.start();
-  DnsRefresh dns(&loop, server);   // clusters' resolve_interval
+  // clusters' resolve_interval
+  DnsRefresh dns(&loop, server, [&lifecycle](std::shared_ptr<const Snapshot> s) {
+    lifecycle.apply(std::move(s));
+  });
   std::string error;
   if (!server.start(snap.value(), &error)) {
     LB_ERROR("%s", error.c_str());

@@ -3,6 +3,8 @@
 #include <cstring>
 #include <new>
 
+#include "lb/core/address.h"
+
 namespace lb {
 
 BackendChecker::BackendChecker(uv_loop_t* loop, CheckSink* sink,
@@ -31,6 +33,10 @@ BackendChecker* BackendChecker::start(uv_loop_t* loop, CheckSink* sink,
   c->timer_.data = c;
   uv_timer_start(&c->timer_, onTimer, first_delay_ms, 0);
   return c;
+}
+
+bool BackendChecker::probes(const sockaddr_storage& addr, socklen_t len) const noexcept {
+  return sameAddress(addr_, len_, addr, len);
 }
 
 void BackendChecker::stop() noexcept {

@@ -45,6 +45,9 @@ class BackendChecker final : public ProbeOwner {
   // Main thread. No more checks and no more results; frees itself later. Idempotent.
   void stop() noexcept;
   const CheckSpec& spec() const noexcept { return spec_; }
+  // True when this checker probes `addr`: a backend whose name re-resolved elsewhere needs a
+  // checker of its own at the new address.
+  bool probes(const sockaddr_storage& addr, socklen_t len) const noexcept;
 
   void onProbeDone(const ProbeOutcome& outcome) noexcept override;
 

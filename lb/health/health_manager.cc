@@ -43,11 +43,13 @@ void HealthManager::apply(std::shared_ptr<const Snapshot> snapshot) {
       if (it != checkers_.end()) {
         BackendChecker* running = it->second;
         checkers_.erase(it);
-        if (running->spec() == spec) {
+        if (running->spec() == spec && running->probes(bs.address, bs.address_len)) {
           next.emplace(bs.state.get(), running);
           continue;
         }
-        running->stop();   // new checks (type, target, timing or address): a new schedule
+        // New checks (type, target, timing), or the backend's name re-resolved to another
+        // address: a new schedule there. The backend keeps its health state meanwhile.
+        running->stop();
       }
       BackendChecker* c =
           BackendChecker::start(loop_, this, bs.state, spec, bs.address, bs.address_len,

@@ -42,7 +42,8 @@ class HealthManager final : public CheckSink {
   HealthManager(const HealthManager&) = delete;
   HealthManager& operator=(const HealthManager&) = delete;
 
-  // Main thread. The snapshot the workers route with now.
+  // Main thread. The snapshot the workers route with now: after a reload, and after a
+  // re-resolution moved backends to new addresses (each then checked at its new one).
   void apply(std::shared_ptr<const Snapshot> snapshot);
   // Main thread. Stops every check and frees the manager once its timer has closed (the
   // loop must run on). Idempotent.

@@ -272,6 +272,48 @@ TEST_F(RenamedHostTest, ANewAddressPickedUpByReResolutionMovesNoKey) {
   EXPECT_EQ(metricValue(admin_, "lb_dns_resolutions_total{result=\"changed\"}"), 1);
 }
 
+TEST_F(RenamedHostTest, HealthChecksFollowAReResolvedAddress) {
+  Origin a("127.0.0.1:0", "origin-a"), b("127.0.0.1:0", "origin-b");
+  ASSERT_TRUE(a.port && b.port);
+  Origin moved("127.0.0.2:" + std::to_string(*a.port), "origin-a-moved");
+  ASSERT_TRUE(moved.port) << moved.proc.output();
+  const std::string a_name = "cache-a.lb.test:" + std::to_string(*a.port);
+  setHosts("127.0.0.1 cache-a.lb.test\n");
+  ASSERT_TRUE(startLb(config(port_, admin_,
+                             backend("a", a_name) +
+                                 backend("b", "127.0.0.1:" + std::to_string(*b.port)),
+                             "resolve_interval = \"1s\"\n"
+                             "health = { type = \"http\", path = \"/\", interval = \"200ms\", "
+                             "timeout = \"200ms\", fall = 2, rise = 2 }\n")))
+      << lb_->output();
+  const std::string checks = "lb_backend_health_checks_total{backend=\"a\",cluster=\"origins\",";
+  auto count = [&](const char* result) {
+    return std::max(0.0, metricValue(admin_, checks + "result=\"" + result + "\"}"));
+  };
+  ASSERT_TRUE(eventually([&] { return count("ok") >= 1; })) << lb_->output();
+
+  setHosts("127.0.0.2 cache-a.lb.test\n");
+  const std::string now = "127.0.0.2:" + std::to_string(*a.port);
+  ASSERT_TRUE(eventually([&] {
+    return adminGet(admin_, "/backends").find("\"resolved\":\"" + now + "\"") != std::string::npos;
+  })) << lb_->output();
+  // The old address goes dark. Checks that still went there would fail and take `a` down
+  // after two; checks that followed the name keep succeeding.
+  EXPECT_EQ(a.proc.stop(SIGTERM, 10s), 0);
+  const double ok = count("ok"), failed = count("fail") + count("timeout");
+  ASSERT_TRUE(eventually([&] { return count("ok") + count("fail") + count("timeout") >=
+                                      ok + failed + 4; }))
+      << lb_->output();
+  EXPECT_GE(count("ok"), ok + 3) << "checks after the move must reach the new address";
+  EXPECT_LE(metricValue(admin_, "lb_backend_health_transitions_total{backend=\"a\","
+                                "cluster=\"origins\",to=\"down\"}"),
+            0)
+      << lb_->output();
+  int on_moved = 0;
+  for (const auto& [key, owner] : owners(port_, 100)) on_moved += owner == "origin-a-moved";
+  EXPECT_GT(on_moved, 10) << "a's keys must reach it at its new address";
+}
+
 TEST_F(RenamedHostTest, ANameThatStopsResolvingKeepsItsLastAddress) {
   Origin a("127.0.0.1:0", "origin-a"), b("127.0.0.1:0", "origin-b");
   ASSERT_TRUE(a.port && b.port);
