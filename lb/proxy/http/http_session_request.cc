@@ -189,7 +189,6 @@ void HttpSession::pumpRequest() noexcept {
 // After a complete exchange with keep-alive: kIdle, or kHead at once when the next request's
 // bytes are already here.
 void HttpSession::nextRequest() noexcept {
-  ex_->req.reset();
   // Pipelined bytes move to the front: the next head is parsed from offset 0.
   if (in_.buf != nullptr) {
     uint32_t rest = in_.len - in_.pos;
@@ -199,7 +198,6 @@ void HttpSession::nextRequest() noexcept {
     if (rest == 0) releaseBlock(&in_);
   }
   head_end_ = 0;
-  ex_->reset();
   // Between requests the connection moves to the newest snapshot, if its listener is there.
   const auto& current = worker_->snapshot();
   if (current != nullptr && current->generation != snap_->generation) {
@@ -218,6 +216,10 @@ void HttpSession::nextRequest() noexcept {
     return;
   }
   if (in_.len > 0) {
+    // The exchange stays for the pipelined request; an idle connection gives it back
+    // instead, and acquireExchange resets it when the next request's first byte comes.
+    ex_->req.reset();
+    ex_->reset();
     state_ = State::kHead;
     armTimer(lst_->config->timeouts.header.count());
     processHead();
