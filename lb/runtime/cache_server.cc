@@ -82,6 +82,8 @@ void CacheServer::onUpstreamConnect(int status) noexcept {
       snprintf(text, sizeof text, "backend %s: connect timed out", name());
     else
       snprintf(text, sizeof text, "backend %s: connect failed: %s", name(), uv_strerror(status));
+    noteBackendFailure(stats_, status == UV_ETIMEDOUT ? BackendFailure::kConnectTimeout
+                                                      : BackendFailure::kConnectRefused);
     fail(CacheErrorReason::kBackendFailed, text);
     return;
   }
@@ -104,6 +106,7 @@ void CacheServer::flush() noexcept {
   if (w < 0) {
     char text[160];
     snprintf(text, sizeof text, "backend %s: write failed: %s", name(), uv_strerror(w));
+    if (head_ != nullptr) noteBackendFailure(stats_, BackendFailure::kConnectReset);
     fail(CacheErrorReason::kBackendFailed, text);
     return;
   }
@@ -144,6 +147,7 @@ void CacheServer::handleWrite(int status) noexcept {
   if (status < 0) {
     char text[160];
     snprintf(text, sizeof text, "backend %s: write failed: %s", name(), uv_strerror(status));
+    if (head_ != nullptr) noteBackendFailure(stats_, BackendFailure::kConnectReset);
     fail(CacheErrorReason::kBackendFailed, text);
     return;
   }
@@ -205,6 +209,9 @@ void CacheServer::onUpstreamRead(ssize_t n, const uv_buf_t*) noexcept {
     else
       snprintf(text, sizeof text, "backend %s: connection failed: %s", name(),
                uv_strerror(static_cast<int>(n)));
+    // A close with commands waiting is the backend failing them; an idle connection closed
+    // (redis' `timeout`, memcached's idle_timeout) is not.
+    if (head_ != nullptr && n != UV_ENOBUFS) noteBackendFailure(stats_, BackendFailure::kConnectReset);
     fail(CacheErrorReason::kBackendFailed, text);
     return;
   }
@@ -256,6 +263,8 @@ void CacheServer::readReplies() noexcept {
     if (!f->timed_out) {
       const bool error = group_.wire->isError(p, static_cast<size_t>(len));
       stats_.commands[static_cast<int>(error ? CommandResult::kError : CommandResult::kOk)].add();
+      // An error reply is the application's (WRONGTYPE, NOT_STORED): the server answered.
+      noteBackendSuccess(stats_);
     }
     if (f->command != nullptr)
       f->command->session->fragmentReply(f, p, static_cast<size_t>(len));
@@ -300,6 +309,7 @@ void CacheServer::handleTimer() noexcept {
     // Pushed while no connection could even start.
     char text[160];
     snprintf(text, sizeof text, "backend %s: connect failed", name());
+    noteBackendFailure(stats_, BackendFailure::kConnectRefused);
     fail(CacheErrorReason::kBackendFailed, text);
     return;
   }
@@ -316,6 +326,8 @@ void CacheServer::handleTimer() noexcept {
     if (f->deadline_ms <= now) {
       f->timed_out = true;
       stats_.commands[static_cast<int>(CommandResult::kTimeout)].add();
+      // Each command the server let time out is one failure, as each HTTP request is.
+      noteBackendFailure(stats_, BackendFailure::kResponseTimeout);
       if (f->command != nullptr) {
         char text[160];
         snprintf(text, sizeof text, "backend %s timed out after %ums", name(), f->timeout_ms);

@@ -5,7 +5,9 @@
 // miss (nil, END), answered at once, not an error; a write lands on the next host (checked
 // with a direct connection to that server); every other key stays on its own server. After
 // SIGCONT and `rise` passing checks the keys route to their owner again, where their old
-// values still are. One fleet of three servers per protocol.
+// values still are. CacheOutlierTest does the same without checks: commands the frozen server
+// lets time out are outlier failures, and the ejection moves its keys. One fleet of three
+// servers per protocol.
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -24,16 +26,20 @@ constexpr int kServers = 3;
 
 class CacheHealthFailoverTest : public ::testing::TestWithParam<CacheServer::Kind> {
  protected:
+  // What takes a server out: active checks here, outlier detection in CacheOutlierTest.
+  virtual std::string clusterExtra() const {
+    return "health = { type = \"" + std::string(redis() ? "redis" : "memcached") +
+           "\", interval = \"200ms\", timeout = \"100ms\", rise = 2, fall = 2 }";
+  }
+  virtual bool checked() const { return true; }
+
   void SetUp() override {
-    const std::string check = redis() ? "redis" : "memcached";
     // A response timeout far above what a healthy loopback server needs, so that a command
     // sent to the frozen server would show as an error rather than slip through as a miss.
     ASSERT_TRUE(fleet_.start("timeouts = { connect = \"1s\", response = \"2s\", idle = \"1m\" }",
-                             "health = { type = \"" + check +
-                                 "\", interval = \"200ms\", timeout = \"100ms\", rise = 2, "
-                                 "fall = 2 }"))
+                             clusterExtra()))
         << fleet_.output();
-    for (int i = 0; i < kServers; ++i)
+    for (int i = 0; checked() && i < kServers; ++i)
       ASSERT_TRUE(waitUntil(
           [&] {
             const auto v = backendHealth(fleet_.adminPort(), "fleet", CacheFleet::name(i));
@@ -78,13 +84,17 @@ class CacheHealthFailoverTest : public ::testing::TestWithParam<CacheServer::Kin
   // GET / get through `c`: the value, "(miss)" for nil / a bare END, the error line for an
   // error, "(no answer)" when nothing came within `timeout`.
   std::string get(TcpClient& c, const std::string& key, Millis timeout = 5s) {
+    if (!c.send(redis() ? redisEncode({"GET", key}) : "get " + key + "\r\n")) return "(no answer)";
+    return getReply(c, timeout);
+  }
+
+  // The next reply on `c` to a GET / get, read as get() reads it.
+  std::string getReply(TcpClient& c, Millis timeout = 5s) {
     if (redis()) {
-      if (!c.send(redisEncode({"GET", key}))) return "(no answer)";
       const auto v = readResp(c, timeout);
       if (!v) return "(no answer)";
       return v->nil ? "(miss)" : v->text;
     }
-    if (!c.send("get " + key + "\r\n")) return "(no answer)";
     const auto deadline = Clock::now() + timeout;
     for (;;) {
       const std::string& b = c.buffer();
@@ -187,7 +197,60 @@ TEST_P(CacheHealthFailoverTest, KeysOfAServerHealthTookDownMoveToTheNextHostAndC
       << fleet_.lb().output();
 }
 
+// No active checks: outlier detection on the commands themselves. Commands that s1 lets time
+// out are failures; three in a row eject it, and its keys move as they do for checks.
+class CacheOutlierTest : public CacheHealthFailoverTest {
+ protected:
+  std::string clusterExtra() const override {
+    return "outlier = { consecutive_failures = 3, base_ejection = \"3s\" }";
+  }
+  bool checked() const override { return false; }
+};
+
+TEST_P(CacheOutlierTest, CommandsAFrozenServerLetTimeOutEjectItAndItsKeysMove) {
+  std::map<std::string, std::string> next;
+  for (const auto& k : frozen_keys_) next[k] = ringOrder(k).at(1);
+  ASSERT_EQ(kill(fleet_.server(0).pid(), SIGSTOP), 0);
+  // Three reads of s1's keys in one write: each times out (timeouts.response, 2s) with lb's
+  // error, three failures in a row.
+  TcpClient c;
+  ASSERT_TRUE(c.connect(fleet_.port()));
+  std::string batch;
+  for (int i = 0; i < 3; ++i)
+    batch += redis() ? redisEncode({"GET", frozen_keys_[i]}) : "get " + frozen_keys_[i] + "\r\n";
+  ASSERT_TRUE(c.send(batch));
+  for (int i = 0; i < 3; ++i) {
+    const std::string r = getReply(c);   // the replies to the batch, in order
+    EXPECT_NE(r.find("timed out"), std::string::npos) << r;
+  }
+  ASSERT_TRUE(waitUntil([&] { return backendHealth(fleet_.adminPort(), "fleet", "s1").health ==
+                                     "ejected"; },
+                        5s))
+      << fleet_.output();
+  // Ejected: s1's keys go to their next host, a miss at once; everyone else's stay.
+  TcpClient d;
+  ASSERT_TRUE(d.connect(fleet_.port()));
+  for (const auto& k : frozen_keys_) {
+    EXPECT_EQ(ringPick(k), next[k]) << k;
+    EXPECT_EQ(get(d, k, 1s), "(miss)") << k;
+  }
+  for (const auto& k : other_keys_) EXPECT_EQ(get(d, k, 1s), "old-" + k) << k;
+  ASSERT_EQ(kill(fleet_.server(0).pid(), SIGCONT), 0);
+  // Back after base_ejection (no checks to wait for): s1's keys are s1's again.
+  ASSERT_TRUE(waitUntil([&] { return backendHealth(fleet_.adminPort(), "fleet", "s1").healthy; },
+                        10s))
+      << fleet_.output();
+  for (const auto& k : frozen_keys_) EXPECT_EQ(get(d, k), "old-" + k) << k;
+}
+
 INSTANTIATE_TEST_SUITE_P(Protocols, CacheHealthFailoverTest,
+                         ::testing::Values(CacheServer::kRedis, CacheServer::kMemcached),
+                         [](const auto& info) {
+                           return std::string(info.param == CacheServer::kRedis ? "Redis"
+                                                                                 : "Memcached");
+                         });
+
+INSTANTIATE_TEST_SUITE_P(Protocols, CacheOutlierTest,
                          ::testing::Values(CacheServer::kRedis, CacheServer::kMemcached),
                          [](const auto& info) {
                            return std::string(info.param == CacheServer::kRedis ? "Redis"
