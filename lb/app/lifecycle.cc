@@ -2,7 +2,10 @@
 
 #include <signal.h>
 
+#include <exception>
+
 #include "lb/admin/admin.h"
+#include "lb/app/resolver.h"
 #include "lb/config/config.h"
 #include "lb/core/log.h"
 #include "lb/app/server.h"
@@ -63,10 +66,11 @@ void Lifecycle::onSignal(uv_signal_t* s, int signum) {
       return;
     }
     LB_INFO("SIGHUP: reloading %s", self->config_path_.c_str());
-    // READY=1 follows a refused reload too: lb keeps serving the generation it had.
-    notifyReloading();
-    self->reload();
-    notifyReady(self->generation_);
+    try {
+      self->reload();
+    } catch (const std::exception& e) {   // out of memory reading or building: nothing applied
+      self->reloadFailed({{self->config_path_, {}, "", e.what()}});
+    }
     return;
   }
   if (self->draining_) {
@@ -78,16 +82,62 @@ void Lifecycle::onSignal(uv_signal_t* s, int signum) {
   self->beginDrain();
 }
 
-bool Lifecycle::reload() {
+void Lifecycle::reload() {
+  if (batch_ != nullptr) {
+    // One reload at a time; the file is read again once this one ends, so the last SIGHUP
+    // always sees the last edit.
+    reload_again_ = true;
+    LB_INFO("reload: the previous one is still resolving names; reloading again after it");
+    return;
+  }
+  notifyReloading();
+  Result<std::string> text = readConfigFile(config_path_);
+  if (!text.ok()) {
+    reloadFailed(text.errors());
+    return;
+  }
+  // The file's host names are looked up on libuv's thread pool while the main loop goes on
+  // answering the admin endpoints and running health checks; a slow DNS server once held
+  // them all for up to kResolveWait, and checks in flight then timed out. The first read
+  // only learns the names; the second, once they have answered, is the reload.
+  NameCollector collector;
+  (void)loadConfigString(text.value(), config_path_, &collector);
+  if (collector.names().empty()) {
+    finishReload(text.value(), AnsweredResolver({}, {}));
+    return;
+  }
+  batch_ = ResolveBatch::start(
+      loop_, collector.names(), kResolveWait,
+      [this, file = std::move(text.value())](const std::vector<std::string>& asked,
+                                             const std::vector<ResolveAnswer>& answers) {
+        batch_ = nullptr;
+        try {
+          finishReload(file, AnsweredResolver(asked, answers));
+          if (reload_again_ && !draining_ && !finished_) {
+            reload_again_ = false;
+            reload();
+          }
+        } catch (const std::exception& e) {   // as in onSignal
+          reloadFailed({{config_path_, {}, "", e.what()}});
+        }
+      });
+}
+
+void Lifecycle::reloadFailed(const Errors& errors) {
+  for (const auto& e : errors) LB_ERROR("reload: %s", e.format().c_str());
+  LB_ERROR("reload failed (%zu error%s): still running generation %llu", errors.size(),
+           errors.size() == 1 ? "" : "s", static_cast<unsigned long long>(generation_));
+  noteReload(admin_, false);
+  // READY=1 follows a refused reload too: lb keeps serving the generation it had.
+  notifyReady(generation_);
+}
+
+bool Lifecycle::finishReload(const std::string& text, AnsweredResolver resolver) {
   auto fail = [&](const Errors& errors) {
-    for (const auto& e : errors) LB_ERROR("reload: %s", e.format().c_str());
-    LB_ERROR("reload failed (%zu error%s): still running generation %llu", errors.size(),
-             errors.size() == 1 ? "" : "s", static_cast<unsigned long long>(generation_));
-    noteReload(admin_, false);
+    reloadFailed(errors);
     return false;
   };
-  BlockingResolver& resolver = server_.resolver();   // names resolve as at start
-  auto loaded = loadConfigFile(config_path_, &resolver);
+  auto loaded = loadConfigString(text, config_path_, &resolver);
   if (!loaded.ok()) return fail(loaded.errors());
   Errors warnings;
   if (Errors errors = checkServes(loaded.value(), &warnings); !errors.empty()) return fail(errors);
@@ -117,6 +167,7 @@ bool Lifecycle::reload() {
           static_cast<unsigned long long>(generation_), snap->listeners.size(),
           snap->listeners.size() == 1 ? "" : "s", snap->clusters.size(),
           snap->clusters.size() == 1 ? "" : "s");
+  notifyReady(generation_);
   return true;
 }
 
@@ -125,10 +176,19 @@ void Lifecycle::apply(std::shared_ptr<const Snapshot> snapshot) {
   if (health_ != nullptr) health_->apply(std::move(snapshot));
 }
 
+void Lifecycle::dropReload() {
+  if (batch_ == nullptr) return;
+  batch_->abandon();
+  batch_ = nullptr;
+  reload_again_ = false;
+  LB_WARN("reload: dropped while resolving names (lb is stopping)");
+}
+
 void Lifecycle::beginDrain() {
   if (draining_ || finished_) return;
   draining_ = true;
   notifyStopping();
+  dropReload();
   const Duration timeout = server_.snapshot()->config.drain_timeout;
   server_.beginDrain();
   drain_deadline_ = uv_now(loop_) + static_cast<uint64_t>(timeout.count());
@@ -158,6 +218,7 @@ void Lifecycle::drainTick() {
 void Lifecycle::finish() {
   if (finished_) return;
   finished_ = true;
+  dropReload();
   stopAdmin(admin_);
   admin_ = nullptr;
   if (health_ != nullptr) health_->stop();

@@ -1,9 +1,12 @@
 // The config lifecycle on the main thread's loop (docs/operations.md):
-//   SIGHUP           reload: validate the whole file, build a snapshot, bind-probe every
+//   SIGHUP           reload: read the file, look its host names up on libuv's thread pool
+//                    (the main loop keeps serving the admin endpoints and health checks),
+//                    then validate the whole file, build a snapshot, bind-probe every
 //                    listener it adds, hand it to every worker and to the health manager
 //                    (backends that stay keep their health); a bad file or a listener that
 //                    cannot be bound logs every error and changes nothing (counted as
-//                    lb_config_reloads_total{result="failure"}).
+//                    lb_config_reloads_total{result="failure"}). A SIGHUP during the lookups
+//                    is answered by one more reload after this one.
 //   SIGTERM, SIGINT  drain: stop accepting, /ready turns 503, wait for the in-flight
 //                    requests and connections to finish or lb.drain_timeout to pass, then
 //                    let the main loop end (the caller stops the workers and exits 0).
@@ -18,10 +21,14 @@
 #include <memory>
 #include <string>
 
+#include "lb/core/result.h"
+
 namespace lb {
 
 class Admin;
+class AnsweredResolver;
 class HealthManager;
+class ResolveBatch;
 class Server;
 struct Snapshot;
 
@@ -41,8 +48,10 @@ class Lifecycle {
   // drain ends (null allowed). Lifecycle stops it; the caller must not.
   void setHealth(HealthManager* health) { health_ = health; }
 
-  // Main thread. One reload attempt; true when the new snapshot went to the workers.
-  bool reload();
+  // Main thread. One reload attempt. Reads the file, looks its host names up without blocking
+  // the loop, then validates, builds and applies (or refuses) it. A SIGHUP while names are
+  // being looked up is not lost: one more reload follows this one.
+  void reload();
   // Main thread. Puts `snapshot` live: to every worker, then to the health manager (a reload,
   // or DNS re-resolution moving backends to new addresses, lb/app/dns_refresh.h).
   void apply(std::shared_ptr<const Snapshot> snapshot);
@@ -55,6 +64,11 @@ class Lifecycle {
 
  private:
   static void onSignal(uv_signal_t* s, int signum);
+  // The reload's second half, once its names have answered; true when it went live.
+  bool finishReload(const std::string& text, AnsweredResolver resolver);
+  void reloadFailed(const Errors& errors);
+  // A drain or a stop abandons a reload still resolving names: nothing may go live after.
+  void dropReload();
   static void onDrainTick(uv_timer_t* t);
   void drainTick();
 
@@ -64,6 +78,8 @@ class Lifecycle {
   uint64_t generation_;
   Admin* admin_ = nullptr;
   HealthManager* health_ = nullptr;
+  ResolveBatch* batch_ = nullptr;   // a reload's names being looked up
+  bool reload_again_ = false;       // a SIGHUP came meanwhile
   uv_signal_t sighup_;
   uv_signal_t sigterm_;
   uv_signal_t sigint_;

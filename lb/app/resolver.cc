@@ -132,6 +132,26 @@ void ResolveBatch::onClosed(uv_handle_t* handle) {
   delete static_cast<ResolveBatch*>(handle->data);
 }
 
+AnsweredResolver::AnsweredResolver(const std::vector<std::string>& names,
+                                   const std::vector<ResolveAnswer>& answers, Duration wait) {
+  for (size_t i = 0; i < names.size() && i < answers.size(); ++i) {
+    if (answers[i].status == 0)
+      hosts_[names[i]] = answers[i].address;
+    else
+      failed_[names[i]] = resolveErrorText(answers[i].status, wait);
+  }
+}
+
+std::vector<std::string> AnsweredResolver::resolve(const std::vector<std::string>& names) {
+  std::vector<std::string> why(names.size());
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (hosts_.count(names[i])) continue;
+    auto it = failed_.find(names[i]);
+    why[i] = it != failed_.end() ? it->second : "not looked up (the file changed during the reload)";
+  }
+  return why;
+}
+
 BlockingResolver::BlockingResolver(Duration wait) : wait_(wait) { uv_loop_init(&loop_); }
 
 BlockingResolver::~BlockingResolver() {

@@ -16,6 +16,7 @@
 #include <uv.h>
 
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -75,6 +76,35 @@ class ResolveBatch {
   Done done_;
   uv_timer_t timer_;
   bool finished_ = false;
+};
+
+// A NameResolver that looks nothing up: it notes the names a config asks for and says each
+// resolved. A reload reads its file with it first, to learn which names to look up without
+// blocking the main loop (lb/app/lifecycle.h).
+class NameCollector final : public NameResolver {
+ public:
+  std::vector<std::string> resolve(const std::vector<std::string>& names) override {
+    names_ = names;
+    return std::vector<std::string>(names.size());
+  }
+  const std::vector<std::string>& names() const { return names_; }
+
+ private:
+  std::vector<std::string> names_;
+};
+
+// A NameResolver that answers from a finished batch: a reload's second read of its file.
+// A name the batch did not ask about (the file changed in between) is not resolved.
+class AnsweredResolver final : public NameResolver {
+ public:
+  AnsweredResolver(const std::vector<std::string>& names, const std::vector<ResolveAnswer>& answers,
+                   Duration wait = kResolveWait);
+  std::vector<std::string> resolve(const std::vector<std::string>& names) override;
+  const ResolvedHosts& hosts() const { return hosts_; }
+
+ private:
+  std::map<std::string, std::string, std::less<>> failed_;   // name -> why
+  ResolvedHosts hosts_;
 };
 
 // The loader's NameResolver (lb/config/config.h): runs a batch on a loop of its own and waits

@@ -161,6 +161,8 @@ class NameResolver {
 // so that one run reports everything); without one, names are only checked for syntax
 // (`lb analyze`, tests).
 Result<Config> loadConfigFile(const std::string& path, NameResolver* resolver = nullptr);
+// The bytes of a config file, or why they cannot be read (as loadConfigFile reports it).
+Result<std::string> readConfigFile(const std::string& path);
 // Same for text already in memory; `file` is the name used in error messages.
 Result<Config> loadConfigString(const std::string& text, const std::string& file,
                                 NameResolver* resolver = nullptr);

@@ -511,6 +511,12 @@ Result<Config> loadConfigString(const std::string& text, const std::string& file
 }
 
 Result<Config> loadConfigFile(const std::string& path, NameResolver* resolver) {
+  Result<std::string> text = readConfigFile(path);
+  if (!text.ok()) return text.errors();
+  return loadConfigString(text.value(), path, resolver);
+}
+
+Result<std::string> readConfigFile(const std::string& path) {
   FILE* f = fopen(path.c_str(), "rb");
   if (!f) return Errors{{path, {}, "", std::string("cannot open: ") + strerror(errno)}};
   std::string text;
@@ -527,7 +533,7 @@ Result<Config> loadConfigFile(const std::string& path, NameResolver* resolver) {
   int err = errno;
   fclose(f);
   if (failed) return Errors{{path, {}, "", std::string("cannot read: ") + strerror(err)}};
-  return loadConfigString(text, path, resolver);
+  return text;
 }
 
 }  // namespace lb

@@ -8,15 +8,21 @@
 // private mount namespace (`unshare -m`) where /etc/hosts (and /etc/resolv.conf) are
 // bind-mounted temporary files the test writes; outside that namespace nothing changes. They are skipped where unshare is not
 // allowed (not root, or no CAP_SYS_ADMIN).
+#include <arpa/inet.h>
 #include <netdb.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <map>
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -206,6 +212,9 @@ class RenamedHostTest : public ::testing::Test {
     writeWholeFile(hosts_, "127.0.0.1 localhost\n" + lines);
   }
 
+  // Rewrites resolv.conf in place, as setHosts does hosts.
+  void setResolv(const std::string& text) { writeWholeFile(resolv_, text); }
+
   bool startLb(const std::string& text) {
     writeWholeFile(config_, text);
     // unshare and sh exec: the process the test signals is lb itself.
@@ -342,6 +351,133 @@ TEST_F(RenamedHostTest, ANameThatStopsResolvingKeepsItsLastAddress) {
                                       std::string::npos; }))
       << lb_->output();
   EXPECT_EQ(metricValue(admin_, "lb_dns_resolutions_total{result=\"changed\"}"), 0);
+}
+
+
+// A DNS server on 127.0.0.9:53 for names that are not in the hosts file: it takes every
+// question and answers only when told to (A: 127.0.0.1; any other type: no data). Until
+// then, whoever asked waits, as it would on a slow or unreachable DNS server.
+class HeldDns {
+ public:
+  HeldDns() {
+    fd_ = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(53);
+    inet_pton(AF_INET, "127.0.0.9", &a.sin_addr);
+    if (fd_ >= 0 && bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+      close(fd_);
+      fd_ = -1;
+    }
+  }
+  ~HeldDns() {
+    stop_ = true;
+    if (answering_.joinable()) answering_.join();
+    if (fd_ >= 0) close(fd_);
+  }
+  bool ok() const { return fd_ >= 0; }
+
+  // Waits up to `timeout` for a question to arrive and keeps it unanswered.
+  bool waitForQuestion(Millis timeout) {
+    pollfd p{fd_, POLLIN, 0};
+    if (poll(&p, 1, static_cast<int>(timeout.count())) != 1) return false;
+    held_.push_back(receive());
+    return !held_.back().data.empty();
+  }
+  // Answers the questions held so far and, on a thread of its own, every later one.
+  void answerAll() {
+    for (const Question& q : held_) reply(q);
+    held_.clear();
+    answering_ = std::thread([this] {
+      while (!stop_) {
+        pollfd p{fd_, POLLIN, 0};
+        if (poll(&p, 1, 50) == 1) reply(receive());
+      }
+    });
+  }
+
+ private:
+  struct Question {
+    std::string data;
+    sockaddr_storage from{};
+    socklen_t from_len = 0;
+  };
+  Question receive() {
+    Question q;
+    char buf[512];
+    q.from_len = sizeof q.from;
+    ssize_t n = recvfrom(fd_, buf, sizeof buf, 0, reinterpret_cast<sockaddr*>(&q.from), &q.from_len);
+    if (n > 12) q.data.assign(buf, static_cast<size_t>(n));
+    return q;
+  }
+  // RFC 1035 §4.1: the question copied back, then one A record pointing at it (offset 12).
+  void reply(const Question& q) {
+    if (q.data.size() <= 12) return;
+    size_t end = 12;
+    while (end < q.data.size() && q.data[end] != 0) end += 1 + static_cast<uint8_t>(q.data[end]);
+    end += 5;   // the root label, QTYPE, QCLASS
+    if (end > q.data.size()) return;
+    const bool type_a = q.data[end - 4] == 0 && q.data[end - 3] == 1;
+    std::string r = q.data.substr(0, 2);                        // ID
+    r += std::string("\x81\x80\x00\x01\x00", 5);             // response, RD RA, NOERROR, 1 question
+    r += type_a ? std::string("\x01", 1) : std::string("\x00", 1);
+    r += std::string("\x00\x00\x00\x00", 4);                  // NSCOUNT, ARCOUNT
+    r += q.data.substr(12, end - 12);
+    if (type_a)
+      r += std::string("\xc0\x0c\x00\x01\x00\x01\x00\x00\x00\x3c\x00\x04\x7f\x00\x00\x01", 16);
+    sendto(fd_, r.data(), r.size(), 0, reinterpret_cast<const sockaddr*>(&q.from), q.from_len);
+  }
+
+  int fd_ = -1;
+  std::vector<Question> held_;
+  std::atomic<bool> stop_{false};
+  std::thread answering_;
+};
+
+TEST_F(RenamedHostTest, AReloadWaitingOnDnsKeepsTheAdminAndHealthChecksRunning) {
+  HeldDns dns;
+  if (!dns.ok()) GTEST_SKIP() << "cannot bind 127.0.0.9:53 (needs root)";
+  setResolv("nameserver 127.0.0.9\noptions timeout:30 attempts:1\n");
+  Origin a("127.0.0.1:0", "origin-a"), b("127.0.0.1:0", "origin-b");
+  ASSERT_TRUE(a.port && b.port);
+  const std::string health =
+      "health = { type = \"http\", path = \"/\", interval = \"200ms\", timeout = \"200ms\", "
+      "fall = 3, rise = 1 }\n";
+  const std::string a_line = backend("a", "127.0.0.1:" + std::to_string(*a.port));
+  ASSERT_TRUE(startLb(config(port_, admin_, a_line, health))) << lb_->output();
+  const std::string checks =
+      "lb_backend_health_checks_total{backend=\"a\",cluster=\"origins\",result=\"ok\"}";
+  ASSERT_TRUE(eventually([&] { return metricValue(admin_, checks) >= 1; })) << lb_->output();
+
+  // The reload adds a backend by a name only the held DNS server knows.
+  writeWholeFile(config_, config(port_, admin_,
+                                 a_line + backend("b", "slow.lb.test:" + std::to_string(*b.port)),
+                                 health));
+  ASSERT_EQ(kill(lb_->pid(), SIGHUP), 0);
+  ASSERT_TRUE(dns.waitForQuestion(10s)) << lb_->output();
+  // While lb waits for the answer, the main loop serves: /metrics answers and the checks of
+  // `a` go on (a blocked loop would answer neither until the lookup gave up after 10s).
+  const double before = metricValue(admin_, checks);
+  EXPECT_GE(before, 1) << "the admin endpoint must answer during the lookup";
+  EXPECT_TRUE(eventually([&] { return metricValue(admin_, checks) >= before + 3; }, 5s))
+      << lb_->output();
+  EXPECT_EQ(metricValue(admin_, "lb_config_reloads_total{result=\"success\"}"), 0);
+  EXPECT_EQ(owners(port_, 5).begin()->second, "origin-a") << "the running config serves";
+
+  dns.answerAll();
+  ASSERT_TRUE(eventually([&] {
+    return metricValue(admin_, "lb_config_reloads_total{result=\"success\"}") == 1;
+  })) << lb_->output();
+  EXPECT_NE(adminGet(admin_, "/backends")
+                .find("\"resolved\":\"127.0.0.1:" + std::to_string(*b.port) + "\""),
+            std::string::npos);
+  int on_b = 0;
+  for (const auto& [key, owner] : owners(port_, 60)) on_b += owner == "origin-b";
+  EXPECT_GT(on_b, 5) << "keys must reach the backend the reload added";
+  EXPECT_LE(metricValue(admin_, "lb_backend_health_transitions_total{backend=\"a\","
+                                "cluster=\"origins\",to=\"down\"}"),
+            0)
+      << lb_->output();
 }
 
 }  // namespace
