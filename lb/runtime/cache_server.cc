@@ -82,9 +82,9 @@ void CacheServer::onUpstreamConnect(int status) noexcept {
       snprintf(text, sizeof text, "backend %s: connect timed out", name());
     else
       snprintf(text, sizeof text, "backend %s: connect failed: %s", name(), uv_strerror(status));
-    noteBackendFailure(stats_, status == UV_ETIMEDOUT ? BackendFailure::kConnectTimeout
-                                                      : BackendFailure::kConnectRefused);
-    fail(CacheErrorReason::kBackendFailed, text);
+    backendFailed(status == UV_ETIMEDOUT ? BackendFailure::kConnectTimeout
+                                         : BackendFailure::kConnectRefused,
+                  text);
     return;
   }
   state_ = State::kReady;
@@ -106,8 +106,7 @@ void CacheServer::flush() noexcept {
   if (w < 0) {
     char text[160];
     snprintf(text, sizeof text, "backend %s: write failed: %s", name(), uv_strerror(w));
-    if (head_ != nullptr) noteBackendFailure(stats_, BackendFailure::kConnectReset);
-    fail(CacheErrorReason::kBackendFailed, text);
+    backendFailed(BackendFailure::kConnectReset, text);
     return;
   }
   stats_.bytes_tx.add(static_cast<uint64_t>(w));
@@ -147,8 +146,7 @@ void CacheServer::handleWrite(int status) noexcept {
   if (status < 0) {
     char text[160];
     snprintf(text, sizeof text, "backend %s: write failed: %s", name(), uv_strerror(status));
-    if (head_ != nullptr) noteBackendFailure(stats_, BackendFailure::kConnectReset);
-    fail(CacheErrorReason::kBackendFailed, text);
+    backendFailed(BackendFailure::kConnectReset, text);
     return;
   }
   stats_.bytes_tx.add(write_bytes_);
@@ -209,10 +207,11 @@ void CacheServer::onUpstreamRead(ssize_t n, const uv_buf_t*) noexcept {
     else
       snprintf(text, sizeof text, "backend %s: connection failed: %s", name(),
                uv_strerror(static_cast<int>(n)));
-    // A close with commands waiting is the backend failing them; an idle connection closed
-    // (redis' `timeout`, memcached's idle_timeout) is not.
-    if (head_ != nullptr && n != UV_ENOBUFS) noteBackendFailure(stats_, BackendFailure::kConnectReset);
-    fail(CacheErrorReason::kBackendFailed, text);
+    // A reply over lb's own limit is not the backend failing.
+    if (n == UV_ENOBUFS)
+      fail(CacheErrorReason::kBackendFailed, text);
+    else
+      backendFailed(BackendFailure::kConnectReset, text);
     return;
   }
   in_len_ += static_cast<size_t>(n);
@@ -309,8 +308,7 @@ void CacheServer::handleTimer() noexcept {
     // Pushed while no connection could even start.
     char text[160];
     snprintf(text, sizeof text, "backend %s: connect failed", name());
-    noteBackendFailure(stats_, BackendFailure::kConnectRefused);
-    fail(CacheErrorReason::kBackendFailed, text);
+    backendFailed(BackendFailure::kConnectRefused, text);
     return;
   }
   if (head_ != nullptr && now >= head_->deadline_ms + head_->timeout_ms) {
@@ -338,6 +336,11 @@ void CacheServer::handleTimer() noexcept {
     if (f->command != nullptr && (next == 0 || f->deadline_ms < next)) next = f->deadline_ms;
   }
   if (next != 0) armTimer(next);
+}
+
+void CacheServer::backendFailed(BackendFailure kind, const char* text) noexcept {
+  if (head_ != nullptr) noteBackendFailure(stats_, kind);
+  fail(CacheErrorReason::kBackendFailed, text);
 }
 
 void CacheServer::fail(CacheErrorReason reason, const char* text, bool for_good) noexcept {

@@ -115,6 +115,9 @@ class CacheServer final : public UpstreamOwner, public Flushable {
   // Every queued fragment fails with `text`; the connection closes; back to kIdle (or
   // kClosed when `for_good`).
   void fail(CacheErrorReason reason, const char* text, bool for_good = false) noexcept;
+  // The connection broke as `kind` says: one outlier failure of the backend when commands
+  // waited on it (an idle connection the server closed is not one), then fail().
+  void backendFailed(BackendFailure kind, const char* text) noexcept;
   void readReplies() noexcept;
   void deliver(const char* p, size_t n) noexcept;
   void releaseBuffer() noexcept;
