@@ -132,15 +132,12 @@ void Lifecycle::reloadFailed(const Errors& errors) {
   notifyReady(generation_);
 }
 
-bool Lifecycle::finishReload(const std::string& text, AnsweredResolver resolver) {
-  auto fail = [&](const Errors& errors) {
-    reloadFailed(errors);
-    return false;
-  };
+void Lifecycle::finishReload(const std::string& text, AnsweredResolver resolver) {
   auto loaded = loadConfigString(text, config_path_, &resolver);
-  if (!loaded.ok()) return fail(loaded.errors());
+  if (!loaded.ok()) return reloadFailed(loaded.errors());
   Errors warnings;
-  if (Errors errors = checkServes(loaded.value(), &warnings); !errors.empty()) return fail(errors);
+  if (Errors errors = checkServes(loaded.value(), &warnings); !errors.empty())
+    return reloadFailed(errors);
   for (const auto& w : warnings) LB_WARN("reload: %s", w.format().c_str());
   Config config = std::move(loaded.value());
   const Config& running = server_.snapshot()->config;
@@ -153,12 +150,12 @@ bool Lifecycle::finishReload(const std::string& text, AnsweredResolver resolver)
             running.admin_listen.c_str(), config.admin_listen.c_str());
   auto built = buildSnapshot(std::move(config), server_.registry(), generation_ + 1,
                              &resolver.hosts());
-  if (!built.ok()) return fail(built.errors());
+  if (!built.ok()) return reloadFailed(built.errors());
   std::shared_ptr<const Snapshot> snap = built.value();
   // Every listener the workers would open must be bindable before anything changes: a
   // worker that cannot bind leaves its listener closed, and the old one is gone by then.
   if (Errors unbindable = checkNewListenersBind(*snap, running); !unbindable.empty())
-    return fail(unbindable);
+    return reloadFailed(unbindable);
   ++generation_;
   setLogLevel(snap->config.log_level);
   apply(snap);
@@ -168,7 +165,6 @@ bool Lifecycle::finishReload(const std::string& text, AnsweredResolver resolver)
           snap->listeners.size() == 1 ? "" : "s", snap->clusters.size(),
           snap->clusters.size() == 1 ? "" : "s");
   notifyReady(generation_);
-  return true;
 }
 
 void Lifecycle::apply(std::shared_ptr<const Snapshot> snapshot) {

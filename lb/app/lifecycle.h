@@ -64,8 +64,8 @@ class Lifecycle {
 
  private:
   static void onSignal(uv_signal_t* s, int signum);
-  // The reload's second half, once its names have answered; true when it went live.
-  bool finishReload(const std::string& text, AnsweredResolver resolver);
+  // The reload's second half, once its names have answered: live, or refused whole.
+  void finishReload(const std::string& text, AnsweredResolver resolver);
   void reloadFailed(const Errors& errors);
   // A drain or a stop abandons a reload still resolving names: nothing may go live after.
   void dropReload();

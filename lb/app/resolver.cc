@@ -147,7 +147,7 @@ std::vector<std::string> AnsweredResolver::resolve(const std::vector<std::string
   for (size_t i = 0; i < names.size(); ++i) {
     if (hosts_.count(names[i])) continue;
     auto it = failed_.find(names[i]);
-    why[i] = it != failed_.end() ? it->second : "not looked up (the file changed during the reload)";
+    why[i] = it != failed_.end() ? it->second : "not looked up (the file changed meanwhile)";
   }
   return why;
 }
@@ -166,12 +166,9 @@ std::vector<std::string> BlockingResolver::resolve(const std::vector<std::string
   ResolveBatch::start(&loop_, names, wait_,
                       [&](const std::vector<std::string>& asked,
                           const std::vector<ResolveAnswer>& answers) {
-                        for (size_t i = 0; i < asked.size(); ++i) {
-                          if (answers[i].status == 0)
-                            hosts_[asked[i]] = answers[i].address;
-                          else
-                            why[i] = resolveErrorText(answers[i].status, wait_);
-                        }
+                        AnsweredResolver answered(asked, answers, wait_);
+                        why = answered.resolve(asked);
+                        hosts_ = answered.hosts();
                         finished = true;
                       });
   // The batch's own timer ends the wait; lookups it gave up on stay on the loop and are

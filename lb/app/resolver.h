@@ -93,8 +93,9 @@ class NameCollector final : public NameResolver {
   std::vector<std::string> names_;
 };
 
-// A NameResolver that answers from a finished batch: a reload's second read of its file.
-// A name the batch did not ask about (the file changed in between) is not resolved.
+// A NameResolver that answers from a finished batch: a reload's second read of its file, and
+// BlockingResolver's answer. A name the batch did not ask about (the file changed in between)
+// is not resolved.
 class AnsweredResolver final : public NameResolver {
  public:
   AnsweredResolver(const std::vector<std::string>& names, const std::vector<ResolveAnswer>& answers,
@@ -108,8 +109,9 @@ class AnsweredResolver final : public NameResolver {
 };
 
 // The loader's NameResolver (lb/config/config.h): runs a batch on a loop of its own and waits
-// for it, blocking the calling thread for at most `wait`. Used at start, by `lb --check` and
-// on reload, before anything is handed to a worker. Keeps the answers for buildSnapshot.
+// for it, blocking the calling thread for at most `wait`. Used at start and by `lb --check`,
+// before anything runs (a reload looks names up on the main loop instead, lb/app/lifecycle.h).
+// Keeps the answers for buildSnapshot.
 // Main thread only.
 class BlockingResolver final : public NameResolver {
  public:

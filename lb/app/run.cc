@@ -7,6 +7,7 @@
 #include "lb/admin/admin.h"
 #include "lb/app/dns_refresh.h"
 #include "lb/app/lifecycle.h"
+#include "lb/app/resolver.h"
 #include "lb/app/service_notify.h"
 #include "lb/app/server.h"
 #include "lb/config/config.h"

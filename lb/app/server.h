@@ -7,7 +7,6 @@
 #include <vector>
 
 #include "lb/app/protocols.h"
-#include "lb/app/resolver.h"
 #include "lb/routing/snapshot.h"
 #include "lb/runtime/worker.h"
 
@@ -38,9 +37,6 @@ class Server {
   void stop();
 
   StateRegistry& registry() { return registry_; }
-  // Looks up backend host names for a reload (lb/app/resolver.h). One for the whole run, so
-  // a lookup that outlived a reload's wait ends on its loop instead of holding up the next.
-  BlockingResolver& resolver() { return resolver_; }
   std::shared_ptr<const Snapshot> snapshot() const { return snapshot_; }
   bool draining() const { return draining_; }
   // Any thread. Sessions still open on all workers: a drain ends when this reaches 0.
@@ -50,7 +46,6 @@ class Server {
 
  private:
   StateRegistry registry_;
-  BlockingResolver resolver_;
   std::vector<std::unique_ptr<Worker>> workers_;
   std::shared_ptr<const Snapshot> snapshot_;
   bool draining_ = false;
