@@ -16,19 +16,7 @@ pids+=($!)
 wait_port "$origin_port"
 
 start_lb() {   # binary port
-  cat >"$work/$2.toml" <<TOML
-[lb]
-workers = 1
-log_level = "warn"
-[admin]
-listen = "127.0.0.1:$(free_port)"
-[listeners.web]
-listen = "127.0.0.1:$2"
-cluster = "c"
-hash = [ { header = "x-key" } ]
-[clusters.c]
-backends = [ { name = "a", address = "127.0.0.1:$origin_port" } ]
-TOML
+  write_one_backend_config "$work/$2.toml" 1 "$2" "$origin_port"
   "$1" --config "$work/$2.toml" >"$work/$2.log" 2>&1 &
   pids+=($!)
   wait_port "$2"

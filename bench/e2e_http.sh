@@ -31,19 +31,7 @@ run_wrk() {   # label url
 
 start_lb() {   # workers -> sets lb_port, lb_pid
   lb_port=$(free_port)
-  cat >"$work/lb.toml" <<TOML
-[lb]
-workers = $1
-log_level = "warn"
-[admin]
-listen = "127.0.0.1:$(free_port)"
-[listeners.web]
-listen = "127.0.0.1:$lb_port"
-cluster = "c"
-hash = [ { header = "x-key" } ]
-[clusters.c]
-backends = [ { name = "a", address = "127.0.0.1:$origin_port" } ]
-TOML
+  write_one_backend_config "$work/lb.toml" "$1" "$lb_port" "$origin_port"
   "$build/lb" --config "$work/lb.toml" >"$work/lb.log" 2>&1 &
   lb_pid=$!
   pids+=($lb_pid)
