@@ -30,7 +30,10 @@ namespace lb::test {
 
 class CacheFleet {
  public:
-  CacheFleet(CacheServer::Kind kind, int servers) : kind_(kind), count_(servers) {}
+  // `workers`: lb's worker count; 1 puts every client on one server connection per backend,
+  // so that what one client sends can reach what another gets back (the hostile-input tests).
+  CacheFleet(CacheServer::Kind kind, int servers, int workers = 2)
+      : kind_(kind), count_(servers), workers_(workers) {}
   ~CacheFleet() {
     for (auto& s : servers_)
       if (s->ok()) kill(s->pid(), SIGCONT);   // a test that froze one and failed early
@@ -49,7 +52,7 @@ class CacheFleet {
     port_ = freePort();
     admin_ = freePort();
     const char* proto = kind_ == CacheServer::kRedis ? "redis" : "memcached";
-    std::string toml = "[lb]\nworkers = 2\naccess_log = \"" + lb_.accessLogPath() +
+    std::string toml = "[lb]\nworkers = " + std::to_string(workers_) + "\naccess_log = \"" + lb_.accessLogPath() +
                        "\"\n[admin]\nlisten = \"127.0.0.1:" + std::to_string(admin_) +
                        "\"\n[listeners.cache]\nlisten = \"127.0.0.1:" + std::to_string(port_) +
                        "\"\nprotocol = \"" + proto + "\"\ncluster = \"fleet\"\n" +
@@ -111,6 +114,7 @@ class CacheFleet {
  private:
   CacheServer::Kind kind_;
   int count_;
+  int workers_;
   std::vector<std::unique_ptr<CacheServer>> servers_;
   LbProcess lb_;
   uint16_t port_ = 0;
