@@ -20,6 +20,10 @@ constexpr size_t kMinReadRoom = 4096;
 // A command may exceed max_request_bytes by its framing (headers, CRLFs) before the parser
 // has seen enough to refuse it.
 constexpr size_t kFramingSlack = 64 * 1024;
+// How long a connection closed for bad input keeps reading (and dropping) what the client
+// still sends after lb's error, so that closing with unread input does not reset the
+// connection before the client has read the error (nginx's lingering_close, HttpSession's).
+constexpr uint64_t kLingerMs = 1000;
 }  // namespace
 
 const char* cacheOutcomeName(CacheOutcome o) noexcept {
@@ -51,6 +55,7 @@ CacheSession::CacheSession(WorkerEnv& env, const std::shared_ptr<const Snapshot>
   down_.data = this;
   timer_.data = this;
   write_req_.data = this;
+  shutdown_req_.data = this;
   uv_tcp_init(env.loop(), &down_);
   uv_timer_init(env.loop(), &timer_);
   pending_ = 2;   // the two handles' close callbacks
@@ -105,6 +110,16 @@ void CacheSession::onAlloc(uv_handle_t* h, size_t, uv_buf_t* buf) {
 }
 
 void CacheSession::allocInput(uv_buf_t* buf) noexcept {
+  if (state_ == State::kLingering) {   // what comes now is read only to be dropped
+    if (in_ == nullptr) {
+      in_ = env_.buffers().get();
+      in_cap_ = BufferPool::kBlockSize;
+      in_pooled_ = true;
+    }
+    in_pos_ = in_len_ = 0;
+    *buf = uv_buf_init(in_, static_cast<unsigned>(in_cap_));
+    return;
+  }
   if (in_ == nullptr) {
     in_ = env_.buffers().get();
     in_cap_ = BufferPool::kBlockSize;
@@ -123,11 +138,15 @@ void CacheSession::allocInput(uv_buf_t* buf) noexcept {
   *buf = uv_buf_init(in_ + in_len_, static_cast<unsigned>(in_cap_ - in_len_));
 }
 
-// A command larger than the buffer: a heap buffer of `want` bytes (at most the listener's
-// max_request_bytes plus framing), the unparsed bytes moved to its front.
+// A command larger than the buffer: a heap buffer of at least `want` bytes and at least
+// twice the current one (at most the listener's max_request_bytes plus framing), the
+// unparsed bytes moved to its front. Doubling keeps a large command's buffering linear in
+// its size: growing only to what the parser asked for next copied the whole command again
+// on every read, one read's worth of room at a time.
 bool CacheSession::growInput(size_t want) noexcept {
-  const size_t max = static_cast<size_t>(limits().max_request_bytes) + kFramingSlack;
+  const size_t max = maxInput();
   if (in_cap_ >= max) return false;
+  if (want < in_cap_ * 2) want = in_cap_ * 2;
   if (want > max) want = max;
   char* bigger = new (std::nothrow) char[want];
   if (bigger == nullptr) return false;
@@ -159,6 +178,15 @@ void CacheSession::onRead(uv_stream_t* s, ssize_t n, const uv_buf_t*) {
 
 void CacheSession::handleRead(ssize_t n) noexcept {
   if (state_ == State::kClosed) return;
+  if (state_ == State::kLingering) {
+    if (n < 0) {
+      closeNow(outcome_);   // the client has read the error and closed (or reset)
+    } else {
+      bytes_in_ += static_cast<uint64_t>(n);
+      in_len_ = 0;
+    }
+    return;
+  }
   if (n < 0) {
     readStop();
     if (n == UV_EOF) {
@@ -167,7 +195,7 @@ void CacheSession::handleRead(ssize_t n) noexcept {
       if (in_ != nullptr && in_pos_ == in_len_) releaseInput();
       finish(CacheOutcome::kOk);
     } else if (n == UV_ENOBUFS) {
-      finish(CacheOutcome::kProtocolError);   // the protocol's parser refused it already
+      tooLarge();   // the buffer is at its limit and the command at its start is not whole
     } else {
       closeNow(CacheOutcome::kClientReset);
     }
@@ -202,10 +230,26 @@ void CacheSession::parseInput() noexcept {
   }
   if (in_ != nullptr && in_pos_ == in_len_) {
     releaseInput();
+  } else if (state_ == State::kServing && need_ > maxInput()) {
+    tooLarge();   // the parser knows already that the command will not fit
   } else if (need_ > in_cap_ - in_pos_ && state_ == State::kServing) {
     growInput(need_);   // failing here leaves the buffer full: the next read reports ENOBUFS
   }
   if (state_ == State::kServing && !canAccept()) readStop();
+}
+
+// A command larger than limits.max_request_bytes (with its framing): the client gets the
+// protocol's "too large" error after the answers to what it sent before, then the
+// connection closes (nothing after an unread command can be parsed).
+void CacheSession::tooLarge() noexcept {
+  if (state_ != State::kServing) return;
+  if (CacheCommand* cmd = beginCommand(0))
+    answerError(cmd, CacheErrorReason::kTooLarge, tooLargeReply());
+  finish(CacheOutcome::kProtocolError);
+}
+
+size_t CacheSession::maxInput() const noexcept {
+  return static_cast<size_t>(limits().max_request_bytes) + kFramingSlack;
 }
 
 bool CacheSession::canAccept() const noexcept {
@@ -423,7 +467,7 @@ void CacheSession::flush() noexcept {
   writeOut();
   if (state_ == State::kClosed) return;
   if (state_ == State::kFinishing) {
-    if (head_ == nullptr && out_.empty() && !writing_) closeNow(outcome_);
+    if (head_ == nullptr && out_.empty() && !writing_) endWritten();
     return;
   }
   maybeResume();
@@ -475,6 +519,31 @@ void CacheSession::handleWrite(int status) noexcept {
   dirty();
 }
 
+// Everything is answered and written. A client that may still be sending (lb stopped at
+// input it could not parse) is lingered on: the write side shuts down, so the client reads
+// lb's last answer and then EOF, and what it still sends is dropped until it closes or
+// kLingerMs pass. Otherwise the connection closes now.
+void CacheSession::endWritten() noexcept {
+  if (outcome_ != CacheOutcome::kProtocolError || eof_) {
+    closeNow(outcome_);
+    return;
+  }
+  state_ = State::kLingering;
+  releaseInput();
+  auto* stream = reinterpret_cast<uv_stream_t*>(&down_);
+  if (uv_shutdown(&shutdown_req_, stream, onShutdown) != 0) {
+    closeNow(outcome_);
+    return;
+  }
+  ++pending_;
+  if (uv_read_start(stream, onAlloc, onRead) == 0) reading_ = true;
+  uv_timer_start(&timer_, onTimer, kLingerMs, 0);
+}
+
+void CacheSession::onShutdown(uv_shutdown_t* req, int) {
+  static_cast<CacheSession*>(req->data)->callbackDone();
+}
+
 // Reading stopped at a limit: with room again, parse what is buffered, then read more.
 void CacheSession::maybeResume() noexcept {
   if (state_ != State::kServing || reading_ || eof_ || !canAccept()) return;
@@ -491,6 +560,10 @@ void CacheSession::onTimer(uv_timer_t* t) { static_cast<CacheSession*>(t->data)-
 // The timer runs once per idle period rather than being restarted on every read.
 void CacheSession::handleTimer() noexcept {
   if (state_ == State::kClosed) return;
+  if (state_ == State::kLingering) {
+    closeNow(outcome_);
+    return;
+  }
   const uint64_t idle = static_cast<uint64_t>(listener_.config->timeouts.idle.count());
   const uint64_t now = uv_now(env_.loop());
   const uint64_t quiet = now - last_activity_ms_;

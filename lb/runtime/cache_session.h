@@ -4,8 +4,10 @@
 // pipelined server connections, and says how backend replies become the client's replies;
 // this class does the rest:
 //
-//   - reads into a pool block, parsed in place; a command larger than a block grows the
-//     buffer up to limits.max_request_bytes; nothing is held while the client is idle;
+//   - reads into a pool block, parsed in place; a command larger than a block doubles the
+//     buffer up to limits.max_request_bytes (plus framing), and one larger still gets the
+//     protocol's "too large" error before the close; nothing is held while the client is
+//     idle;
 //   - keeps the client's commands in a queue and answers them strictly in order: a reply
 //     that arrives before the ones ahead of it waits in the ReplyArena; the one at the head
 //     goes straight to the output;
@@ -16,7 +18,9 @@
 //
 // States:
 //   kServing ──QUIT, EOF, a fatal protocol error, drain──> kFinishing ──queue empty and
-//   output written──> kClosed;  kServing/kFinishing ──write error, abort──> kClosed.
+//   output written──> kClosed, or after a protocol error with the client still sending
+//   ──> kLingering (write side shut down, input read and dropped) ──client EOF, 1 s──>
+//   kClosed;  any state ──write error, abort──> kClosed.
 //   kServing reads and parses; kFinishing reads nothing more and answers what it has.
 //
 // Access log: one line per connection when it closes (proto=redis|memcached, status = how
@@ -104,6 +108,8 @@ class CacheSession : public Session, public Flushable, public FragmentOwner {
                              std::string_view text) noexcept = 0;
   // What a client past limits.max_connections is told before lb closes.
   virtual std::string_view overLimitReply() const noexcept = 0;
+  // What a client whose command exceeds limits.max_request_bytes is told before lb closes.
+  virtual std::string_view tooLargeReply() const noexcept = 0;
 
   // The protocol's accept function: acceptFrom takes the pending connection from `server`
   // (false when another worker took it or the client is gone: the session then frees
@@ -157,7 +163,7 @@ class CacheSession : public Session, public Flushable, public FragmentOwner {
   ListenerWorkerStats& listenerStats() noexcept { return lstats_; }
 
  private:
-  enum class State : uint8_t { kServing, kFinishing, kClosed };
+  enum class State : uint8_t { kServing, kFinishing, kLingering, kClosed };
 
   void parseInput() noexcept;
   void readStart() noexcept;
@@ -171,6 +177,9 @@ class CacheSession : public Session, public Flushable, public FragmentOwner {
   void maybeResume() noexcept;
   void releaseInput() noexcept;
   bool growInput(size_t want) noexcept;
+  size_t maxInput() const noexcept;
+  void tooLarge() noexcept;
+  void endWritten() noexcept;
   void complete(CacheCommand* cmd) noexcept;
   void detach(CacheCommand* cmd) noexcept;
   void closeNow(CacheOutcome outcome) noexcept;
@@ -182,6 +191,7 @@ class CacheSession : public Session, public Flushable, public FragmentOwner {
   static void onRead(uv_stream_t* s, ssize_t n, const uv_buf_t* buf);
   static void onWrite(uv_write_t* req, int status);
   static void onTimer(uv_timer_t* t);
+  static void onShutdown(uv_shutdown_t* req, int status);
   static void onClosed(uv_handle_t* h);
 
   WorkerEnv& env_;
@@ -199,7 +209,8 @@ class CacheSession : public Session, public Flushable, public FragmentOwner {
   uv_tcp_t down_;
   uv_timer_t timer_;
   uv_write_t write_req_;
-  int pending_ = 0;                // close callbacks and a write still to call back
+  uv_shutdown_t shutdown_req_;     // kLingering only
+  int pending_ = 0;                // close callbacks, a write and a shutdown to call back
   bool reading_ = false;
   bool eof_ = false;
   bool writing_ = false;

@@ -43,6 +43,10 @@ std::string_view MemcachedSession::overLimitReply() const noexcept {
   return "ERROR Too many open connections\r\n";
 }
 
+std::string_view MemcachedSession::tooLargeReply() const noexcept {
+  return "CLIENT_ERROR lb: request too large (over limits.max_request_bytes)\r\n";
+}
+
 size_t MemcachedSession::parse(const char* p, size_t n) noexcept {
   CacheScratch& sc = cache().scratch();
   size_t used = 0;

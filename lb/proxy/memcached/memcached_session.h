@@ -50,6 +50,7 @@ class MemcachedSession final : public CacheSession {
   void answerFailure(CacheCommand* cmd, CacheErrorReason reason,
                      std::string_view text) noexcept override;
   std::string_view overLimitReply() const noexcept override;
+  std::string_view tooLargeReply() const noexcept override;
 
   void dispatch(const mc::Request& r, const char* p) noexcept;
   void routeRetrieval(CacheCommand* cmd, const mc::Request& r, std::string_view raw) noexcept;

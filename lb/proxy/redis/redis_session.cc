@@ -68,6 +68,10 @@ std::string_view RedisSession::overLimitReply() const noexcept {
   return "-ERR max number of clients reached\r\n";
 }
 
+std::string_view RedisSession::tooLargeReply() const noexcept {
+  return "-ERR lb: request too large (over limits.max_request_bytes)\r\n";
+}
+
 ReplyUse RedisSession::useReply(const CacheCommand& cmd, const char*, size_t) noexcept {
   return cmd.kind == kPass ? ReplyUse::kPass : ReplyUse::kStore;
 }
@@ -101,10 +105,13 @@ size_t RedisSession::parse(const char* p, size_t n) noexcept {
       if (r.status == resp::Parse::kError) {
         // Redis answers and closes: nothing after a framing error can be trusted.
         if (CacheCommand* cmd = beginCommand(kPass)) {
-          char text[160];
-          int len = snprintf(text, sizeof text, "-ERR %s\r\n", r.error);
-          answerError(cmd, r.too_large ? CacheErrorReason::kTooLarge : CacheErrorReason::kProtocol,
-                      {text, static_cast<size_t>(len)});
+          if (r.too_large) {   // lb's own limit, named as such rather than as bad framing
+            answerError(cmd, CacheErrorReason::kTooLarge, tooLargeReply());
+          } else {
+            char text[160];
+            int len = snprintf(text, sizeof text, "-ERR %s\r\n", r.error);
+            answerError(cmd, CacheErrorReason::kProtocol, {text, static_cast<size_t>(len)});
+          }
         }
         finish(CacheOutcome::kProtocolError);
         return n;

@@ -46,6 +46,7 @@ class RedisSession final : public CacheSession {
   void answerFailure(CacheCommand* cmd, CacheErrorReason reason,
                      std::string_view text) noexcept override;
   std::string_view overLimitReply() const noexcept override;
+  std::string_view tooLargeReply() const noexcept override;
 
   void dispatch(std::string_view raw, bool inline_form) noexcept;
   void routeKeys(CacheCommand* cmd, const redis::CommandSpec& spec, std::string_view raw) noexcept;
