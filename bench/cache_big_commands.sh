@@ -118,7 +118,8 @@ if proto == "redis":
     s.sendall(resp(mset)); assert line() == b"+OK"
     request = resp(["MGET"] + keys)
 else:
-    s.sendall(b"".join(b"set %s 0 0 %d noreply\r\nv%d\r\n" % (keys[i].encode(), len(b"v%d" % i), i) for i in range(0, nkeys, 2)))
+    s.sendall(b"".join(b"set %s 0 0 %d\r\nv%d\r\n" % (keys[i].encode(), len(b"v%d" % i), i) for i in range(0, nkeys, 2)))
+    for i in range(0, nkeys, 2): assert line() == b"STORED"
     request = ("get " + " ".join(keys) + "\r\n").encode()
 def cpu():
     f = open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()
