@@ -152,7 +152,7 @@ Request parseInline(const char* p, size_t n, size_t max_args, std::vector<std::s
 Request readBulks(const char* p, size_t n, size_t& pos, int64_t& left, size_t max_bulk,
                   bool authenticated, std::vector<std::string_view>* args) {
   while (left > 0) {
-    if (pos >= n) return incomplete(pos + 4);
+    if (pos >= n) return incomplete(pos + 1);   // its '$' decides whether it is an error
     if (p[pos] != '$') {
       Request r = error("Protocol error: expected '$'");
       r.got = p[pos];
