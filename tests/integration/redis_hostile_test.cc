@@ -10,6 +10,8 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <iterator>
+#include <sstream>
 #include <functional>
 #include <string>
 #include <thread>
@@ -309,6 +311,51 @@ TEST_F(RedisGarbageReplyTest, AnMsetPartAnsweringAnotherStatusIsNotOk) {
   }
   ASSERT_TRUE(c.send(cmd));
   expectLbError(readResp(c, 8s), "QUEUED");
+}
+
+}  // namespace
+}  // namespace lb::test
+
+namespace lb::test {
+namespace {
+
+// CPU seconds the process has used (user + system), from /proc/PID/stat.
+double cpuSeconds(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t close = stat.rfind(')');
+  std::istringstream fields(stat.substr(close + 2));
+  std::string skip;
+  for (int i = 3; i < 14; ++i) fields >> skip;   // state .. cmajflt
+  unsigned long utime = 0, stime = 0;
+  fields >> utime >> stime;
+  return static_cast<double>(utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+TEST(RedisLargeMgetTest, AnMgetOfTenThousandKeysCostsLbLittleCpu) {
+  CacheFleet fleet(CacheServer::kRedis, 2, /*workers=*/1);
+  ASSERT_TRUE(fleet.start()) << fleet.output();
+  TcpClient c;
+  ASSERT_TRUE(c.connect(fleet.port()));
+  ASSERT_EQ(redisCall(c, {"SET", std::string(40, 'k'), "v"}), "OK");
+  constexpr int kKeys = 10000;
+  std::string cmd = "*" + std::to_string(kKeys + 1) + "\r\n$4\r\nMGET\r\n";
+  for (int i = 0; i < kKeys; ++i) {
+    char key[41];
+    snprintf(key, sizeof key, "key:%036d", i);
+    cmd += "$40\r\n" + std::string(key, 40) + "\r\n";
+  }
+  const double before = cpuSeconds(fleet.lb().process().pid());
+  // In pieces of a TCP segment, as a client writing it out may deliver it.
+  for (size_t at = 0; at < cmd.size(); at += 1460) ASSERT_TRUE(c.send(cmd.substr(at, 1460)));
+  auto v = readResp(c, 20s);
+  const double used = cpuSeconds(fleet.lb().process().pid()) - before;
+  ASSERT_TRUE(v.has_value());
+  ASSERT_EQ(v->type, '*');
+  EXPECT_EQ(v->items.size(), static_cast<size_t>(kKeys));
+  printf("lb used %.3f s of CPU for an MGET of %d keys (%zu bytes)\n", used, kKeys, cmd.size());
+  EXPECT_LT(used, 0.25) << "a large MGET should cost lb about what it costs redis-server";
+  EXPECT_EQ(fleet.lb().process().stop(), 0) << fleet.output();
 }
 
 }  // namespace
