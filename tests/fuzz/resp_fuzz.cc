@@ -141,6 +141,11 @@ void checkCommands(const std::string& stream, bool unauthenticated, Cuts cuts) {
     if (back.status != strict_resp::Status::kCommand || back.consumed != sent.size() ||
         back.argv != argv)
       mismatch("what lb forwards reads otherwise for Redis", sent);
+    // And exactly the canonical array of those arguments, whichever form the client used.
+    lb::ByteChain canonical(pool);
+    lb::resp::appendArrayHeader(canonical, args.size());
+    for (std::string_view a : args) lb::resp::appendBulk(canonical, a);
+    if (chainText(canonical) != sent) mismatch("what lb forwards is not the canonical array", sent);
     std::vector<std::string_view> again;
     std::string again_text;
     const Request fr = lb::resp::parseRequest(sent.data(), sent.size(), kMaxBulk, kMaxArgs,

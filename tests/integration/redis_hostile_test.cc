@@ -124,6 +124,12 @@ TEST_F(RedisHostileTest, AnInlineCommandWithANulIsRefusedAndTheServerDoesNotFree
   EXPECT_EQ(got.rfind("-ERR Protocol error: a NUL byte", 0), 0u) << got;
 }
 
+TEST_F(RedisHostileTest, ABulkWithoutItsDollarIsRedisExpectedDollarNamingTheByte) {
+  ASSERT_TRUE(attacker_.connect(fleet_.port()));
+  ASSERT_TRUE(attacker_.send("*1\r\n!3\r\nGET\r\n"));
+  EXPECT_EQ(attackerReplyThenClose(), "-ERR Protocol error: expected '$', got '!'\r\n");
+}
+
 TEST_F(RedisHostileTest, AnInlineCommandReachesTheServerAsItsArguments) {
   // Quotes and escapes are lb's to decode: the server must see the words lb saw.
   ASSERT_TRUE(victim_.send("SET \"sp ace\" \"a\\x00b\\x0d\\x0a\"\r\nGET \"sp ace\"\r\n"));
