@@ -11,13 +11,18 @@
 //   replies    a backend byte stream through resp::scanValue in pieces: every reply lb frames
 //              must be one the model frames with the same length, and every reply the model
 //              frames lb must frame the same.
+//   merges     the replies the model frames, as the parts of a split MGET, DEL or MSET, through
+//              redis::mergeReplies: the client gets an error, or exactly what one server
+//              holding every key would have answered (each part checked against its keys).
 //
 // Built and run by `make fuzz` (see the Makefile): make fuzz FUZZ_TARGETS=resp FUZZ_SECONDS=60
 // Seeds: tests/fuzz/corpus/resp/ (byte 0 = flags, then the bytes).
 //
 // Input layout: byte 0 = flags (bit 0: the client has not authenticated on a password
-// listener; bit 1: a backend's replies, not a client's commands; bits 4-7: how the bytes are
-// cut into reads, 0 = all at once); the rest is the byte stream.
+// listener; bit 1: a backend's replies, not a client's commands; bit 2: with bit 1, merges:
+// then byte 1 = the merge kind (mod 3, + 1), byte 2 = fragments (mod 4, + 1), byte 3 = keys
+// (mod 32, + 1), then one byte per key (its fragment, mod fragments), then the replies; bits
+// 4-7: how the bytes are cut into reads, 0 = all at once); the rest is the byte stream.
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -25,7 +30,9 @@
 #include <string_view>
 #include <vector>
 
+#include "lb/proxy/redis/redis_replies.h"
 #include "lb/proxy/redis/resp.h"
+#include "lb/runtime/cache_worker.h"
 #include "lb/runtime/buffer_pool.h"
 #include "lb/runtime/byte_chain.h"
 #include "tests/fuzz/strict_resp.h"
@@ -177,6 +184,94 @@ void checkReplies(const std::string& stream, Cuts cuts) {
   }
 }
 
+void checkMerge(const std::string& in) {
+  if (in.size() < 3) return;
+  const uint8_t kind = static_cast<uint8_t>(1 + static_cast<uint8_t>(in[0]) % 3);
+  const uint16_t fragments = static_cast<uint16_t>(1 + static_cast<uint8_t>(in[1]) % 4);
+  const uint32_t keys = 1 + static_cast<uint8_t>(in[2]) % 32;
+  if (in.size() < 3 + keys) return;
+  std::vector<uint16_t> plan(keys);
+  std::vector<uint32_t> per(fragments, 0);
+  for (uint32_t k = 0; k < keys; ++k) {
+    plan[k] = static_cast<uint16_t>(static_cast<uint8_t>(in[3 + k]) % fragments);
+    ++per[plan[k]];
+  }
+  for (uint32_t c : per)
+    if (c == 0) return;   // lb never makes a fragment without keys
+  std::vector<std::string> parts;
+  size_t at = 3 + keys;
+  const std::string stream = in.substr(at);
+  size_t pos = 0;
+  while (parts.size() < fragments) {
+    const long long end = strict_resp::readReply(stream, pos);
+    if (end <= 0) return;
+    parts.push_back(stream.substr(pos, static_cast<size_t>(end) - pos));
+    pos = static_cast<size_t>(end);
+  }
+  std::vector<lb::FragmentReply> replies;
+  for (const auto& p : parts) replies.push_back({p.data(), static_cast<uint32_t>(p.size())});
+  lb::redis::MergeInput m;
+  m.kind = kind;
+  m.parts = replies.data();
+  m.fragment_count = fragments;
+  m.plan = plan.data();
+  m.keys = keys;
+  lb::CacheScratch sc;
+  lb::BufferPool pool;
+  lb::ByteChain out(pool);
+  lb::redis::mergeReplies(m, sc, out);
+  const std::string got = chainText(out);
+  if (got.empty() || strict_resp::readReply(got, 0) != static_cast<long long>(got.size()))
+    mismatch("a merge is not one reply", got);
+  for (const auto& p : parts)
+    if (p[0] == '-') {
+      if (got[0] != '-') mismatch("a merge hid a part's error", got);
+      return;
+    }
+  if (got[0] == '-') return;   // refused: fine, as long as no wrong merge got through
+  // What one server holding every key would have answered.
+  if (kind == lb::redis::kAllOk) {
+    for (const auto& p : parts)
+      if (p != "+OK\r\n") mismatch("MSET merged a part that was not +OK", got);
+    if (got != "+OK\r\n") mismatch("MSET merged to something else", got);
+    return;
+  }
+  if (kind == lb::redis::kSum) {
+    long long total = 0;
+    for (uint16_t f = 0; f < fragments; ++f) {
+      long long v = 0;
+      if (parts[f][0] != ':' ||
+          !strict_resp::string2ll(parts[f].data() + 1, parts[f].size() - 3, &v) || v < 0 ||
+          v > static_cast<long long>(per[f]))
+        mismatch("a sum merged a part that is not a count of its keys", got);
+      total += v;
+    }
+    if (got != ":" + std::to_string(total) + "\r\n") mismatch("a sum is wrong", got);
+    return;
+  }
+  // MGET: each part an array of exactly its keys' values, merged in key order.
+  std::vector<std::vector<std::string>> values(fragments);
+  for (uint16_t f = 0; f < fragments; ++f) {
+    const std::string& p = parts[f];
+    const size_t cr = p.find('\r');
+    long long count = 0;
+    if (p[0] != '*' || !strict_resp::string2ll(p.data() + 1, cr - 1, &count) ||
+        count != static_cast<long long>(per[f]))
+      mismatch("MGET merged a part of the wrong length", got);
+    size_t e = cr + 2;
+    for (long long i = 0; i < count; ++i) {
+      const long long end = strict_resp::readReply(p, e);
+      if (p[e] != '$') mismatch("MGET merged a value that is not a bulk string", got);
+      values[f].push_back(p.substr(e, static_cast<size_t>(end) - e));
+      e = static_cast<size_t>(end);
+    }
+  }
+  std::string want = "*" + std::to_string(keys) + "\r\n";
+  std::vector<size_t> next(fragments, 0);
+  for (uint32_t k = 0; k < keys; ++k) want += values[plan[k]][next[plan[k]]++];
+  if (got != want) mismatch("MGET merged out of key order", got);
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -184,7 +279,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const uint8_t flags = data[0];
   const std::string stream(reinterpret_cast<const char*>(data) + 1, size - 1);
   Cuts cuts{static_cast<unsigned>(flags >> 4), static_cast<unsigned>(size)};
-  if (flags & 2)
+  if ((flags & 6) == 6)
+    checkMerge(stream);
+  else if (flags & 2)
     checkReplies(stream, cuts);
   else
     checkCommands(stream, (flags & 1) != 0, cuts);
