@@ -13,9 +13,22 @@ namespace {
 class RedisWire final : public CacheWire {
  public:
   const char* name() const noexcept override { return "redis"; }
-  int64_t frameReply(uint8_t, const char* p, size_t n, ReplyScan& scan) const noexcept override {
-    return resp::scanValue(p, n, scan);
+  int64_t frameReply(uint8_t kind, const char* p, size_t n,
+                     ReplyScan& scan) const noexcept override {
+    if (n > 0 && p[0] != '-') {
+      const char want = kind == redis::kArrayReply     ? '*'
+                        : kind == redis::kIntegerReply ? ':'
+                        : kind == redis::kOkReply      ? '+'
+                                                       : p[0];
+      if (p[0] != want) return -1;
+    }
+    const int64_t len = resp::scanValue(p, n, scan);
+    if (len > 0 && kind == redis::kOkReply && p[0] == '+' &&
+        !(len == 5 && memcmp(p, "+OK\r\n", 5) == 0))
+      return -1;
+    return len;
   }
+  uint8_t handshakeKind() const noexcept override { return redis::kOkReply; }
   bool isError(const char* p, size_t n) const noexcept override { return n > 0 && p[0] == '-'; }
   std::string handshake(std::string_view password) const override {
     if (password.empty()) return {};
@@ -34,7 +47,18 @@ const RedisWire kWire;
 // The integer of a ":n\r\n" reply.
 bool integerReply(const FragmentReply& r, int64_t* out) noexcept {
   if (r.bytes == nullptr || r.len < 4 || r.bytes[0] != ':') return false;
+  if (r.bytes[r.len - 2] != '\r' || r.bytes[r.len - 1] != '\n') return false;
   return resp::parseInteger({r.bytes + 1, r.len - 3}, out);
+}
+
+// The element count of a "*n\r\n..." reply, and where its first element starts.
+bool arrayHeader(const FragmentReply& r, int64_t* count, uint32_t* first) noexcept {
+  if (r.len < 4 || r.bytes[0] != '*') return false;
+  const char* cr = static_cast<const char*>(memchr(r.bytes, '\r', r.len));
+  if (cr == nullptr || static_cast<size_t>(cr - r.bytes) + 2 > r.len || cr[1] != '\n')
+    return false;
+  *first = static_cast<uint32_t>(cr - r.bytes) + 2;
+  return resp::parseInteger({r.bytes + 1, static_cast<size_t>(cr - r.bytes) - 1}, count);
 }
 
 constexpr std::string_view kBadReply = "-ERR lb: a backend answered a split command unexpectedly\r\n";
@@ -59,12 +83,29 @@ void mergeReplies(const MergeInput& cmd, CacheScratch& sc, ByteChain& out) noexc
       return;
     }
   }
+  // Each fragment's key count, from the plan (key -> fragment): what its reply must match.
+  std::vector<uint32_t>& keys_of = sc.fragment_hosts;
+  try {
+    keys_of.assign(cmd.fragment_count, 0);
+  } catch (...) {
+    out.append("-ERR lb: out of memory\r\n");
+    return;
+  }
+  for (uint32_t k = 0; k < cmd.keys; ++k) {
+    if (cmd.plan == nullptr || cmd.plan[k] >= cmd.fragment_count) {
+      out.append(kBadReply);
+      return;
+    }
+    ++keys_of[cmd.plan[k]];
+  }
   switch (cmd.kind) {
     case MergeKind::kSum: {
+      // DEL, UNLINK, EXISTS and TOUCH count keys: 0 to the fragment's key count each, so the
+      // sum cannot overflow either.
       int64_t total = 0;
       for (uint16_t f = 0; f < cmd.fragment_count; ++f) {
         int64_t v = 0;
-        if (!integerReply(cmd.parts[f], &v)) {
+        if (!integerReply(cmd.parts[f], &v) || v < 0 || v > static_cast<int64_t>(keys_of[f])) {
           out.append(kBadReply);
           return;
         }
@@ -79,7 +120,7 @@ void mergeReplies(const MergeInput& cmd, CacheScratch& sc, ByteChain& out) noexc
       for (uint16_t f = 0; f < cmd.fragment_count; ++f) {
         const FragmentReply& r = cmd.parts[f];
         if (r.len != 5 || memcmp(r.bytes, "+OK\r\n", 5) != 0) {
-          out.append(r.bytes, r.len);
+          out.append(kBadReply);
           return;
         }
       }
@@ -100,21 +141,23 @@ void mergeReplies(const MergeInput& cmd, CacheScratch& sc, ByteChain& out) noexc
         return;
       }
       for (uint16_t f = 0; f < cmd.fragment_count; ++f) {
-        const FragmentReply& r = cmd.parts[f];
-        const char* cr = static_cast<const char*>(memchr(r.bytes, '\r', r.len));
-        if (r.len < 4 || r.bytes[0] != '*' || cr == nullptr) {
+        int64_t count = 0;
+        if (!arrayHeader(cmd.parts[f], &count, &at[f]) ||
+            count != static_cast<int64_t>(keys_of[f])) {
           out.append(kBadReply);
           return;
         }
-        at[f] = static_cast<uint32_t>(cr - r.bytes) + 2;
       }
       const uint16_t* plan = cmd.plan;
-      // Validate every element first, so a bad reply never leaves half an array behind.
+      // Validate every element first, so a bad reply never leaves half an array behind: a
+      // bulk string or a nil, as MGET answers each key.
       for (uint32_t k = 0; k < cmd.keys; ++k) {
         const FragmentReply& r = cmd.parts[plan[k]];
         uint32_t& pos = at[plan[k]];
         ReplyScan scan;
-        const int64_t len = pos < r.len ? resp::scanValue(r.bytes + pos, r.len - pos, scan) : 0;
+        const int64_t len = pos < r.len && r.bytes[pos] == '$'
+                                ? resp::scanValue(r.bytes + pos, r.len - pos, scan)
+                                : 0;
         if (len <= 0) {
           out.append(kBadReply);
           return;
@@ -122,6 +165,12 @@ void mergeReplies(const MergeInput& cmd, CacheScratch& sc, ByteChain& out) noexc
         starts[k] = pos;
         lens[k] = static_cast<uint32_t>(len);
         pos += static_cast<uint32_t>(len);
+      }
+      for (uint16_t f = 0; f < cmd.fragment_count; ++f) {
+        if (at[f] != cmd.parts[f].len) {   // bytes after its last value
+          out.append(kBadReply);
+          return;
+        }
       }
       resp::appendArrayHeader(out, cmd.keys);
       for (uint32_t k = 0; k < cmd.keys; ++k) {

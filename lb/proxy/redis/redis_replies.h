@@ -17,6 +17,18 @@ const CacheWire& redisWire() noexcept;
 
 namespace redis {
 
+// What a command can be answered with: the framing hint of its fragments
+// (CacheFragment::reply_kind). A reply of another type cannot be this command's, so the
+// server connection's replies are not where lb thinks they are: frameReply says -1 and the
+// connection fails (every command waiting on it gets an error, and it is replaced), rather
+// than let a reply reach a client it is not for.
+enum ReplyKind : uint8_t {
+  kAnyReply = 0,       // any RESP2 value (lb does not know every command's reply types)
+  kArrayReply = 1,     // MGET: an array, or an error
+  kIntegerReply = 2,   // DEL, UNLINK, EXISTS, TOUCH: an integer, or an error
+  kOkReply = 3,        // MSET, and the AUTH handshake: exactly +OK, or an error
+};
+
 // How a split command's replies combine (CacheCommand::kind of a merged Redis command).
 enum MergeKind : uint8_t {
   kPass = 0,    // not merged: one owner, its reply as it is
@@ -34,10 +46,12 @@ struct MergeInput {
 };
 
 // Appends the client's reply to `out`. The first fragment (in fragment order) that answered
-// an error gives the whole reply, as one server would have; a reply that does not fit the
-// command (a backend that answered MGET with something else) gives
-// "-ERR lb: a backend answered a split command unexpectedly". `scratch` holds positions
-// meanwhile.
+// an error gives the whole reply, as one server would have. Each other fragment must be what
+// its part of the command can produce (the type is checked already by frameReply; the rest
+// only here, where the plan says how many keys each fragment had): for MGET an array of
+// exactly its key count of bulk strings or nils, for the sums an integer from 0 to its key
+// count, for MSET +OK. Anything else gives "-ERR lb: a backend answered a split command
+// unexpectedly", never a merge of it. `scratch` holds positions meanwhile.
 void mergeReplies(const MergeInput& in, CacheScratch& scratch, ByteChain& out) noexcept;
 
 }  // namespace redis

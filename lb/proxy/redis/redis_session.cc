@@ -96,8 +96,9 @@ size_t RedisSession::parse(const char* p, size_t n) noexcept {
   size_t used = 0;
   try {
     while (used < n && serving() && canAccept()) {
-      const resp::Request r = resp::parseRequest(p + used, n - used, limits().max_request_bytes,
-                                                 limits().max_arguments, sc.args, sc.text);
+      const resp::Request r =
+          resp::parseRequest(p + used, n - used, limits().max_request_bytes,
+                             limits().max_arguments, sc.args, sc.text, authenticated_, &progress_);
       if (r.status == resp::Parse::kIncomplete) {
         needBytes(r.need);
         return used;
@@ -109,7 +110,11 @@ size_t RedisSession::parse(const char* p, size_t n) noexcept {
             answerError(cmd, CacheErrorReason::kTooLarge, tooLargeReply());
           } else {
             char text[160];
-            int len = snprintf(text, sizeof text, "-ERR %s\r\n", r.error);
+            // addReplyErrorFormat's "got '%c'", a CR or LF in it made a space as Redis does.
+            const char got = r.got == '\r' || r.got == '\n' ? ' ' : r.got;
+            int len = strcmp(r.error, "Protocol error: expected '$'") == 0
+                          ? snprintf(text, sizeof text, "-ERR %s, got '%c'\r\n", r.error, got)
+                          : snprintf(text, sizeof text, "-ERR %s\r\n", r.error);
             answerError(cmd, CacheErrorReason::kProtocol, {text, static_cast<size_t>(len)});
           }
         }
@@ -159,9 +164,13 @@ void RedisSession::answerBulk(CacheCommand* cmd, std::string_view s) noexcept {
   answerStatic(cmd, {out, resp::writeBulk(out, s)});
 }
 
-void RedisSession::sendRaw(CacheCommand* cmd, uint32_t host, std::string_view raw) noexcept {
-  openFragment(host).append(raw);
-  sendFragment(cmd, host, 0);
+// Never the client's bytes as they came unless they are the canonical array lb parsed: an
+// inline command goes re-encoded (resp::appendCommand). The reply kind tells the server
+// connection what this command can be answered with (redis::ReplyKind).
+void RedisSession::sendRaw(CacheCommand* cmd, uint32_t host, std::string_view raw,
+                           uint8_t reply_kind) noexcept {
+  resp::appendCommand(openFragment(host), raw, inline_, cache().scratch().args);
+  sendFragment(cmd, host, reply_kind);
 }
 
 void RedisSession::dispatch(std::string_view raw, bool inline_form) noexcept {
@@ -204,7 +213,7 @@ void RedisSession::dispatch(std::string_view raw, bool inline_form) noexcept {
         refuse(cmd, CacheErrorReason::kNoBackend, "no backend is available for this key");
         return;
       }
-      sendRaw(cmd, host, raw);
+      sendRaw(cmd, host, raw, redis::kAnyReply);
       return;
     }
     case Route::kSameServer:
@@ -248,7 +257,7 @@ void RedisSession::routeKeys(CacheCommand* cmd, const CommandSpec& spec,
     }
     owner = host;
   }
-  sendRaw(cmd, owner, raw);
+  sendRaw(cmd, owner, raw, redis::kAnyReply);
 }
 
 // A command whose keys must live together but do not: Redis Cluster's CROSSSLOT, with the cure.
@@ -316,7 +325,7 @@ void RedisSession::routeNumkeys(CacheCommand* cmd, const CommandSpec& spec,
            what);
     return;
   }
-  sendRaw(cmd, owner, raw);
+  sendRaw(cmd, owner, raw, redis::kAnyReply);
 }
 
 // MGET, DEL, UNLINK, EXISTS, TOUCH, MSET: one fragment per owner, each a command of the
@@ -341,8 +350,11 @@ void RedisSession::splitByOwner(CacheCommand* cmd, const CommandSpec& spec,
     }
     one_owner = one_owner && sc.hosts[k] == sc.hosts[0];
   }
+  const uint8_t reply_kind = spec.route == Route::kMget   ? redis::kArrayReply
+                             : spec.route == Route::kMset ? redis::kOkReply
+                                                          : redis::kIntegerReply;
   if (one_owner) {
-    sendRaw(cmd, sc.hosts[0], raw);
+    sendRaw(cmd, sc.hosts[0], raw, reply_kind);
     return;
   }
   // Fragments numbered in the order their owners first appear; keys sorted by fragment
@@ -364,7 +376,8 @@ void RedisSession::splitByOwner(CacheCommand* cmd, const CommandSpec& spec,
                                                     : kSum;
   cmd->kind = kind;
   cmd->keys = static_cast<uint32_t>(keys);
-  const bool ok = merge(cmd, fragments, kind == kMget ? keys * sizeof(uint16_t) : 0);
+  // Every kind keeps the plan: the merge checks each fragment's reply against its key count.
+  const bool ok = merge(cmd, fragments, keys * sizeof(uint16_t));
   uint16_t* plan = static_cast<uint16_t*>(cmd->plan);
   // Exclusive prefix sums: where each fragment's keys start in `order`.
   uint32_t start = 0;
@@ -399,7 +412,7 @@ void RedisSession::splitByOwner(CacheCommand* cmd, const CommandSpec& spec,
       resp::appendBulk(out, args[1 + k * per_key]);
       if (pairs) resp::appendBulk(out, args[2 + k * per_key]);
     }
-    sendFragment(cmd, host_of[f], 0);
+    sendFragment(cmd, host_of[f], reply_kind);
     begin = end;
   }
 }

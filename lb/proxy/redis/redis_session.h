@@ -1,7 +1,10 @@
 // A Redis client connection (protocol = "redis"): RESP2 commands, each routed by its own key
 // through the cluster's selector, as twemproxy does (docs/operations.md, "Redis").
 //
-//   - a single-key command goes to its key's owner, byte for byte;
+//   - a single-key command goes to its key's owner: byte for byte when it came as an array
+//     (lb's parse accepts only the canonical encoding, as Redis 7.0 reads it), re-encoded as
+//     an array when it came inline (an inline line is never forwarded; one with a NUL byte is
+//     refused, since Redis' inline reader would stall on it);
 //   - MGET, DEL, UNLINK, EXISTS, TOUCH and MSET are split by owner and their replies merged
 //     in key order (values, a sum, +OK); commands whose keys must be together (RENAME,
 //     SINTER, EVAL's declared keys, MSETNX, ...) go to their common owner, or get -CROSSSLOT
@@ -12,7 +15,11 @@
 //     that cannot work through a sharding proxy (transactions, pub/sub, blocking commands,
 //     whole-server commands) get -ERR with the reason, and the connection stays usable;
 //   - with a listener password, every command but AUTH and QUIT gets -NOAUTH until the
-//     client has authenticated;
+//     client has authenticated, and until then a command of more than 10 arguments or a
+//     bulk over 16384 bytes is a protocol error that closes the connection (Redis 7.0's
+//     unauthenticated limits);
+//   - a backend reply that is not one the command can produce fails that server connection
+//     (redis::ReplyKind); a split command's parts are checked against their key counts;
 //   - input lb cannot resynchronise on (a bad multibulk or bulk length, a bulk past
 //     limits.max_request_bytes, garbage) gets Redis' own "-ERR Protocol error: ..." and the
 //     connection closes after the replies before it, as Redis does.
@@ -25,6 +32,7 @@
 #include <string_view>
 
 #include "lb/proxy/redis/redis_commands.h"
+#include "lb/proxy/redis/resp.h"
 #include "lb/runtime/cache_session.h"
 
 namespace lb {
@@ -56,7 +64,8 @@ class RedisSession final : public CacheSession {
                     std::string_view raw) noexcept;
   void answerLocal(CacheCommand* cmd, const redis::CommandSpec& spec) noexcept;
   void answerAuth(CacheCommand* cmd) noexcept;
-  void sendRaw(CacheCommand* cmd, uint32_t host, std::string_view raw) noexcept;
+  void sendRaw(CacheCommand* cmd, uint32_t host, std::string_view raw,
+               uint8_t reply_kind) noexcept;
   // -ERR lb: <what>, counted under `reason`.
   void refuse(CacheCommand* cmd, CacheErrorReason reason, std::string_view what) noexcept;
   void wrongArity(CacheCommand* cmd) noexcept;
@@ -65,6 +74,7 @@ class RedisSession final : public CacheSession {
 
   bool authenticated_;
   bool inline_ = false;   // the command being dispatched came inline
+  resp::RequestProgress progress_;   // the multibulk command still arriving
 };
 
 }  // namespace lb

@@ -1,6 +1,7 @@
 #include "lb/proxy/redis/resp.h"
 
 #include <charconv>
+#include <climits>
 #include <cstring>
 
 namespace lb::resp {
@@ -33,9 +34,15 @@ Request error(const char* text, bool too_large = false) {
   return r;
 }
 
+// C isspace() in the "C" locale, which Redis never changes (it sets LC_COLLATE only).
 bool isSpace(char c) noexcept {
   return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
 }
+
+// What ends an unquoted word in sdssplitargs: a switch on ' ', '\n', '\r', '\t' (and the
+// NUL lb refuses before splitting), not isspace(): "a\vb" is one word, though a '\v' between
+// words is skipped as a blank.
+bool endsWord(char c) noexcept { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
 
 int hexDigit(char c) noexcept {
   if (c >= '0' && c <= '9') return c - '0';
@@ -44,9 +51,11 @@ int hexDigit(char c) noexcept {
   return -1;
 }
 
-// Redis' sdssplitargs: words separated by spaces; "double quotes" with \n \r \t \b \a \xHH
-// and \<any> escapes; 'single quotes' with \' only; a closing quote must end the word.
-// Appends decoded words to `text` (reserved by the caller) and views of them to `args`.
+// Redis 7.0's sdssplitargs (sds.c) over a line without NUL bytes: blanks (isspace) skipped
+// between words; "double quotes" with \xHH, \n \r \t \b \a and \<any> escapes; 'single
+// quotes' with \' only; a quote inside an unquoted word opens quoting there; a closing quote
+// must be followed by a blank or the end. Appends decoded words to `text` (reserved by the
+// caller) and views of them to `args`; false for what sdssplitargs refuses.
 bool splitInline(std::string_view line, std::vector<std::string_view>& args, std::string& text) {
   size_t i = 0;
   const size_t n = line.size();
@@ -87,7 +96,7 @@ bool splitInline(std::string_view line, std::vector<std::string_view>& args, std
           text.push_back(line[i++]);
         }
       } else {
-        if (i == n || isSpace(line[i])) break;
+        if (i == n || endsWord(line[i])) break;
         if (line[i] == '"') {
           dq = true;
           ++i;
@@ -108,11 +117,19 @@ Request parseInline(const char* p, size_t n, size_t max_args, std::vector<std::s
   const size_t scan = n < kMaxInlineBytes ? n : kMaxInlineBytes;
   const void* nl = memchr(p, '\n', scan);
   if (nl == nullptr) {
+    // Redis' strchr() would not see past a NUL either: it would wait for a newline it cannot
+    // find. Refuse at once instead.
+    if (memchr(p, '\0', scan) != nullptr)
+      return error("Protocol error: a NUL byte in an inline command (send it as a RESP array)");
     if (n >= kMaxInlineBytes) return error("Protocol error: too big inline request", true);
     return incomplete(n + 1);
   }
   const size_t line_end = static_cast<size_t>(static_cast<const char*>(nl) - p);
   std::string_view line(p, line_end);
+  // A NUL ends a C string: Redis' inline reader (strchr, then sdssplitargs) cannot take one,
+  // and a \x00 escape in double quotes is the inline way to say it.
+  if (memchr(line.data(), '\0', line.size()) != nullptr)
+    return error("Protocol error: a NUL byte in an inline command (send it as a RESP array)");
   if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
   text.clear();
   text.reserve(line.size());   // the views must not move: decoded words are never longer
@@ -129,15 +146,98 @@ Request parseInline(const char* p, size_t n, size_t max_args, std::vector<std::s
   return r;
 }
 
+// Reads bulk strings from p[pos] until `left` is 0, as processMultibulkBuffer does (its
+// checks in its order); their views go to `args` when it is not null. kCommand with `length`
+// once the last is read; on kIncomplete, pos and left say how far it got.
+Request readBulks(const char* p, size_t n, size_t& pos, int64_t& left, size_t max_bulk,
+                  bool authenticated, std::vector<std::string_view>* args) {
+  while (left > 0) {
+    if (pos >= n) return incomplete(pos + 1);   // its '$' decides whether it is an error
+    if (p[pos] != '$') {
+      Request r = error("Protocol error: expected '$'");
+      r.got = p[pos];
+      return r;
+    }
+    const int64_t cr = headerEnd(p + pos, n - pos);
+    if (cr == 0) return incomplete(n + 1);
+    if (cr < 0) return error("Protocol error: invalid bulk length");
+    int64_t len = 0;
+    if (!parseInteger({p + pos + 1, static_cast<size_t>(cr - 1)}, &len) || len < 0)
+      return error("Protocol error: invalid bulk length");
+    if (static_cast<uint64_t>(len) > max_bulk)
+      return error("Protocol error: invalid bulk length", true);
+    if (!authenticated && len > kUnauthMaxBulk)
+      return error("Protocol error: unauthenticated bulk length");
+    const size_t data = pos + static_cast<size_t>(cr) + 2;
+    const size_t end = data + static_cast<size_t>(len);
+    if (end + 2 > n) return incomplete(end + 2);
+    // Redis skips these two bytes unread; lb requires them to be what they must be.
+    if (p[end] != '\r' || p[end + 1] != '\n')
+      return error("Protocol error: expected CRLF after a bulk string");
+    if (args != nullptr) args->emplace_back(p + data, static_cast<size_t>(len));
+    pos = end + 2;
+    --left;
+  }
+  Request r;
+  r.status = Parse::kCommand;
+  r.length = pos;
+  return r;
+}
+
+Request parseMultibulk(const char* p, size_t n, size_t max_bulk, size_t max_args,
+                       std::vector<std::string_view>& args, bool authenticated,
+                       RequestProgress* progress) {
+  if (progress != nullptr && progress->pos > 0) {
+    // The bytes before pos were read and checked on an earlier call: go on from there, and
+    // only once the command is complete read it again from the start for its arguments
+    // (twice in all, however many reads it took).
+    size_t pos = progress->pos;
+    int64_t left = progress->left;
+    const Request r = readBulks(p, n, pos, left, max_bulk, authenticated, nullptr);
+    if (r.status != Parse::kCommand) {
+      if (r.status == Parse::kIncomplete) *progress = {pos, left};
+      return r;
+    }
+  }
+  int64_t cr = headerEnd(p, n);
+  if (cr == 0) return incomplete(n + 1);
+  if (cr < 0) return error("Protocol error: invalid multibulk length");
+  int64_t count = 0;
+  if (!parseInteger({p + 1, static_cast<size_t>(cr - 1)}, &count) || count > INT_MAX)
+    return error("Protocol error: invalid multibulk length");
+  if (!authenticated && count > kUnauthMaxArgs)
+    return error("Protocol error: unauthenticated multibulk length");
+  size_t pos = static_cast<size_t>(cr) + 2;
+  if (count <= 0) {
+    Request r;
+    r.status = Parse::kEmpty;
+    r.length = pos;
+    return r;
+  }
+  if (static_cast<uint64_t>(count) > max_args)
+    return error("Protocol error: invalid multibulk length", true);
+  int64_t left = count;
+  const Request r = readBulks(p, n, pos, left, max_bulk, authenticated, &args);
+  if (r.status == Parse::kIncomplete && progress != nullptr && pos > 0) *progress = {pos, left};
+  return r;
+}
+
 }  // namespace
 
 bool parseInteger(std::string_view s, int64_t* out) noexcept {
-  if (s.empty() || s.size() > 20) return false;
-  const char* b = s.data();
-  const char* e = b + s.size();
-  if (*b == '+') return false;
-  auto r = std::from_chars(b, e, *out);
-  return r.ec == std::errc() && r.ptr == e;
+  // string2ll: under LONG_STR_SIZE (21) bytes; "0" alone; else [-]1-9 then digits.
+  if (s.empty() || s.size() >= 21) return false;
+  if (s.size() == 1 && s[0] == '0') {
+    *out = 0;
+    return true;
+  }
+  size_t i = s[0] == '-' ? 1 : 0;
+  if (i == s.size() || s[i] < '1' || s[i] > '9') return false;
+  for (size_t j = i; j < s.size(); ++j)
+    if (s[j] < '0' || s[j] > '9') return false;
+  // Digits only from here: from_chars refuses what does not fit int64.
+  auto r = std::from_chars(s.data(), s.data() + s.size(), *out);
+  return r.ec == std::errc() && r.ptr == s.data() + s.size();
 }
 
 bool equalsLower(std::string_view s, std::string_view lower) noexcept {
@@ -151,108 +251,90 @@ bool equalsLower(std::string_view s, std::string_view lower) noexcept {
 }
 
 Request parseRequest(const char* p, size_t n, size_t max_bulk, size_t max_args,
-                     std::vector<std::string_view>& args, std::string& text) {
+                     std::vector<std::string_view>& args, std::string& text, bool authenticated,
+                     RequestProgress* progress) {
   args.clear();
   if (n == 0) return incomplete(1);
-  if (p[0] != '*') return parseInline(p, n, max_args, args, text);
-  int64_t cr = headerEnd(p, n);
-  if (cr == 0) return incomplete(n + 1);
-  if (cr < 0) return error("Protocol error: invalid multibulk length");
-  int64_t count = 0;
-  if (!parseInteger({p + 1, static_cast<size_t>(cr - 1)}, &count))
-    return error("Protocol error: invalid multibulk length");
-  size_t pos = static_cast<size_t>(cr) + 2;
-  if (count <= 0) {
-    Request r;
-    r.status = Parse::kEmpty;
-    r.length = pos;
-    return r;
-  }
-  if (static_cast<uint64_t>(count) > max_args)
-    return error("Protocol error: invalid multibulk length", true);
-  for (int64_t i = 0; i < count; ++i) {
-    if (pos >= n) return incomplete(pos + 4);
-    if (p[pos] != '$') return error("Protocol error: expected '$'");
-    cr = headerEnd(p + pos, n - pos);
-    if (cr == 0) return incomplete(n + 1);
-    if (cr < 0) return error("Protocol error: invalid bulk length");
-    int64_t len = 0;
-    if (!parseInteger({p + pos + 1, static_cast<size_t>(cr - 1)}, &len) || len < 0)
-      return error("Protocol error: invalid bulk length");
-    if (static_cast<uint64_t>(len) > max_bulk)
-      return error("Protocol error: invalid bulk length", true);
-    const size_t data = pos + static_cast<size_t>(cr) + 2;
-    const size_t end = data + static_cast<size_t>(len);
-    if (end + 2 > n) return incomplete(end + 2);
-    if (p[end] != '\r' || p[end + 1] != '\n')
-      return error("Protocol error: expected CRLF after a bulk string");
-    args.emplace_back(p + data, static_cast<size_t>(len));
-    pos = end + 2;
-  }
-  Request r;
-  r.status = Parse::kCommand;
-  r.length = pos;
+  Request r = p[0] == '*'
+                  ? parseMultibulk(p, n, max_bulk, max_args, args, authenticated, progress)
+                  : parseInline(p, n, max_args, args, text);
+  if (progress != nullptr && r.status != Parse::kIncomplete) *progress = {};
   return r;
 }
+
+void appendCommand(ByteChain& out, std::string_view raw, bool inline_form,
+                   const std::vector<std::string_view>& args) {
+  if (!inline_form) {
+    out.append(raw);
+    return;
+  }
+  appendArrayHeader(out, args.size());
+  for (std::string_view a : args) appendBulk(out, a);
+}
+
+namespace {
+
+// A value ended at s.pos: it completes the arrays it was the last element of. True when
+// the outermost one is complete.
+bool closeArrays(ReplyScan& s) noexcept {
+  while (s.depth > 0) {
+    if (--s.left[s.depth - 1] > 0) return false;
+    --s.depth;
+  }
+  return true;
+}
+
+}  // namespace
 
 int64_t scanValue(const char* p, size_t n, ReplyScan& s) noexcept {
   for (;;) {
     if (s.pos >= n) return 0;
     const char type = p[s.pos];
-    if (type == '+' || type == '-' || type == ':') {
-      // A line of any length (an error's text can be long).
-      const void* cr = memchr(p + s.pos + 1, '\r', n - s.pos - 1);
+    if (type == '+' || type == '-') {
+      // A line of any length (an error's text can be long), but a line: Redis writes no CR
+      // or LF inside one (addReplyError replaces them with spaces), so a lone LF is garbage.
+      const char* b = p + s.pos + 1;
+      const size_t avail = n - s.pos - 1;
+      const void* cr = memchr(b, '\r', avail);
+      const size_t upto = cr == nullptr ? avail : static_cast<size_t>(static_cast<const char*>(cr) - b);
+      if (memchr(b, '\n', upto) != nullptr) return -1;
       if (cr == nullptr) return 0;
-      const size_t at = static_cast<size_t>(static_cast<const char*>(cr) - p);
+      const size_t at = s.pos + 1 + upto;
       if (at + 1 >= n) return 0;
       if (p[at + 1] != '\n') return -1;
       s.pos = at + 2;
-      while (s.depth > 0) {
-        if (--s.left[s.depth - 1] > 0) break;
-        --s.depth;
-      }
-      if (s.depth == 0) return static_cast<int64_t>(s.pos);
+      if (closeArrays(s)) return static_cast<int64_t>(s.pos);
       continue;
     }
+    if (type != ':' && type != '$' && type != '*') return -1;   // RESP2 only
     const int64_t cr = headerEnd(p + s.pos, n - s.pos);
     if (cr == 0) return 0;
     if (cr < 0) return -1;
-    const std::string_view num(p + s.pos + 1, static_cast<size_t>(cr - 1));
+    int64_t v = 0;
+    if (!parseInteger({p + s.pos + 1, static_cast<size_t>(cr - 1)}, &v)) return -1;
     const size_t after = s.pos + static_cast<size_t>(cr) + 2;
-    switch (type) {
-      case '$': {
-        int64_t len = 0;
-        if (!parseInteger(num, &len) || len < -1) return -1;
-        if (len == -1) {
-          s.pos = after;
-          break;
-        }
-        const size_t end = after + static_cast<size_t>(len);
+    if (type == ':') {
+      s.pos = after;
+    } else if (type == '$') {
+      if (v < -1) return -1;
+      if (v == -1) {
+        s.pos = after;
+      } else {
+        const size_t end = after + static_cast<size_t>(v);
         if (end + 2 > n) return 0;   // pos stays at the header: re-read when more comes
         if (p[end] != '\r' || p[end + 1] != '\n') return -1;
         s.pos = end + 2;
-        break;
       }
-      case '*': {
-        int64_t count = 0;
-        if (!parseInteger(num, &count) || count < -1) return -1;
-        s.pos = after;
-        if (count > 0) {
-          if (s.depth >= ReplyScan::kMaxDepth) return -1;
-          s.left[s.depth++] = count;
-          continue;   // the array's first element next
-        }
-        break;
+    } else {
+      if (v < -1) return -1;
+      s.pos = after;
+      if (v > 0) {
+        if (s.depth >= ReplyScan::kMaxDepth) return -1;
+        s.left[s.depth++] = v;
+        continue;   // the array's first element next
       }
-      default:
-        return -1;
     }
-    // A value ended at s.pos: it completes the arrays that it was the last element of.
-    while (s.depth > 0) {
-      if (--s.left[s.depth - 1] > 0) break;
-      --s.depth;
-    }
-    if (s.depth == 0) return static_cast<int64_t>(s.pos);
+    if (closeArrays(s)) return static_cast<int64_t>(s.pos);
   }
 }
 
