@@ -253,7 +253,8 @@ TEST_F(CacheRedisTest, UnsupportedCommandsGetAnErrorNamingThemAndTheConnectionCa
 
 // Input lb cannot resynchronise on is answered with Redis' own protocol error, after the
 // replies to what came before it, and the connection closes; lb itself carries on.
-void expectProtocolError(uint16_t port, const std::string& input, const std::string& words) {
+void expectProtocolError(uint16_t port, const std::string& input, const std::string& words,
+                         const std::string& prefix = "-ERR Protocol error") {
   TcpClient c;
   ASSERT_TRUE(c.connect(port));
   ASSERT_TRUE(c.send(redisEncode({"PING"}) + input));
@@ -262,7 +263,7 @@ void expectProtocolError(uint16_t port, const std::string& input, const std::str
   EXPECT_EQ(pong->text, "PONG");
   auto v = readResp(c);
   ASSERT_TRUE(v) << input;
-  EXPECT_EQ(v->text.rfind("-ERR Protocol error", 0), 0u) << v->text;
+  EXPECT_EQ(v->text.rfind(prefix, 0), 0u) << v->text;
   EXPECT_NE(v->text.find(words), std::string::npos) << v->text;
   EXPECT_TRUE(c.waitClosed()) << input;
 }
@@ -270,7 +271,9 @@ void expectProtocolError(uint16_t port, const std::string& input, const std::str
 TEST_F(CacheRedisTest, GarbageOversizedAndTruncatedFramesGetAProtocolError) {
   expectProtocolError(fleet_.port(), "*abc\r\n", "multibulk length");
   expectProtocolError(fleet_.port(), "*1\r\n!3\r\nGET\r\n", "'$'");
-  expectProtocolError(fleet_.port(), "*2\r\n$3\r\nGET\r\n$99999999999\r\n", "bulk length");
+  // Over limits.max_request_bytes: lb's own limit, named as such.
+  expectProtocolError(fleet_.port(), "*2\r\n$3\r\nGET\r\n$99999999999\r\n",
+                      "limits.max_request_bytes", "-ERR lb: request too large");
   // A bulk whose bytes do not end where its length says.
   expectProtocolError(fleet_.port(), "*2\r\n$3\r\nGET\r\n$1\r\nabc\r\n", "");
   // A frame cut off by the client's close: nothing to answer, nothing left behind.
