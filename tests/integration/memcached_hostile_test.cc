@@ -75,6 +75,17 @@ TEST_F(MemcachedHostileTest, ABadFieldOfAStorageCommandNeverRunsItsDataBlock) {
   }
 }
 
+// A byte count that does not read leaves no way to tell where the next command starts: lb
+// answers and closes, as nutcracker does, rather than read the block as commands.
+TEST_F(MemcachedHostileTest, AStorageCommandWhoseByteCountDoesNotReadCloses) {
+  ASSERT_TRUE(attacker_.send("set h1:0 0 0 2x\r\nset smugbc 0 0 2\r\nhi\r\n"));
+  ASSERT_TRUE(attacker_.readUntil("\r\n", 10s)) << attacker_.buffer();
+  EXPECT_EQ(attacker_.buffer(), "CLIENT_ERROR bad command line format\r\n");
+  EXPECT_TRUE(attacker_.waitClosed(10s));
+  expectVictimServed();
+  EXPECT_FALSE(stored("smugbc"));
+}
+
 // memcached reads a meta flag by its first character: "qv" is the quiet flag.
 TEST_F(MemcachedHostileTest, AMetaFlagIsReadByItsFirstCharacter) {
   ASSERT_TRUE(attacker_.send("mg nokey:qv qv\r\nmg nokey:qv v\r\nmn\r\n"));
