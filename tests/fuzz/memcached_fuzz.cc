@@ -131,7 +131,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const Request r = lb::mc::parseRequest(p + used, n - used, kMaxBytes, kMaxKeys, tokens);
     if (cut > 0) {
       const Request q = inPieces(p + used, n - used, cut, piece_tokens);
-      check(q.status == r.status && q.length == r.length && q.command == r.command,
+      // (A line lb closes on ends the stream: how much of it was there does not matter.)
+      check(q.status == r.status && (r.close || q.length == r.length) && q.command == r.command,
             "a command arriving in pieces parses differently", {p + used, n - used});
     }
     if (r.status == Parse::kIncomplete || r.status == Parse::kBinary) break;

@@ -189,7 +189,7 @@ inline Command read(std::string_view s) {
     return c;
   }
   if (n == "get" || n == "gets" || n == "gat" || n == "gats") {
-    const size_t first = n[2] == 't' ? 2 : 1;
+    const size_t first = n == "gat" || n == "gats" ? 2 : 1;
     if (real <= first) return fail();
     if (first == 2 && !i32(t[1])) return fail();
     for (size_t i = first; i < real; ++i) {
