@@ -5,6 +5,7 @@
 // of the pipelined server connection shift against the commands that wait on them.
 #include <gtest/gtest.h>
 
+#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -113,6 +114,14 @@ TEST_F(MemcachedHostileTest, ANoreplyCommandGetsNoBytesEvenForAnError) {
                      "MN\r\n"),
             "MN\r\n");
   EXPECT_EQ(exchange(attacker_, "set nrf x 0 1 noreply\r\nz\r\nmn\r\n", "MN\r\n"), "MN\r\n");
+  expectVictimServed();
+}
+
+// lb's own failures too: a noreply command whose server does not answer in time.
+TEST_F(MemcachedHostileTest, ANoreplyCommandThatTimesOutGetsNoBytes) {
+  ASSERT_EQ(kill(fleet_.server(0).pid(), SIGSTOP), 0);
+  EXPECT_EQ(exchange(attacker_, "set nrt 0 0 1 noreply\r\nz\r\nmn\r\n", "MN\r\n"), "MN\r\n");
+  ASSERT_EQ(kill(fleet_.server(0).pid(), SIGCONT), 0);
   expectVictimServed();
 }
 

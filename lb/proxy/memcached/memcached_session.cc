@@ -110,6 +110,13 @@ size_t MemcachedSession::parse(const char* p, size_t n) noexcept {
 
 void MemcachedSession::refuse(CacheCommand* cmd, CacheErrorReason reason,
                               std::string_view what) noexcept {
+  // A noreply command gets no bytes, whatever happened: its client reads none, and one
+  // would shift every later answer by one (memcached's out_string skips errors under
+  // noreply too). The refusal is still counted.
+  if (cmd->flags == kNoreply) {
+    answerError(cmd, reason, {});
+    return;
+  }
   char text[512];
   int len = snprintf(text, sizeof text, "%s lb: %.*s\r\n",
                      reason == CacheErrorReason::kUnsupported ? "CLIENT_ERROR" : "SERVER_ERROR",
@@ -120,14 +127,8 @@ void MemcachedSession::refuse(CacheCommand* cmd, CacheErrorReason reason,
 
 void MemcachedSession::answerFailure(CacheCommand* cmd, CacheErrorReason reason,
                                      std::string_view text) noexcept {
-  // A noreply command gets no bytes, whatever happened: its client reads none, and one
-  // would shift every later answer by one (memcached's out_string skips errors under
-  // noreply too). The failure is still counted. Quiet meta commands get their errors, as
+  // noreply: nothing (refuse says why). Quiet meta commands get their errors, as
   // memcached's out_errstring sends them.
-  if (cmd->flags == kNoreply) {
-    answerError(cmd, reason, {});
-    return;
-  }
   refuse(cmd, reason, text);
 }
 
@@ -248,11 +249,6 @@ void MemcachedSession::routeKey(CacheCommand* cmd, const mc::Request& r, const c
   std::string_view key = tokens[1];
   char decoded[mc::kMaxKeyLength];
   if (r.base64_key) key = {decoded, mc::decodeBase64Key(tokens[1], decoded)};
-  uint32_t host;
-  if (!pickHost(key, &host)) {
-    refuse(cmd, CacheErrorReason::kNoBackend, "no backend is available for this key");
-    return;
-  }
   uint8_t quiet = kLoud;
   if (r.noreply) {
     quiet = kNoreply;
@@ -261,7 +257,12 @@ void MemcachedSession::routeKey(CacheCommand* cmd, const mc::Request& r, const c
             : r.command == Command::kMetaArithmetic ? kQuietMath
                                                     : kQuietStore;
   }
-  cmd->flags = quiet;
+  cmd->flags = quiet;   // before any refusal: a noreply command gets none
+  uint32_t host;
+  if (!pickHost(key, &host)) {
+    refuse(cmd, CacheErrorReason::kNoBackend, "no backend is available for this key");
+    return;
+  }
   mc::writeForwarded(r, tokens, p, openFragment(host));
   sendFragment(cmd, host, mc::replyKindOf(r.command));
 }
