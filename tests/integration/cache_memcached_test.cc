@@ -114,7 +114,9 @@ TEST_F(CacheMemcachedTest, UnsupportedAndMalformedCommandsGetAClearErrorAndTheCo
   const std::string stats = exchange(c, "flush_all\r\n", "\r\n");
   EXPECT_EQ(stats.rfind("CLIENT_ERROR lb: flush_all is not supported", 0), 0u) << stats;
   EXPECT_EQ(exchange(c, "bogus command\r\n", "\r\n"), "ERROR\r\n");
-  EXPECT_EQ(exchange(c, "set k 0 0 notanumber\r\n", "\r\n").rfind("CLIENT_ERROR", 0), 0u);
+  // A bad field drops the data block with the line (a byte count that does not read closes
+  // the connection instead: memcached_hostile_test.cc).
+  EXPECT_EQ(exchange(c, "set k notanumber 0 2\r\nzz\r\n", "\r\n").rfind("CLIENT_ERROR", 0), 0u);
   // A data block longer than announced is refused, as memcached does.
   EXPECT_EQ(exchange(c, "set k 0 0 2\r\nabcd\r\n", "\r\n").rfind("CLIENT_ERROR bad data chunk", 0),
             0u);

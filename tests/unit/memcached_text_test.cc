@@ -77,7 +77,7 @@ TEST(MemcachedTextTest, ValuesRepliesEndAtEnd) {
   EXPECT_EQ(scanReply(kReplyValues, reply.data(), reply.size(), scan),
             static_cast<int64_t>(reply.size()));
   ReplyScan line;
-  EXPECT_EQ(scanReply(kReplyLine, "STORED\r\n", 8, line), 8);
+  EXPECT_EQ(scanReply(kReplyStore, "STORED\r\n", 8, line), 8);
   EXPECT_TRUE(isErrorReply("SERVER_ERROR out of memory\r\n", 28));
   EXPECT_FALSE(isErrorReply("STORED\r\n", 8));
 }

@@ -22,13 +22,14 @@ namespace mc {
 // Which backend answers the client asked not to get (CacheCommand::flags).
 enum Quiet : uint8_t {
   kLoud,
-  kNoreply,     // classic noreply: everything but an error
+  kNoreply,     // classic noreply: everything, errors included
   kQuietGet,    // mg q: EN (a miss)
   kQuietStore,  // ms q, md q: HD (success)
   kQuietMath,   // ma q: HD, or VA with the value (success)
 };
 
-// Whether a backend reply to a command of quiet mode `quiet` stays with lb. Errors never do.
+// Whether a backend reply to a command of quiet mode `quiet` stays with lb. The quiet meta
+// modes never drop an error; noreply drops everything.
 bool dropReply(uint8_t quiet, const char* p, size_t n) noexcept;
 
 // The plan of a split get: for each key in order, its fragment, its length and its bytes.

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <new>
 
+#include "lb/proxy/memcached/memcached_forward.h"
 #include "lb/proxy/memcached/memcached_replies.h"
 #include "lb/runtime/cache_worker.h"
 #include "lb/runtime/worker_env.h"
@@ -82,7 +83,9 @@ size_t MemcachedSession::parse(const char* p, size_t n) noexcept {
                         text.find("too many") != text.npos
                     ? CacheErrorReason::kTooLarge
                     : CacheErrorReason::kProtocol;
-            answerError(cmd, reason, text);
+            // A noreply command's error is counted, not sent (memcached's out_string skips
+            // it too): its client reads no reply for it.
+            answerError(cmd, reason, r.noreply ? std::string_view() : text);
           }
           if (r.close) {
             finish(CacheOutcome::kProtocolError);
@@ -111,6 +114,13 @@ size_t MemcachedSession::parse(const char* p, size_t n) noexcept {
 
 void MemcachedSession::refuse(CacheCommand* cmd, CacheErrorReason reason,
                               std::string_view what) noexcept {
+  // A noreply command gets no bytes, whatever happened: its client reads none, and one
+  // would shift every later answer by one (memcached's out_string skips errors under
+  // noreply too). The refusal is still counted.
+  if (cmd->flags == kNoreply) {
+    answerError(cmd, reason, {});
+    return;
+  }
   char text[512];
   int len = snprintf(text, sizeof text, "%s lb: %.*s\r\n",
                      reason == CacheErrorReason::kUnsupported ? "CLIENT_ERROR" : "SERVER_ERROR",
@@ -121,7 +131,8 @@ void MemcachedSession::refuse(CacheCommand* cmd, CacheErrorReason reason,
 
 void MemcachedSession::answerFailure(CacheCommand* cmd, CacheErrorReason reason,
                                      std::string_view text) noexcept {
-  // Errors come through noreply and quiet mode too, as memcached sends its own.
+  // noreply: nothing (refuse says why). Quiet meta commands get their errors, as
+  // memcached's out_errstring sends them.
   refuse(cmd, reason, text);
 }
 
@@ -134,7 +145,7 @@ void MemcachedSession::dispatch(const mc::Request& r, const char* p) noexcept {
     case Command::kGets:
     case Command::kGat:
     case Command::kGats:
-      routeRetrieval(cmd, r, {p, r.length});
+      routeRetrieval(cmd, r);
       return;
     case Command::kMetaNoop:
       answerStatic(cmd, "MN\r\n");
@@ -163,10 +174,10 @@ void MemcachedSession::dispatch(const mc::Request& r, const char* p) noexcept {
   }
 }
 
-// get/gets/gat/gats k1 k2 ...: one owner gets the line as it came; several get one line
-// each with their own keys, and the client gets every hit in the order of its keys.
-void MemcachedSession::routeRetrieval(CacheCommand* cmd, const mc::Request& r,
-                                      std::string_view raw) noexcept {
+// get/gets/gat/gats k1 k2 ...: one owner gets the whole line; several get one line each
+// with their own keys, and the client gets every hit in the order of its keys. Linear in
+// the keys: they are grouped by owner with a counting sort (as RedisSession::splitByOwner).
+void MemcachedSession::routeRetrieval(CacheCommand* cmd, const mc::Request& r) noexcept {
   CacheScratch& sc = cache().scratch();
   const std::vector<std::string_view>& tokens = sc.args;
   const size_t keys = tokens.size() - r.first_key;
@@ -181,20 +192,24 @@ void MemcachedSession::routeRetrieval(CacheCommand* cmd, const mc::Request& r,
     one_owner = one_owner && sc.hosts[k] == sc.hosts[0];
   }
   if (one_owner) {
-    openFragment(sc.hosts[0]).append(raw);
+    mc::writeRetrieval(r, tokens, nullptr, keys, openFragment(sc.hosts[0]));
     sendFragment(cmd, sc.hosts[0], mc::kReplyValues);
     return;
   }
   std::vector<int32_t>& frag_of_host = sc.fragment_of_host;
   std::vector<uint32_t>& host_of = sc.fragment_hosts;
+  std::vector<uint32_t>& start = sc.cursor;   // per fragment: where its keys start in order
   host_of.clear();
+  start.clear();
   uint16_t fragments = 0;
   for (size_t k = 0; k < keys; ++k) {
     int32_t& f = frag_of_host[sc.hosts[k]];
     if (f < 0) {
       f = fragments++;
       host_of.push_back(sc.hosts[k]);
+      start.push_back(0);
     }
+    ++start[static_cast<size_t>(f)];
   }
   cmd->kind = kGetMerge;
   cmd->keys = static_cast<uint32_t>(keys);
@@ -205,23 +220,24 @@ void MemcachedSession::routeRetrieval(CacheCommand* cmd, const mc::Request& r,
   plan_fragments.resize(keys);
   for (size_t k = 0; k < keys; ++k)
     plan_fragments[k] = static_cast<uint16_t>(frag_of_host[sc.hosts[k]]);
+  // Counting sort: each fragment's keys, in the client's order, one run after another.
+  uint32_t at = 0;
+  for (uint16_t f = 0; f < fragments; ++f) {
+    const uint32_t c = start[f];
+    start[f] = at;
+    at += c;
+  }
+  sc.order.resize(keys);
+  for (size_t k = 0; k < keys; ++k) sc.order[start[plan_fragments[k]]++] = static_cast<uint32_t>(k);
   const bool ok = merge(cmd, fragments, mc::planSize(plan_keys));
   if (ok) {
     mc::writePlan(plan_keys, plan_fragments.data(), static_cast<char*>(cmd->plan));
-    for (uint16_t f = 0; f < fragments; ++f) {
-      ByteChain& out = openFragment(host_of[f]);
-      out.append(tokens[0]);
-      if (r.first_key == 2) {   // gat, gats: the expiry first
-        out.append(" ", 1);
-        out.append(tokens[1]);
-      }
-      for (size_t k = 0; k < keys; ++k) {
-        if (sc.hosts[k] != host_of[f]) continue;
-        out.append(" ", 1);
-        out.append(tokens[r.first_key + k]);
-      }
-      out.append("\r\n", 2);
+    uint32_t from = 0;
+    for (uint16_t f = 0; f < fragments; ++f) {   // start[f] is now where run f ends
+      mc::writeRetrieval(r, tokens, sc.order.data() + from, start[f] - from,
+                         openFragment(host_of[f]));
       sendFragment(cmd, host_of[f], mc::kReplyValues);
+      from = start[f];
     }
   } else {
     cmd->merged = false;
@@ -230,46 +246,29 @@ void MemcachedSession::routeRetrieval(CacheCommand* cmd, const mc::Request& r,
   for (uint32_t h : host_of) frag_of_host[h] = -1;
 }
 
-// One key, one owner. noreply and q are lb's to keep: the line goes on without them, and
-// useReply drops the answer the client did not want.
+// One key, one owner. noreply and q are lb's to keep: the command goes on without them, in
+// its canonical form, and useReply drops the answer the client did not want.
 void MemcachedSession::routeKey(CacheCommand* cmd, const mc::Request& r, const char* p) noexcept {
   const std::vector<std::string_view>& tokens = cache().scratch().args;
   std::string_view key = tokens[1];
   char decoded[mc::kMaxKeyLength];
   if (r.base64_key) key = {decoded, mc::decodeBase64Key(tokens[1], decoded)};
-  uint32_t host;
-  if (!pickHost(key, &host)) {
-    refuse(cmd, CacheErrorReason::kNoBackend, "no backend is available for this key");
-    return;
-  }
   uint8_t quiet = kLoud;
   if (r.noreply) {
     quiet = kNoreply;
   } else if (r.quiet) {
     quiet = r.command == Command::kMetaGet          ? kQuietGet
             : r.command == Command::kMetaArithmetic ? kQuietMath
-            : r.command == Command::kMetaDebug      ? kLoud
                                                     : kQuietStore;
   }
-  cmd->flags = quiet;
-  ByteChain& out = openFragment(host);
-  if (!r.noreply && !r.quiet) {
-    out.append(p, r.length);
-  } else {
-    // The line without "noreply" (the last token) or without the q flag, then the data
-    // block as it came.
-    bool first = true;
-    const size_t last = r.noreply ? tokens.size() - 1 : tokens.size();
-    for (size_t i = 0; i < last; ++i) {
-      if (r.quiet && i >= 2 && tokens[i] == "q") continue;
-      if (!first) out.append(" ", 1);
-      out.append(tokens[i]);
-      first = false;
-    }
-    out.append("\r\n", 2);
-    if (r.data_length > 0) out.append(p + r.data, r.data_length);
+  cmd->flags = quiet;   // before any refusal: a noreply command gets none
+  uint32_t host;
+  if (!pickHost(key, &host)) {
+    refuse(cmd, CacheErrorReason::kNoBackend, "no backend is available for this key");
+    return;
   }
-  sendFragment(cmd, host, mc::kReplyLine);
+  mc::writeForwarded(r, tokens, p, openFragment(host));
+  sendFragment(cmd, host, mc::replyKindOf(r.command));
 }
 
 }  // namespace lb

@@ -6,16 +6,22 @@
 //     the order of the keys asked, and one END;
 //   - set, add, replace, append, prepend, cas (with their data block), delete, incr, decr,
 //     touch and the meta commands mg, ms, md, ma, me go to their key's owner;
+//   - every command goes on in its canonical form (memcached_forward.h), and only once every
+//     field of its line is one memcached reads the same way (else CLIENT_ERROR bad command
+//     line format, and the data block, if any, is dropped: it never runs as a command);
 //   - noreply and the meta commands' quiet flag (q) are kept by lb, not sent on: the backend
-//     answers every command, and lb drops the answers the client asked not to get (errors
-//     always come through, as memcached sends them). Every backend reply then matches one
-//     command, so the pipelined server connections stay aligned;
+//     answers every command, and lb drops the answers the client asked not to get. noreply
+//     gets nothing at all, errors included (as from memcached); quiet mode gets its errors
+//     (the same). Every backend reply then matches one command, so the pipelined server
+//     connections stay aligned; a reply the command cannot produce fails the connection;
 //   - mn, version and quit are answered by lb (mn in order, after everything before it);
 //     whole-server commands (stats, flush_all, verbosity, ...) get CLIENT_ERROR with the
 //     reason; unknown commands get ERROR, as from memcached;
 //   - a key must be 1-250 bytes without control characters or spaces (CLIENT_ERROR bad
 //     command line format); a data block past limits.max_request_bytes gets SERVER_ERROR
 //     object too large for cache, and is dropped so the next line is read as a command;
+//     a line past 2048 bytes (limits.max_request_bytes for get, gets, gat, gats) gets
+//     CLIENT_ERROR line too long, and the connection closes;
 //   - the binary protocol (a first byte of 0x80) is answered with a binary "not supported"
 //     response, and the connection closes.
 //
@@ -53,7 +59,7 @@ class MemcachedSession final : public CacheSession {
   std::string_view tooLargeReply() const noexcept override;
 
   void dispatch(const mc::Request& r, const char* p) noexcept;
-  void routeRetrieval(CacheCommand* cmd, const mc::Request& r, std::string_view raw) noexcept;
+  void routeRetrieval(CacheCommand* cmd, const mc::Request& r) noexcept;
   void routeKey(CacheCommand* cmd, const mc::Request& r, const char* p) noexcept;
   void refuse(CacheCommand* cmd, CacheErrorReason reason, std::string_view what) noexcept;
 

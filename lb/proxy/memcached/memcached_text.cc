@@ -1,3 +1,7 @@
+// Request lines, read as memcached 1.6.18 reads them (proto_text.c) but stricter: lb forwards
+// a command only once every field of its line is one memcached reads the same way, and only
+// in the canonical form memcached_forward.h writes. Numbers are plain decimal digits (memcached's
+// strtoul would also take "+5", "-0" or a trailing tab); every byte of a line is printable.
 #include "lb/proxy/memcached/memcached_text.h"
 
 #include <charconv>
@@ -54,26 +58,6 @@ Request incomplete(size_t need) {
   return r;
 }
 
-Request error(const char* text, size_t length, size_t skip = 0, bool close = false) {
-  Request r;
-  r.status = Parse::kError;
-  r.error = text;
-  r.length = length;
-  r.skip = skip;
-  r.close = close;
-  return r;
-}
-
-// memcached's safe_strtoul for a length: decimal digits only, within int.
-bool parseLength(std::string_view s, size_t* out) noexcept {
-  if (s.empty() || s.size() > 10) return false;
-  uint64_t v = 0;
-  auto r = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (r.ec != std::errc() || r.ptr != s.data() + s.size() || v > INT_MAX - 2) return false;
-  *out = static_cast<size_t>(v);
-  return true;
-}
-
 void tokenize(std::string_view line, std::vector<std::string_view>& tokens) {
   tokens.clear();
   size_t i = 0;
@@ -90,6 +74,72 @@ bool isStorage(Command c) noexcept {
          c == Command::kAppend || c == Command::kPrepend || c == Command::kCas;
 }
 
+// memcached 1.6 (try_read_command_ascii) keeps reading a line past 2048 bytes only when it
+// starts (after at most 100 spaces) with "get " or "gets "; lb lets gat and gats run as long.
+bool longLineAllowed(const char* p, size_t n) noexcept {
+  size_t i = 0;
+  while (i < n && i <= 100 && p[i] == ' ') ++i;
+  const std::string_view s(p + i, n - i);
+  return s.starts_with("get ") || s.starts_with("gets ") || s.starts_with("gat ") ||
+         s.starts_with("gats ");
+}
+
+template <class T>
+bool digits(std::string_view s, T* out) noexcept {
+  if (s.empty() || s.front() < '0' || s.front() > '9') return false;
+  auto r = std::from_chars(s.data(), s.data() + s.size(), *out);
+  return r.ec == std::errc() && r.ptr == s.data() + s.size();
+}
+
+// Meta flags as memcached 1.6.18's _meta_flag_preparse reads them: by their first character,
+// each at most once, the numeric ones in full. `start` is the first flag token.
+bool metaFlagsOk(Command c, const std::vector<std::string_view>& tokens, size_t start,
+                 Request& r) noexcept {
+  // proto_text.c: "options flags are too long" past MFLAG_MAX_OPT_LENGTH (20) tokens,
+  // counting its terminal token.
+  if (tokens.size() + 1 > 20) return false;
+  bool seen[128] = {};
+  for (size_t i = start; i < tokens.size(); ++i) {
+    const std::string_view t = tokens[i];
+    const unsigned char o = static_cast<unsigned char>(t[0]);
+    if (o >= 127 || seen[o]) return false;
+    seen[o] = true;
+    const std::string_view v = t.substr(1);
+    switch (o) {
+      case 'b': r.base64_key = true; break;
+      case 'q': r.quiet = true; break;
+      case 'v':
+        r.value = true;
+        break;
+      case 'N': case 'T': case 'R':
+        if (!parseI32(v)) return false;
+        break;
+      case 'F':
+        if (!parseU32(v)) return false;
+        break;
+      case 'C': case 'J': case 'D':
+        if (!parseU64(v)) return false;
+        break;
+      case 'M':
+        if (t.size() != 2) return false;
+        if (c == Command::kMetaSet && std::string_view("EAPRS").find(t[1]) == std::string_view::npos)
+          return false;
+        if (c == Command::kMetaArithmetic && std::string_view("I+D-").find(t[1]) == std::string_view::npos)
+          return false;
+        break;
+      case 'O':
+        if (t.size() > 32) return false;   // MFLAG_MAX_OPAQUE_LENGTH
+        break;
+      case 'l': case 'P': case 'L': case 'k': case 's': case 't': case 'c': case 'f':
+      case 'h': case 'u': case 'I':
+        break;
+      default:
+        return false;   // memcached: "CLIENT_ERROR invalid flag"
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 bool validKey(std::string_view key) noexcept {
@@ -97,6 +147,31 @@ bool validKey(std::string_view key) noexcept {
   for (unsigned char c : key)
     if (c <= ' ' || c == 0x7f) return false;
   return true;
+}
+
+bool parseLength(std::string_view s, size_t* out) noexcept {
+  uint32_t v = 0;
+  if (s.size() > 10 || !digits(s, &v) || v > INT_MAX - 2) return false;
+  *out = v;
+  return true;
+}
+
+bool parseU32(std::string_view s) noexcept {
+  uint32_t v;
+  return digits(s, &v);
+}
+
+bool parseI32(std::string_view s) noexcept {
+  const std::string_view d = s.starts_with('-') ? s.substr(1) : s;
+  if (d.empty() || d[0] < '0' || d[0] > '9') return false;
+  int32_t v;
+  auto r = std::from_chars(s.data(), s.data() + s.size(), v);
+  return r.ec == std::errc() && r.ptr == s.data() + s.size();
+}
+
+bool parseU64(std::string_view s) noexcept {
+  uint64_t v;
+  return digits(s, &v);
 }
 
 Request parseRequest(const char* p, size_t n, size_t max_bytes, size_t max_keys,
@@ -110,35 +185,55 @@ Request parseRequest(const char* p, size_t n, size_t max_bytes, size_t max_keys,
     r.length = 24;
     return r;
   }
-  const size_t max_line = max_bytes;
+  // A line that cannot end within its limit is answered and the connection closed, as
+  // memcached closes it: nothing after it can be read as a command.
+  const size_t max_line = longLineAllowed(p, n) ? max_bytes : kMaxLine;
   const size_t from = scanned < n ? scanned : n;
   const size_t limit = n < max_line ? n : max_line;
   const void* nl = from < limit ? memchr(p + from, '\n', limit - from) : nullptr;
-  if (nl == nullptr) {
-    if (n >= max_line) return error(kLineTooLong, n, 0, true);
-    Request r = incomplete(n + 1);
-    r.line_missing = true;
-    return r;
-  }
   Request r;
+  auto fail = [&r](const char* text, size_t length, size_t skip = 0, bool close = false) {
+    r.status = Parse::kError;
+    r.error = text;
+    r.length = length;
+    r.skip = skip;
+    r.close = close;
+    return r;
+  };
+  if (nl == nullptr) {
+    if (n >= max_line) return fail(kLineTooLong, n, 0, true);
+    Request more = incomplete(n + 1);
+    more.line_missing = true;
+    return more;
+  }
   r.line = static_cast<size_t>(static_cast<const char*>(nl) - p) + 1;
   std::string_view text(p, r.line - 1);
   if (!text.empty() && text.back() == '\r') text.remove_suffix(1);
   tokenize(text, tokens);
-  if (tokens.empty()) return error(kError, r.line);
+  if (tokens.empty()) return fail(kError, r.line);
   r.command = commandOf(tokens[0]);
   const size_t count = tokens.size();
+  // Classic commands whose last token is "noreply" are noreply even when the line is bad:
+  // memcached's set_noreply_maybe runs first, and its errors then go unsent too.
+  if (isStorage(r.command) || r.command == Command::kDelete || r.command == Command::kIncr ||
+      r.command == Command::kDecr || r.command == Command::kTouch)
+    r.noreply = count > 2 && tokens.back() == "noreply";
+  bool printable = true;
+  for (unsigned char c : text)
+    if (c < ' ' || c == 0x7f) printable = false;
   switch (r.command) {
     case Command::kGet:
     case Command::kGets:
     case Command::kGat:
     case Command::kGats: {
+      if (!printable) return fail(kBadFormat, r.line);
       const bool touch = r.command == Command::kGat || r.command == Command::kGats;
       r.first_key = touch ? 2 : 1;
-      if (count <= r.first_key) return error(kError, r.line);
-      if (count - r.first_key > max_keys) return error(kTooManyKeys, r.line);
+      if (count <= r.first_key) return fail(kError, r.line);
+      if (touch && !parseI32(tokens[1])) return fail(kBadFormat, r.line);
+      if (count - r.first_key > max_keys) return fail(kTooManyKeys, r.line);
       for (size_t i = r.first_key; i < count; ++i)
-        if (!validKey(tokens[i])) return error(kBadFormat, r.line);
+        if (!validKey(tokens[i])) return fail(kBadFormat, r.line);
       break;
     }
     case Command::kSet:
@@ -148,63 +243,89 @@ Request parseRequest(const char* p, size_t n, size_t max_bytes, size_t max_keys,
     case Command::kPrepend:
     case Command::kCas: {
       // <cmd> <key> <flags> <exptime> <bytes> [<cas unique>] [noreply]
+      // A bad field must not let the data block run as a command: memcached answers
+      // "CLIENT_ERROR bad command line format" and reads the block as the next line
+      // (process_update_command returns before conn_swallow), which is how a client would
+      // smuggle a command past lb. So when the byte count reads, lb drops the block with
+      // the line (the client meant it as data); when it does not, nothing after the line
+      // can be placed, and lb closes, as nutcracker does on any parse error.
       const size_t base = r.command == Command::kCas ? 6 : 5;
-      if (count != base && count != base + 1) return error(kError, r.line);
-      if (count == base + 1 && tokens.back() != "noreply") return error(kError, r.line);
-      r.noreply = count == base + 1;
       size_t vlen = 0;
-      if (!parseLength(tokens[4], &vlen)) return error(kBadFormat, r.line);
-      // The length is known: a refused command's data block is dropped, so the next line
-      // is read as a command (memcached itself swallows it for a too-large item).
-      if (vlen > max_bytes) return error(kTooLarge, r.line, vlen + 2);
-      if (!validKey(tokens[1])) return error(kBadFormat, r.line, vlen + 2);
+      if (count < 5 || !parseLength(tokens[4], &vlen)) return fail(kBadFormat, r.line, 0, true);
+      const size_t block = vlen + 2;
+      if (count != base + (r.noreply ? 1 : 0)) return fail(kError, r.line, block);
+      if (vlen > max_bytes) return fail(kTooLarge, r.line, block);
+      if (!printable || !validKey(tokens[1]) || !parseU32(tokens[2]) || !parseI32(tokens[3]) ||
+          (base == 6 && !parseU64(tokens[5])))
+        return fail(kBadFormat, r.line, block);
       r.data = r.line;
-      r.data_length = vlen + 2;
-      r.length = r.line + vlen + 2;
+      r.data_length = block;
+      r.length = r.line + block;
       if (r.length > n) return incomplete(r.length);
       if (p[r.line + vlen] != '\r' || p[r.line + vlen + 1] != '\n')
-        return error(kBadChunk, r.length);
+        return fail(kBadChunk, r.length);
       break;
     }
-    case Command::kDelete:
-      if (count < 2 || count > 4) return error(kError, r.line);
-      if (!validKey(tokens[1])) return error(kBadFormat, r.line);
-      r.noreply = tokens.back() == "noreply" && count > 2;
+    case Command::kDelete: {
+      // delete <key> [0] [noreply]: memcached 1.6 process_delete_command takes a hold time
+      // of "0" only.
+      const size_t extra = count - 2 - (r.noreply ? 1 : 0);
+      if (count < 2 || count > 4) return fail(kError, r.line);
+      if (!printable || !validKey(tokens[1]) || extra > 1 || (extra == 1 && tokens[2] != "0"))
+        return fail(kBadFormat, r.line);
       break;
+    }
     case Command::kIncr:
     case Command::kDecr:
-    case Command::kTouch:
-      if (count != 3 && count != 4) return error(kError, r.line);
-      if (count == 4 && tokens.back() != "noreply") return error(kError, r.line);
-      if (!validKey(tokens[1])) return error(kBadFormat, r.line);
-      r.noreply = count == 4;
+    case Command::kTouch: {
+      // incr/decr <key> <delta: 64-bit unsigned> [noreply]; touch <key> <exptime> [noreply]
+      if (count != 3 + (r.noreply ? 1u : 0u)) return fail(kError, r.line);
+      const bool touch = r.command == Command::kTouch;
+      if (!printable || !validKey(tokens[1]) ||
+          !(touch ? parseI32(tokens[2]) : parseU64(tokens[2])))
+        return fail(kBadFormat, r.line);
       break;
+    }
     case Command::kMetaGet:
     case Command::kMetaSet:
     case Command::kMetaDelete:
-    case Command::kMetaArithmetic:
-    case Command::kMetaDebug: {
+    case Command::kMetaArithmetic: {
+      // <cmd> <key> [<datalen> (ms)] <flags>*
       const bool set = r.command == Command::kMetaSet;
-      if (count < (set ? 3u : 2u)) return error(kError, r.line);
-      for (size_t i = set ? 3 : 2; i < count; ++i) {
-        if (tokens[i] == "q") r.quiet = true;
-        if (tokens[i] == "b") r.base64_key = true;
-      }
+      if (count < (set ? 3u : 2u)) return fail(kError, r.line);
       size_t vlen = 0;
-      if (set && !parseLength(tokens[2], &vlen)) return error(kBadFormat, r.line);
-      if (set && vlen > max_bytes) return error(kTooLarge, r.line, vlen + 2);
+      // ms: memcached reads the data length first and swallows the block on any later
+      // error (process_mset_command's error label); without one, lb closes.
+      if (set && !parseLength(tokens[2], &vlen)) return fail(kBadFormat, r.line, 0, true);
+      const size_t block = set ? vlen + 2 : 0;
+      if (set && vlen > max_bytes) return fail(kTooLarge, r.line, block);
+      if (!printable || tokens[1].size() > kMaxKeyLength ||
+          !metaFlagsOk(r.command, tokens, set ? 3 : 2, r))
+        return fail(kBadFormat, r.line, block);
       char decoded[kMaxKeyLength];
       const bool key_ok = r.base64_key ? decodeBase64Key(tokens[1], decoded) > 0
                                        : validKey(tokens[1]);
-      if (!key_ok) return error(kBadFormat, r.line, set ? vlen + 2 : 0);
+      if (!key_ok) return fail(kBadFormat, r.line, block);
       if (set) {
         r.data = r.line;
-        r.data_length = vlen + 2;
-        r.length = r.line + vlen + 2;
+        r.data_length = block;
+        r.length = r.line + block;
         if (r.length > n) return incomplete(r.length);
         if (p[r.line + vlen] != '\r' || p[r.line + vlen + 1] != '\n')
-          return error(kBadChunk, r.length);
+          return fail(kBadChunk, r.length);
       }
+      break;
+    }
+    case Command::kMetaDebug: {
+      // me <key> [b]: memcached's process_meta_command reads nothing else (a b flag only as
+      // the exact third token); lb takes exactly that.
+      if (count < 2) return fail(kError, r.line);
+      r.base64_key = count == 3 && tokens[2] == "b";
+      if (!printable || count > 3 || (count == 3 && !r.base64_key)) return fail(kBadFormat, r.line);
+      char decoded[kMaxKeyLength];
+      const bool key_ok = r.base64_key ? decodeBase64Key(tokens[1], decoded) > 0
+                                       : validKey(tokens[1]);
+      if (!key_ok) return fail(kBadFormat, r.line);
       break;
     }
     case Command::kMetaNoop:
@@ -213,72 +334,27 @@ Request parseRequest(const char* p, size_t n, size_t max_bytes, size_t max_keys,
     case Command::kRefused:
       break;
     case Command::kUnknown:
-      return error(kError, r.line);
+      return fail(kError, r.line);
   }
   if (!isStorage(r.command) && r.command != Command::kMetaSet) r.length = r.line;
   r.status = Parse::kCommand;
   return r;
 }
 
-bool isErrorReply(const char* p, size_t n) noexcept {
-  const std::string_view s(p, n);
-  return s.starts_with("ERROR") || s.starts_with("CLIENT_ERROR") ||
-         s.starts_with("SERVER_ERROR");
-}
-
-int64_t scanReply(uint8_t kind, const char* p, size_t n, ReplyScan& scan) noexcept {
-  for (;;) {
-    const size_t pos = scan.pos;
-    if (pos >= n) return 0;
-    const void* nl = memchr(p + pos, '\n', n - pos);
-    if (nl == nullptr) return 0;
-    const size_t end = static_cast<size_t>(static_cast<const char*>(nl) - p) + 1;
-    if (end - pos < 2 || p[end - 2] != '\r') return -1;
-    const std::string_view line(p + pos, end - pos - 2);
-    const bool value = kind == kReplyValues && line.starts_with("VALUE ");
-    const bool va = kind == kReplyLine && line.starts_with("VA ");
-    if (!value && !va) {
-      if (kind == kReplyValues && pos > 0 && line != "END" && !isErrorReply(line.data(), line.size()))
-        return -1;   // after VALUE items, only END (or an error) may follow
-      return static_cast<int64_t>(end);
-    }
-    // VALUE <key> <flags> <bytes> [<cas>]  /  VA <size> <flags>*
-    std::string_view rest = line.substr(value ? 6 : 3);
-    if (value) {
-      for (int skip = 0; skip < 2; ++skip) {   // key, flags
-        const size_t sp = rest.find(' ');
-        if (sp == std::string_view::npos) return -1;
-        rest.remove_prefix(sp + 1);
-      }
-    }
-    const size_t sp = rest.find(' ');
-    size_t bytes = 0;
-    if (!parseLength(rest.substr(0, sp), &bytes)) return -1;
-    const size_t total = end + bytes + 2;
-    if (total > n) return 0;   // scan.pos stays at this item's line
-    if (p[end + bytes] != '\r' || p[end + bytes + 1] != '\n') return -1;
-    if (va) return static_cast<int64_t>(total);
-    scan.pos = total;
+uint8_t replyKindOf(Command c) noexcept {
+  switch (c) {
+    case Command::kGet: case Command::kGets: case Command::kGat: case Command::kGats:
+      return kReplyValues;
+    case Command::kSet: case Command::kAdd: case Command::kReplace: case Command::kAppend:
+    case Command::kPrepend: case Command::kCas:
+      return kReplyStore;
+    case Command::kDelete: return kReplyDelete;
+    case Command::kIncr: case Command::kDecr: return kReplyArithmetic;
+    case Command::kTouch: return kReplyTouch;
+    case Command::kMetaGet: case Command::kMetaArithmetic: return kReplyMetaValue;
+    case Command::kMetaDebug: return kReplyMetaDebug;
+    default: return kReplyMeta;   // ms, md
   }
-}
-
-bool valueItem(const char* p, size_t n, std::string_view* key, size_t* length) noexcept {
-  const std::string_view s(p, n);
-  if (!s.starts_with("VALUE ")) return false;
-  const size_t nl = s.find("\r\n");
-  if (nl == std::string_view::npos) return false;
-  std::string_view rest = s.substr(6, nl - 6);
-  const size_t sp1 = rest.find(' ');
-  if (sp1 == std::string_view::npos) return false;
-  *key = rest.substr(0, sp1);
-  rest.remove_prefix(sp1 + 1);
-  const size_t sp2 = rest.find(' ');   // after the flags
-  if (sp2 == std::string_view::npos) return false;
-  rest.remove_prefix(sp2 + 1);
-  size_t bytes = 0;
-  if (!parseLength(rest.substr(0, rest.find(' ')), &bytes)) return false;
-  *length = nl + 2 + bytes + 2;
-  return *length <= n;
 }
 
 size_t binaryRefusal(const unsigned char* req, std::string_view message, char* out) noexcept {
