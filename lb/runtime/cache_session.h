@@ -26,6 +26,8 @@
 // Access log: one line per connection when it closes (proto=redis|memcached, status = how
 // it ended, commands and errors counted); none per command, as twemproxy logs none.
 //
+// Reading and input buffering are in cache_session_input.cc, the rest in cache_session.cc.
+//
 // Lifetime: owns the client socket and idle timer; neither copied nor moved; handle.data =
 // this; frees itself after the last callback. Loop thread only.
 #pragma once
