@@ -29,6 +29,7 @@
 #include "lb/core/strings.h"
 #include "lb/http/parser.h"
 #include "lb/http/rewrite.h"
+#include "tests/fuzz/fuzz_support.h"
 #include "tests/fuzz/strict_http.h"
 
 namespace {
@@ -36,21 +37,10 @@ namespace {
 using lb::HttpParser;
 
 [[noreturn]] void mismatch(const char* what, std::string_view detail = {}) {
-  fprintf(stderr, "http_fuzz: %s\n%.*s\n", what, static_cast<int>(detail.size()), detail.data());
-  abort();
+  fuzz::mismatch("http_fuzz", what, detail);
 }
 
-// Read sizes the proxy might see: all at once, or pieces of 1 to 16 bytes in a pattern.
-struct Cuts {
-  unsigned seed;
-  unsigned state;
-  size_t next(size_t left) {
-    if (seed == 0) return left;
-    state = state * 1103515245u + 12345u;
-    size_t n = 1 + (state >> 16) % (seed + 1);
-    return n < left ? n : left;
-  }
-};
+using fuzz::Cuts;
 
 bool named(std::string_view n, std::string_view want) { return lb::equalsNoCase(n, want); }
 

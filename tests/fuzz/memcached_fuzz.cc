@@ -23,6 +23,7 @@
 
 #include "lb/proxy/memcached/memcached_forward.h"
 #include "lb/proxy/memcached/memcached_text.h"
+#include "tests/fuzz/fuzz_support.h"
 #include "tests/fuzz/strict_memcached.h"
 
 namespace {
@@ -35,9 +36,7 @@ constexpr size_t kMaxBytes = 1 << 20;
 constexpr size_t kMaxKeys = 64;
 
 [[noreturn]] void mismatch(const char* what, std::string_view detail) {
-  fprintf(stderr, "memcached_fuzz: %s\n%.*s\n", what, static_cast<int>(detail.size()),
-          detail.data());
-  abort();
+  fuzz::mismatch("memcached_fuzz", what, detail);
 }
 
 void check(bool ok, const char* what, std::string_view detail) {

@@ -35,6 +35,7 @@
 #include "lb/runtime/cache_worker.h"
 #include "lb/runtime/buffer_pool.h"
 #include "lb/runtime/byte_chain.h"
+#include "tests/fuzz/fuzz_support.h"
 #include "tests/fuzz/strict_resp.h"
 
 namespace {
@@ -46,21 +47,10 @@ constexpr size_t kMaxBulk = 1 << 20;
 constexpr size_t kMaxArgs = 4096;
 
 [[noreturn]] void mismatch(const char* what, std::string_view detail = {}) {
-  fprintf(stderr, "resp_fuzz: %s\n%.*s\n", what, static_cast<int>(detail.size()), detail.data());
-  abort();
+  fuzz::mismatch("resp_fuzz", what, detail);
 }
 
-// Read sizes the session might see: all at once, or pieces of 1 to 16 bytes in a pattern.
-struct Cuts {
-  unsigned seed;
-  unsigned state;
-  size_t next(size_t left) {
-    if (seed == 0) return left;
-    state = state * 1103515245u + 12345u;
-    size_t n = 1 + (state >> 16) % (seed + 1);
-    return n < left ? n : left;
-  }
-};
+using fuzz::Cuts;
 
 std::vector<std::string> copyArgs(const std::vector<std::string_view>& args) {
   return {args.begin(), args.end()};
