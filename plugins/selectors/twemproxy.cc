@@ -14,8 +14,10 @@
 // A server line without a name ("10.0.0.1:6379:1") is named "host:port" by nutcracker, or just
 // "host" when the port is 11211 (libmemcached's convention); set hash_key to that.
 // Sorted by value; nutcracker's qsort is glibc's merge sort, stable, so equal values keep
-// config order (server, then i, then x): the one place the backends' order matters (a tie
-// needs two MD5 words to collide, about one ring in 2^32 / points). No point is dropped.
+// the order they were made in (server, then i, then x), and nutcracker's server order is by
+// name, not the file's (nutcrackerOrder below): MD5("t307-30") and MD5("t570-31") tie, and
+// t307's point comes first however the file lists them. A tie needs two MD5 words to
+// collide: about points^2 / 2^33 per ring, so a few on a 1000-server ring. No point is dropped.
 // Lookup: the first point >= the key hash, wrapping past the last (ketama_dispatch); retries
 // walk clockwise skipping hosts already met. nutcracker with auto_eject_hosts drops a failed
 // server's points instead; with equal weights the survivors usually keep theirs (not across
@@ -25,7 +27,7 @@
 // servers, each once per unit of its weight, and the key's server is list[hash % length].
 // The list follows nutcracker's server order, which is not the file's: conf_validate_server
 // sorts a pool's servers by name before they are built (string_compare: shorter names first,
-// equal lengths bytewise), so lb sorts its hosts by hash_key the same way (twemproxyModulaList).
+// equal lengths bytewise), so lb sorts its hosts by hash_key the same way (nutcrackerOrder).
 // nutcracker with auto_eject_hosts rebuilds the list without the ejected server, which moves
 // nearly every key (a new modulus); lb never ejects from the table: attempt k > 0 is the k-th
 // next distinct host along the list from the key's slot, wrapping, so only a failed host's
@@ -40,6 +42,21 @@
 
 namespace lb {
 namespace {
+
+// nutcracker's server order: conf_validate_server sorts a pool's servers with string_compare
+// (a shorter name first, equal lengths bytewise) before they are built, whatever the file's
+// order. Names are distinct (validated), so the order is total.
+std::vector<uint32_t> nutcrackerOrder(std::span<const HostSpec> hosts) {
+  std::vector<uint32_t> order(hosts.size());
+  for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+    const std::string& x = hosts[a].hash_key;
+    const std::string& y = hosts[b].hash_key;
+    if (x.size() != y.size()) return x.size() < y.size();
+    return x < y;   // char_traits<char> compares as unsigned char, as strncmp does
+  });
+  return order;
+}
 
 using Ring = selector_detail::PointRing<uint32_t>;
 
@@ -68,7 +85,7 @@ std::vector<ContinuumPoint> twemproxyContinuum(std::span<const HostSpec> hosts) 
   std::vector<ContinuumPoint> points;
   points.reserve(size_t{kPointsPerServer} * servers);
   std::string name;
-  for (uint32_t host = 0; host < servers; ++host) {
+  for (uint32_t host : nutcrackerOrder(hosts)) {
     const uint32_t n = twemproxyPointsPerServer(std::max<uint32_t>(hosts[host].weight, 1),
                                                 total_weight, servers);
     name.assign(hosts[host].hash_key);
@@ -93,18 +110,8 @@ std::vector<ContinuumPoint> twemproxyContinuum(std::span<const HostSpec> hosts) 
 }
 
 std::vector<uint32_t> twemproxyModulaList(std::span<const HostSpec> hosts) {
-  std::vector<uint32_t> order(hosts.size());
-  for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
-  // Names are distinct (validated), so the order is total and glibc qsort's instability in
-  // nutcracker cannot show.
-  std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
-    const std::string& x = hosts[a].hash_key;
-    const std::string& y = hosts[b].hash_key;
-    if (x.size() != y.size()) return x.size() < y.size();
-    return x < y;   // char_traits<char> compares as unsigned char, as strncmp does
-  });
   std::vector<uint32_t> list;
-  for (uint32_t host : order)
+  for (uint32_t host : nutcrackerOrder(hosts))
     for (uint32_t w = 0; w < std::max<uint32_t>(hosts[host].weight, 1); ++w) list.push_back(host);
   return list;
 }

@@ -322,6 +322,19 @@ TEST(TwemproxyCompatTest, MemcachedKeysWrittenThroughNutcrackerAreFoundThroughLb
   expectFoundThroughLb(CacheServer::kMemcached, "murmur");
 }
 
+// distribution: ketama, where two servers' points tie: MD5("t307-30") and MD5("t570-31")
+// share the word 3770804139 (found by a birthday search over names tN). nutcracker's sort of
+// the servers by name puts t307's point first, whatever the file's order, so keys hashing
+// just below it ("tie:44", "tie:182", "tie:348" under murmur) belong to t307.
+TEST(TwemproxyCompatTest, RedisKetamaTiedPointsGoToTheServerFirstByName) {
+  TwemproxyPool pool(CacheServer::kRedis, "murmur", {1, 1}, "ketama", {"t570", "t307"});
+  const std::string error = pool.start();
+  ASSERT_TRUE(error.empty()) << error;
+  auto keys = testKeys(50);
+  keys.insert(keys.end(), {"tie:44", "tie:182", "tie:348"});
+  expectSamePlacement(pool, keys);
+}
+
 // distribution: modula. The names are out of order on purpose: nutcracker sorts a pool's
 // servers by name (conf_validate_server; shorter names first), so its list is b, zeta, zeta,
 // alpha here, not the file's zeta, zeta, b, alpha; a modula that kept the file's order would
