@@ -24,6 +24,7 @@ struct HostSpec {
 struct SelectorOptions {
   uint32_t vnodes = 160;          // ring_hash: points per unit of weight
   uint64_t table_size = 65537;    // maglev: prime
+  bool modula = false;            // twemproxy: distribution = "modula" instead of ketama
 };
 
 class SelectorTable {

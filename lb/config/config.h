@@ -114,6 +114,7 @@ struct ClusterConfig {
   uint32_t vnodes = 160;              // ring_hash.vnodes
   uint64_t table_size = 65537;        // maglev.table_size
   std::string twemproxy_hash = "fnv1a_64";   // twemproxy.hash: the key hash of selector twemproxy
+  std::string twemproxy_distribution = "ketama";   // twemproxy.distribution: ketama or modula
   uint32_t panic_threshold = 50;      // percent healthy under which health is ignored; 0 = off
   std::optional<HealthConfig> health;     // absent: no active checks
   std::optional<OutlierConfig> outlier;   // absent: no passive ejection

@@ -402,6 +402,16 @@ void readCluster(WalkContext& ctx, const toml::key& key, const toml::node& node,
       else
         tw.errorAt("hash", TableWalker::notOneOf(hash, names));
     }
+    // nutcracker's distribution: key (conf_set_distribution); its third, random, places no
+    // key anywhere in particular, so there is nothing to stay compatible with.
+    std::string distribution;
+    if (tw.string("distribution", &distribution)) {
+      const std::vector<std::string> dists = {"ketama", "modula"};
+      if (std::find(dists.begin(), dists.end(), distribution) != dists.end())
+        c->twemproxy_distribution = distribution;
+      else
+        tw.errorAt("distribution", TableWalker::notOneOf(distribution, dists));
+    }
     tw.checkUnknownKeys();
   }
   w.integer("panic_threshold", 0, 100, &c->panic_threshold);

@@ -191,6 +191,9 @@ void checkSelector(const ClusterConfig& c, const std::string& path, WalkContext&
   }
   if (c.selector != "twemproxy" && ctx.written(path + ".twemproxy")) {
     std::string tp = path + ".twemproxy";
+    // Name the key that would be ignored: `distribution` reads as a general setting, and a
+    // user who wrote it on a ketama cluster should see that it is nutcracker's, not lb's.
+    if (ctx.written(tp + ".distribution")) tp += ".distribution";
     ctx.error(ctx.positionOf(tp), tp,
               "applies only to selector = \"twemproxy\" (this cluster's selector is '" +
                   c.selector + "')");
@@ -214,6 +217,9 @@ void checkSelector(const ClusterConfig& c, const std::string& path, WalkContext&
     p = path + ".ring_hash.vnodes";
   } else if (c.selector == "ketama") {
     points = kKetamaPointsPerWeight * total_weight;
+    p = bpath;
+  } else if (c.selector == "twemproxy" && c.twemproxy_distribution == "modula") {
+    points = total_weight;   // nc_modula.c: one point per unit of weight
     p = bpath;
   } else if (c.selector == "twemproxy") {
     points = kTwemproxyPointsPerServer * c.backends.size();

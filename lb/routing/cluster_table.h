@@ -30,7 +30,7 @@ inline const SelectorInfo* selectorOf(const ClusterConfig& cluster) {
 }
 
 inline SelectorOptions selectorOptionsOf(const ClusterConfig& cluster) {
-  return {cluster.vnodes, cluster.table_size};
+  return {cluster.vnodes, cluster.table_size, cluster.twemproxy_distribution == "modula"};
 }
 
 }  // namespace lb

@@ -69,7 +69,13 @@ struct ContinuumPoint {
   uint32_t value;
   uint32_t host;
 };
-// The whole continuum as a pure function, sorted by value, ties in config order.
+// The whole continuum as a pure function, sorted by value, ties in nutcracker's server order
+// (by hash_key, shorter first, then bytewise).
 std::vector<ContinuumPoint> twemproxyContinuum(std::span<const HostSpec> hosts);
+
+// nutcracker's `distribution: modula` list (nc_modula.c) as a pure function: host indices,
+// hosts in nutcracker's order (by hash_key, shorter first, then bytewise), each repeated
+// weight times. A key of 32-bit hash h belongs to list[h % list.size()].
+std::vector<uint32_t> twemproxyModulaList(std::span<const HostSpec> hosts);
 
 }  // namespace lb

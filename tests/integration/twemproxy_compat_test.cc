@@ -36,10 +36,15 @@ std::vector<std::string> testKeys(size_t count) {
 
 // One nutcracker pool: its servers (started here), its nutcracker, and the equivalent lb
 // config. Starts and stops every process it runs; the temporary directory goes with it.
+// Servers are named s1, s2, ... unless `names` says otherwise.
 class TwemproxyPool {
  public:
-  TwemproxyPool(CacheServer::Kind kind, std::string hash, std::vector<uint32_t> weights)
-      : kind_(kind), hash_(std::move(hash)), weights_(std::move(weights)) {
+  TwemproxyPool(CacheServer::Kind kind, std::string hash, std::vector<uint32_t> weights,
+                std::string distribution = "ketama", std::vector<std::string> names = {})
+      : kind_(kind), hash_(std::move(hash)), weights_(std::move(weights)),
+        distribution_(std::move(distribution)), names_(std::move(names)) {
+    for (size_t i = names_.size(); i < weights_.size(); ++i)
+      names_.push_back("s" + std::to_string(i + 1));
     char tmpl[] = "/tmp/lb_twemproxy_XXXXXX";
     if (mkdtemp(tmpl) != nullptr) dir_ = tmpl;
   }
@@ -151,12 +156,12 @@ class TwemproxyPool {
   uint16_t port() const { return port_; }
   size_t size() const { return servers_.size(); }
   uint16_t serverPort(size_t i) const { return servers_[i]->port(); }
-  static std::string name(size_t i) { return "s" + std::to_string(i + 1); }
+  const std::string& name(size_t i) const { return names_[i]; }
 
  private:
   std::string nutcrackerYml() const {
     std::string yml = "pool:\n  listen: 127.0.0.1:" + std::to_string(port_) + "\n  hash: " +
-                      hash_ + "\n  distribution: ketama\n  redis: " +
+                      hash_ + "\n  distribution: " + distribution_ + "\n  redis: " +
                       (kind_ == CacheServer::kRedis ? "true" : "false") +
                       "\n  auto_eject_hosts: false\n  servers:\n";
     for (size_t i = 0; i < servers_.size(); ++i)
@@ -166,7 +171,7 @@ class TwemproxyPool {
   }
   std::string lbToml() const {
     std::string toml = "[clusters.pool]\nselector = \"twemproxy\"\ntwemproxy = { hash = \"" +
-                       hash_ + "\" }\nbackends = [\n";
+                       hash_ + "\", distribution = \"" + distribution_ + "\" }\nbackends = [\n";
     for (size_t i = 0; i < servers_.size(); ++i)
       toml += "  { name = \"" + name(i) + "\", address = \"" + servers_[i]->address() +
               "\", weight = " + std::to_string(weights_[i]) + " },\n";
@@ -183,6 +188,8 @@ class TwemproxyPool {
   CacheServer::Kind kind_;
   std::string hash_;
   std::vector<uint32_t> weights_;
+  std::string distribution_;
+  std::vector<std::string> names_;
   std::string dir_;
   std::vector<std::unique_ptr<CacheServer>> servers_;
   std::unique_ptr<Process> nutcracker_;
@@ -223,7 +230,7 @@ TEST(TwemproxyCompatTest, RedisFnv1a64EqualWeights) {
   std::map<std::string, int> per_server;
   expectSamePlacement(pool, testKeys(300), &per_server);
   for (size_t i = 0; i < pool.size(); ++i)
-    EXPECT_GT(per_server[TwemproxyPool::name(i)], 10) << TwemproxyPool::name(i);
+    EXPECT_GT(per_server[pool.name(i)], 10) << pool.name(i);
 }
 
 TEST(TwemproxyCompatTest, RedisMurmurEqualWeights) {
@@ -233,7 +240,7 @@ TEST(TwemproxyCompatTest, RedisMurmurEqualWeights) {
   std::map<std::string, int> per_server;
   expectSamePlacement(pool, testKeys(300), &per_server);
   for (size_t i = 0; i < pool.size(); ++i)
-    EXPECT_GT(per_server[TwemproxyPool::name(i)], 30) << TwemproxyPool::name(i);
+    EXPECT_GT(per_server[pool.name(i)], 30) << pool.name(i);
 }
 
 // 10 : 21 : 29 of 60 gives s1 80 points, s2 168 and s3 228 in nutcracker's float arithmetic;
@@ -281,8 +288,12 @@ TEST(TwemproxyCompatTest, RedisEveryOtherHash) {
 
 // What nutcracker wrote, lb reads: every key stored through nutcracker is found through an lb
 // listener of the same protocol in front of the same servers.
-void expectFoundThroughLb(CacheServer::Kind kind, const char* hash) {
-  TwemproxyPool pool(kind, hash, {1, 1, 1});
+void expectFoundThroughLb(CacheServer::Kind kind, const char* hash,
+                          const char* distribution = "ketama",
+                          std::vector<uint32_t> weights = {1, 1, 1},
+                          std::vector<std::string> names = {}) {
+  SCOPED_TRACE(std::string(hash) + " " + distribution);
+  TwemproxyPool pool(kind, hash, std::move(weights), distribution, std::move(names));
   std::string error = pool.start();
   ASSERT_TRUE(error.empty()) << error;
   const auto keys = testKeys(200);
@@ -309,6 +320,59 @@ TEST(TwemproxyCompatTest, RedisKeysWrittenThroughNutcrackerAreFoundThroughLb) {
 TEST(TwemproxyCompatTest, MemcachedKeysWrittenThroughNutcrackerAreFoundThroughLb) {
   expectFoundThroughLb(CacheServer::kMemcached, "fnv1a_64");
   expectFoundThroughLb(CacheServer::kMemcached, "murmur");
+}
+
+// distribution: ketama, where two servers' points tie: MD5("t307-30") and MD5("t570-31")
+// share the word 3770804139 (found by a birthday search over names tN). nutcracker's sort of
+// the servers by name puts t307's point first, whatever the file's order, so keys hashing
+// just below it ("tie:44", "tie:182", "tie:348" under murmur) belong to t307.
+TEST(TwemproxyCompatTest, RedisKetamaTiedPointsGoToTheServerFirstByName) {
+  TwemproxyPool pool(CacheServer::kRedis, "murmur", {1, 1}, "ketama", {"t570", "t307"});
+  const std::string error = pool.start();
+  ASSERT_TRUE(error.empty()) << error;
+  auto keys = testKeys(50);
+  keys.insert(keys.end(), {"tie:44", "tie:182", "tie:348"});
+  expectSamePlacement(pool, keys);
+}
+
+// distribution: modula. The names are out of order on purpose: nutcracker sorts a pool's
+// servers by name (conf_validate_server; shorter names first), so its list is b, zeta, zeta,
+// alpha here, not the file's zeta, zeta, b, alpha; a modula that kept the file's order would
+// put most keys elsewhere.
+const std::vector<std::string> kUnsortedNames = {"zeta", "b", "alpha"};
+
+void expectModulaPlacement(CacheServer::Kind kind, const char* hash,
+                           const std::vector<std::string>& keys) {
+  SCOPED_TRACE(hash);
+  TwemproxyPool pool(kind, hash, {2, 1, 1}, "modula", kUnsortedNames);
+  const std::string error = pool.start();
+  ASSERT_TRUE(error.empty()) << error;
+  std::map<std::string, int> per_server;
+  expectSamePlacement(pool, keys, &per_server);
+  for (size_t i = 0; i < pool.size(); ++i) EXPECT_GT(per_server[pool.name(i)], 20) << pool.name(i);
+}
+
+TEST(TwemproxyCompatTest, RedisModulaWeights1And2PlacesAsNutcracker) {
+  auto keys = testKeys(300);
+  keys.push_back("");   // hashed as 0: the first server of nutcracker's order, b
+  expectModulaPlacement(CacheServer::kRedis, "fnv1a_64", keys);
+  expectModulaPlacement(CacheServer::kRedis, "murmur", keys);
+}
+
+TEST(TwemproxyCompatTest, MemcachedModulaWeights1And2PlacesAsNutcracker) {
+  expectModulaPlacement(CacheServer::kMemcached, "fnv1a_64", testKeys(300));
+  expectModulaPlacement(CacheServer::kMemcached, "murmur", testKeys(300));
+}
+
+// Issue 21, acceptance 5.
+TEST(TwemproxyCompatTest, RedisModulaKeysWrittenThroughNutcrackerAreFoundThroughLb) {
+  for (const char* hash : {"fnv1a_64", "murmur"})
+    expectFoundThroughLb(CacheServer::kRedis, hash, "modula", {2, 1, 1}, kUnsortedNames);
+}
+
+TEST(TwemproxyCompatTest, MemcachedModulaKeysWrittenThroughNutcrackerAreFoundThroughLb) {
+  for (const char* hash : {"fnv1a_64", "murmur"})
+    expectFoundThroughLb(CacheServer::kMemcached, hash, "modula", {2, 1, 1}, kUnsortedNames);
 }
 
 }  // namespace

@@ -219,9 +219,18 @@ const Mistake kMistakes[] = {
      "fnv1a_32, fnv1_32, md5, murmur, crc32a, crc32, crc16, one_at_a_time, jenkins, hsieh (did "
      "you mean 'fnv1a_64'?)"},
     {"TwemproxyUnknownKey", "[clusters.cache]\nselector = \"twemproxy\"\n"
-     "twemproxy = { hash = \"md5\", distribution = \"ketama\" }\n"
+     "twemproxy = { hash = \"md5\", points = 160 }\n"
      "backends = [ { name = \"a\", address = \"127.0.0.1:9001\" } ]\n",
-     "lb.toml:3:29: clusters.cache.twemproxy: unknown key 'distribution'"},
+     "lb.toml:3:29: clusters.cache.twemproxy: unknown key 'points'"},
+    {"TwemproxyDistributionNotKetamaOrModula", "[clusters.cache]\nselector = \"twemproxy\"\n"
+     "twemproxy = { hash = \"md5\", distribution = \"random\" }\n"
+     "backends = [ { name = \"a\", address = \"127.0.0.1:9001\" } ]\n",
+     "lb.toml:3:44: clusters.cache.twemproxy.distribution: 'random' is not one of ketama, modula"},
+    {"TwemproxyDistributionOnAnotherSelector", "[clusters.cache]\nselector = \"maglev\"\n"
+     "twemproxy = { distribution = \"modula\" }\n"
+     "backends = [ { name = \"a\", address = \"127.0.0.1:9001\" } ]\n",
+     "lb.toml:3:30: clusters.cache.twemproxy.distribution: applies only to selector = "
+     "\"twemproxy\" (this cluster's selector is 'maglev')"},
     {"TwemproxyTableOnAnotherSelector", "[clusters.cache]\nselector = \"ketama\"\n"
      "twemproxy = { hash = \"md5\" }\n"
      "backends = [ { name = \"a\", address = \"127.0.0.1:9001\", "

@@ -27,14 +27,21 @@ namespace {
 constexpr const char* kOutEnv = "LB_SELECTOR_DIGEST_OUT";
 
 // "name digest" per selector: XXH64 over attempts 0..2 of keys "key:0".."key:9999" on 50 hosts
-// (weights 1..3, all 1 for jump), each pick as 4 little-endian bytes.
+// (weights 1..3, all 1 for jump), each pick as 4 little-endian bytes. twemproxy twice: its
+// ketama continuum, and as "twemproxy/modula" its modula list.
 std::string digestAll() {
   std::ostringstream out;
-  for (const SelectorInfo& info : allSelectors()) {
+  std::vector<std::pair<const SelectorInfo*, bool>> tables;
+  for (const SelectorInfo& info : allSelectors()) tables.push_back({&info, false});
+  tables.push_back({&test::selector("twemproxy"), true});
+  for (const auto& [selector, modula] : tables) {
+    const SelectorInfo& info = *selector;
     auto hosts = test::makeHosts(50, "cache-");
     if (info.name != "jump")
       for (size_t i = 0; i < hosts.size(); ++i) hosts[i].weight = 1 + i % 3;
-    auto table = info.build(hosts, {});
+    SelectorOptions options;
+    options.modula = modula;
+    auto table = info.build(hosts, options);
     std::string bytes;
     for (uint32_t k = 0; k < 10000; ++k) {
       const uint64_t h = test::keyHash(info.key_hash, k);
@@ -45,7 +52,7 @@ std::string digestAll() {
     }
     char hex[17];
     std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(xxh64(bytes)));
-    out << info.name << " " << hex << "\n";
+    out << info.name << (modula ? "/modula " : " ") << hex << "\n";
   }
   return out.str();
 }
@@ -117,7 +124,8 @@ TEST(SelectorDeterminismTest, SameMappingsInTwoSeparateProcesses) {
             "rendezvous 5ffe58f69b8d7562\n"
             "jump f51254616f4973bb\n"
             "ketama 79e1d2c674811007\n"
-            "twemproxy 4855da5b6631b77b\n");
+            "twemproxy 4855da5b6631b77b\n"
+            "twemproxy/modula bb4742099a43e804\n");
 }
 
 }  // namespace

@@ -230,5 +230,21 @@ TEST(TwemproxyTest, AttemptsZeroToNMinusOneArePermutationOfHosts) {
   }
 }
 
+// MD5("t307-30") and MD5("t570-31") share the word 3770804139 (a birthday search over names
+// tN, Python's hashlib). nutcracker sorts its servers by name before building, so the tie goes
+// to t307 whichever the file lists first; lb keeps that order (checked live in
+// TwemproxyCompatTest.RedisKetamaTiedPointsGoToTheServerFirstByName).
+TEST(TwemproxyTest, TiedPointsKeepNutcrackersNameOrderNotTheFiles) {
+  const std::vector<HostSpec> hosts = {{"t570", 1}, {"t307", 1}};
+  const auto c = twemproxyContinuum(hosts);
+  auto tie = std::find_if(c.begin(), c.end(),
+                          [](const ContinuumPoint& p) { return p.value == 3770804139u; });
+  ASSERT_NE(tie, c.end());
+  ASSERT_EQ(tie[1].value, 3770804139u);
+  EXPECT_EQ(hosts[tie[0].host].hash_key, "t307");
+  EXPECT_EQ(hosts[tie[1].host].hash_key, "t570");
+  EXPECT_EQ(buildTwemproxy(hosts, {})->pick(3770804139u, 0), 1u);   // t307
+}
+
 }  // namespace
 }  // namespace lb
