@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "lb/core/log.h"
+#include "lb/core/sys_error.h"
 
 namespace lb {
 
@@ -27,7 +28,7 @@ std::string resolveErrorText(int status, Duration wait) {
                 {UV_EAI_SERVICE, EAI_SERVICE}, {UV_EAI_ADDRFAMILY, EAI_ADDRFAMILY}};
   for (const auto& c : kCodes)
     if (c.uv == status) return gai_strerror(c.eai);
-  return uv_strerror(status);
+  return sysErrorText(status);
 }
 
 ResolveBatch::ResolveBatch(std::vector<std::string> names, Done done)

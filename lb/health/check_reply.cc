@@ -17,7 +17,8 @@ std::string printable(std::string_view s) {
 
 }  // namespace
 
-CheckSpec checkSpecOf(const HealthConfig& health, const std::string& address) {
+CheckSpec checkSpecOf(const HealthConfig& health, const std::string& address,
+                      std::string_view password) {
   CheckSpec s;
   s.type = health.type;
   s.expect = health.expect;
@@ -32,7 +33,15 @@ CheckSpec checkSpecOf(const HealthConfig& health, const std::string& address) {
                   "\r\nUser-Agent: lb-health-check\r\nAccept: */*\r\nConnection: close\r\n\r\n";
       break;
     case HealthCheckType::kRedis:
-      s.request = "*1\r\n$4\r\nPING\r\n";
+      // Pipelined in one write, as redis-cli -a does its AUTH: Redis reads commands in
+      // order, so PING is judged under the AUTH before it.
+      if (!password.empty()) {
+        s.auth = true;
+        s.request = "*2\r\n$4\r\nAUTH\r\n$" + std::to_string(password.size()) + "\r\n";
+        s.request.append(password);
+        s.request += "\r\n";
+      }
+      s.request += "*1\r\n$4\r\nPING\r\n";
       break;
     case HealthCheckType::kMemcached:
       s.request = "version\r\n";
@@ -61,20 +70,35 @@ CheckReply::Verdict CheckReply::closed() noexcept {
   return fail("closed in the middle of its reply");
 }
 
-// Redis and memcached answer one line: judge it once its end is here.
+// Redis and memcached answer one line (Redis two, AUTH's then PING's): judge each once its
+// end is here.
 CheckReply::Verdict CheckReply::judgeLine() noexcept {
-  const char* eol = static_cast<const char*>(memchr(buf_, '\n', len_));
+  const char* eol = static_cast<const char*>(memchr(buf_ + line_, '\n', len_ - line_));
   if (eol == nullptr) {
     if (len_ >= kMaxReply) return fail("a reply line longer than 16 KiB");
     return Verdict::kNeedMore;
   }
-  std::string_view line(buf_, static_cast<size_t>(eol - buf_));
+  std::string_view line(buf_ + line_, static_cast<size_t>(eol - buf_) - line_);
   if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
   if (type_ == HealthCheckType::kRedis) {
+    if (auth_pending_) {
+      // Redis 7 acl.c answers a refused AUTH -WRONGPASS (older ones -ERR invalid password),
+      // and a server without requirepass -ERR AUTH <password> called without any password
+      // configured: each is the cluster's password being wrong, as the data connections
+      // would find; say so rather than that the server is dead.
+      if (line != "+OK") return fail("redis AUTH failed: " + printable(line));
+      auth_pending_ = false;
+      line_ = static_cast<size_t>(eol - buf_) + 1;
+      return judgeLine();
+    }
     if (line == "+PONG") {
       detail_ = "+PONG";
       return Verdict::kPass;
     }
+    // server.c processCommand answers -NOAUTH when requirepass is set and no AUTH came.
+    if (line.substr(0, 7) == "-NOAUTH")
+      return fail("redis PING refused: " + printable(line) +
+                  " (the server wants a password; the cluster has none)");
     return fail("reply '" + printable(line) + "', expected +PONG");
   }
   if (line.substr(0, 8) == "VERSION ") {

@@ -4,8 +4,11 @@
 //              when the response head's status is `expect`. The head is parsed with lb's
 //              HttpParser; the body is never read.
 //   tcp        nothing: the connect passing is the check passing.
-//   redis      PING (RESP); passes on +PONG. An -ERR, -LOADING or -NOAUTH reply fails (the
-//              check does not authenticate).
+//   redis      PING (RESP); passes on +PONG. An -ERR, -LOADING or -NOAUTH reply fails. When
+//              the cluster has a password, AUTH <password> goes first in the same write
+//              (the AUTH lb's data connections send, lb/runtime/cache_server.h): a server
+//              with requirepass answers PING only after it, and a refused AUTH (-WRONGPASS)
+//              fails the check as "redis AUTH failed: ...", not as a dead server.
 //   memcached  version; passes on a VERSION line.
 //
 // A reply is judged as its bytes arrive; Main thread only, no libuv here (lb/health/probe.h
@@ -15,6 +18,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "lb/config/config.h"
 #include "lb/http/parser.h"
@@ -26,6 +30,7 @@ namespace lb {
 struct CheckSpec {
   HealthCheckType type = HealthCheckType::kTcp;
   std::string request;        // the bytes sent after the connect (empty for tcp)
+  bool auth = false;          // redis: the first reply answers AUTH, the second PING
   uint32_t expect = 200;      // http
   uint64_t interval_ms = 2000;
   uint64_t timeout_ms = 1000;
@@ -34,8 +39,10 @@ struct CheckSpec {
   bool operator==(const CheckSpec&) const = default;
 };
 
-// The spec of `health` for the backend at `address`.
-CheckSpec checkSpecOf(const HealthConfig& health, const std::string& address);
+// The spec of `health` for the backend at `address`; `password`: the cluster's (redis AUTHs
+// with it when not empty, as the data connections do).
+CheckSpec checkSpecOf(const HealthConfig& health, const std::string& address,
+                      std::string_view password = {});
 
 class CheckReply {
  public:
@@ -43,7 +50,8 @@ class CheckReply {
   // The longest reply head (http) or line (redis, memcached) judged; longer fails.
   static constexpr size_t kMaxReply = 16 * 1024;
 
-  explicit CheckReply(const CheckSpec& spec) : type_(spec.type), expect_(spec.expect) {}
+  explicit CheckReply(const CheckSpec& spec)
+      : type_(spec.type), expect_(spec.expect), auth_pending_(spec.auth) {}
   CheckReply(const CheckReply&) = delete;
   CheckReply& operator=(const CheckReply&) = delete;
 
@@ -64,8 +72,10 @@ class CheckReply {
 
   const HealthCheckType type_;
   const uint32_t expect_;
+  bool auth_pending_;          // redis: the next line answers AUTH
   char buf_[kMaxReply];
   size_t len_ = 0;
+  size_t line_ = 0;            // where the line being judged starts (after AUTH's reply)
   HttpParser parser_{HTTP_RESPONSE};
   std::string detail_;
 };

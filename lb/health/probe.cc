@@ -3,6 +3,7 @@
 #include <new>
 
 #include "lb/core/duration.h"
+#include "lb/core/sys_error.h"
 
 namespace lb {
 
@@ -75,7 +76,7 @@ void Probe::onConnect(uv_connect_t* req, int status) {
 void Probe::handleConnect(int status) noexcept {
   if (status == UV_ECANCELED || closing_ || state_ != State::kConnecting) return;
   if (status < 0) {
-    finish(CheckResult::kFail, std::string("connect: ") + uv_strerror(status));
+    finish(CheckResult::kFail, std::string("connect: ") + sysErrorText(status));
     return;
   }
   if (spec_.type == HealthCheckType::kTcp) {
@@ -88,13 +89,13 @@ void Probe::handleConnect(int status) noexcept {
                            static_cast<unsigned>(spec_.request.size()));
   int rc = uv_write(&write_req_, reinterpret_cast<uv_stream_t*>(&tcp_), &b, 1, onWrite);
   if (rc == 0) rc = uv_read_start(reinterpret_cast<uv_stream_t*>(&tcp_), onAlloc, onRead);
-  if (rc != 0) finish(CheckResult::kFail, std::string("send: ") + uv_strerror(rc));
+  if (rc != 0) finish(CheckResult::kFail, std::string("send: ") + sysErrorText(rc));
 }
 
 void Probe::onWrite(uv_write_t* req, int status) {
   auto* p = static_cast<Probe*>(req->data);
   if (status == UV_ECANCELED || p->closing_ || status == 0) return;
-  p->finish(CheckResult::kFail, std::string("send: ") + uv_strerror(status));
+  p->finish(CheckResult::kFail, std::string("send: ") + sysErrorText(status));
 }
 
 void Probe::onAlloc(uv_handle_t* h, size_t, uv_buf_t* buf) {
@@ -114,7 +115,7 @@ void Probe::handleRead(ssize_t n) noexcept {
   } else if (n == UV_EOF) {
     v = reply_.closed();
   } else {
-    finish(CheckResult::kFail, std::string("read: ") + uv_strerror(static_cast<int>(n)));
+    finish(CheckResult::kFail, std::string("read: ") + sysErrorText(static_cast<int>(n)));
     return;
   }
   if (v == CheckReply::Verdict::kPass)
@@ -128,7 +129,7 @@ void Probe::onTimer(uv_timer_t* t) { static_cast<Probe*>(t->data)->handleTimer()
 void Probe::handleTimer() noexcept {
   if (closing_) return;
   if (early_error_ != 0) {
-    finish(CheckResult::kFail, std::string("connect: ") + uv_strerror(early_error_));
+    finish(CheckResult::kFail, std::string("connect: ") + sysErrorText(early_error_));
     return;
   }
   const std::string limit = formatDuration(Duration(spec_.timeout_ms));

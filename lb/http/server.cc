@@ -8,6 +8,7 @@
 
 #include "lb/core/address.h"
 #include "lb/core/log.h"
+#include "lb/core/sys_error.h"
 
 namespace lb {
 
@@ -57,7 +58,7 @@ HttpServer* HttpServer::start(uv_loop_t* loop, const sockaddr_storage& address,
     rc = uv_listen(reinterpret_cast<uv_stream_t*>(&s->listener_), s->options_.backlog,
                    onConnection);
   if (rc != 0) {
-    *error = "cannot listen on " + s->address() + ": " + uv_strerror(rc);
+    *error = "cannot listen on " + s->address() + ": " + sysErrorText(rc);
     s->on_closed_ = nullptr;   // the caller never saw this server
     s->stop();
     return nullptr;
@@ -78,7 +79,7 @@ std::string HttpServer::address() const {
 void HttpServer::onConnection(uv_stream_t* listener, int status) {
   auto* self = static_cast<HttpServer*>(listener->data);
   if (status < 0) {   // EMFILE and friends: the next accept may do better
-    LB_WARN("http server %s: accept failed: %s", self->address().c_str(), uv_strerror(status));
+    LB_WARN("http server %s: accept failed: %s", self->address().c_str(), sysErrorText(status));
     return;
   }
   if (!self->stopping_) self->accept();

@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "lb/core/log.h"
+#include "lb/core/sys_error.h"
 
 namespace lb {
 
@@ -52,7 +53,7 @@ void AccessLog::startWrite() noexcept {
     writing_ = false;
     inflight_.len = 0;
     inflight_sink_.reset();
-    LB_WARN("access log: write not queued: %s", uv_strerror(rc));
+    LB_WARN("access log: write not queued: %s", sysErrorText(rc));
   }
 }
 
@@ -64,7 +65,7 @@ void AccessLog::onWritten(uv_fs_t* req) {
   // and said so, rather than retried forever on the worker.
   if (result < 0 || static_cast<size_t>(result) < self->inflight_.len)
     LB_WARN("access log: write to '%s' failed: %s", self->inflight_sink_->path().c_str(),
-            result < 0 ? uv_strerror(static_cast<int>(result)) : "short write");
+            result < 0 ? sysErrorText(static_cast<int>(result)) : "short write");
   self->inflight_.len = 0;
   self->inflight_sink_.reset();
   self->writing_ = false;

@@ -5,6 +5,7 @@
 #include <new>
 
 #include "lb/core/log.h"
+#include "lb/core/sys_error.h"
 #include "lb/runtime/worker_env.h"
 
 namespace lb {
@@ -41,7 +42,7 @@ void CacheServer::connect(uint64_t timeout_ms) noexcept {
     // Not even a connect could start (out of descriptors). The fragments pushed this turn
     // fail from the timer, not from inside the session's parse; until then the server stays
     // kConnecting, so that no second connect slips in under them.
-    LB_DEBUG("cache: connect to %s failed at once: %s", name(), uv_strerror(err));
+    LB_DEBUG("cache: connect to %s failed at once: %s", name(), sysErrorText(err));
     armTimer(uv_now(worker_.env().loop()));
     return;
   }
@@ -81,7 +82,7 @@ void CacheServer::onUpstreamConnect(int status) noexcept {
     if (status == UV_ETIMEDOUT)
       snprintf(text, sizeof text, "backend %s: connect timed out", name());
     else
-      snprintf(text, sizeof text, "backend %s: connect failed: %s", name(), uv_strerror(status));
+      snprintf(text, sizeof text, "backend %s: connect failed: %s", name(), sysErrorText(status));
     backendFailed(status == UV_ETIMEDOUT ? BackendFailure::kConnectTimeout
                                          : BackendFailure::kConnectRefused,
                   text);
@@ -105,7 +106,7 @@ void CacheServer::flush() noexcept {
   if (w == UV_EAGAIN) w = 0;
   if (w < 0) {
     char text[160];
-    snprintf(text, sizeof text, "backend %s: write failed: %s", name(), uv_strerror(w));
+    snprintf(text, sizeof text, "backend %s: write failed: %s", name(), sysErrorText(w));
     backendFailed(BackendFailure::kConnectReset, text);
     return;
   }
@@ -145,7 +146,7 @@ void CacheServer::handleWrite(int status) noexcept {
   }
   if (status < 0) {
     char text[160];
-    snprintf(text, sizeof text, "backend %s: write failed: %s", name(), uv_strerror(status));
+    snprintf(text, sizeof text, "backend %s: write failed: %s", name(), sysErrorText(status));
     backendFailed(BackendFailure::kConnectReset, text);
     return;
   }
@@ -206,7 +207,7 @@ void CacheServer::onUpstreamRead(ssize_t n, const uv_buf_t*) noexcept {
                kMaxReplyBytes);
     else
       snprintf(text, sizeof text, "backend %s: connection failed: %s", name(),
-               uv_strerror(static_cast<int>(n)));
+               sysErrorText(static_cast<int>(n)));
     // A reply over lb's own limit is not the backend failing.
     if (n == UV_ENOBUFS)
       fail(CacheErrorReason::kBackendFailed, text);

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "lb/core/log.h"
+#include "lb/core/sys_error.h"
 #include "lb/routing/snapshot.h"
 #include "lb/runtime/worker_env.h"
 
@@ -70,7 +71,7 @@ Listener* Listener::open(WorkerEnv& env, const ListenerSnapshot& ls, uint32_t in
   if (rc == 0) rc = uv_listen(reinterpret_cast<uv_stream_t*>(&l->tcp_), kBacklog, onConnection);
   if (rc != 0) {
     *error = "listeners." + ls.config->name + ": cannot listen on " + ls.config->listen + ": " +
-             uv_strerror(rc);
+             sysErrorText(rc);
     l->close();
     return nullptr;
   }
@@ -86,7 +87,7 @@ void Listener::close() noexcept {
 void Listener::onConnection(uv_stream_t* server, int status) {
   auto* l = static_cast<Listener*>(server->data);
   if (status < 0) {
-    LB_DEBUG("listener %s: accept: %s", l->name_.c_str(), uv_strerror(status));
+    LB_DEBUG("listener %s: accept: %s", l->name_.c_str(), sysErrorText(status));
     return;
   }
   l->accept();

@@ -52,6 +52,7 @@ struct BackendHealthView {
   std::string health;     // up, down, ejected
   std::string reason;
   bool checked = false;   // last_check is not null
+  std::string last_result;   // last_check.result: ok, fail, timeout ("" before the first)
   double ejections = 0;
   double ejection_ms = 0;
 };
@@ -70,6 +71,7 @@ inline BackendHealthView backendHealth(uint16_t admin, const std::string& cluste
       v.health = b["health"].asString();
       v.reason = b["reason"].isNull() ? "" : b["reason"].asString();
       v.checked = !b["last_check"].isNull();
+      if (v.checked) v.last_result = b["last_check"]["result"].asString();
       v.ejections = b["ejections"].asNumber();
       v.ejection_ms = b["ejection_ms"].asNumber();
     }

@@ -126,7 +126,7 @@ TEST_F(HealthMemcachedTest, ATcpCheckTakesDownAServerWhoseConnectsAreRefused) {
   EXPECT_EQ(view("mc-1").health, "up");
   mc_[1]->process().stop(9, 5s);   // gone: its port refuses connects
   ASSERT_TRUE(waitUntil([&] { return !view("mc-1").healthy; }, 5s)) << lb_.output();
-  EXPECT_EQ(view("mc-1").reason, "2 checks failed (last: connect: connection refused)");
+  EXPECT_EQ(view("mc-1").reason, "2 checks failed (last: connect: Connection refused)");
   EXPECT_TRUE(view("mc-0").healthy);
   // Clients of the listener are served by the server that is left.
   for (int i = 0; i < 4; ++i) {

@@ -4,21 +4,22 @@
 
 namespace lb::test {
 
-CacheServer::CacheServer(Kind kind) {
+CacheServer::CacheServer(Kind kind, const std::vector<std::string>& extra_args) {
   for (int attempt = 0; attempt < 5 && !proc_; ++attempt) {
     uint16_t port = freePort();
     std::string p = std::to_string(port);
-    std::unique_ptr<Process> proc;
+    std::vector<std::string> argv;
     if (kind == kRedis) {
-      proc = std::make_unique<Process>(std::vector<std::string>{
-          "redis-server", "--port", p, "--bind", "127.0.0.1", "--save", "", "--appendonly",
-          "no", "--protected-mode", "no", "--loglevel", "warning"});
+      argv = {"redis-server", "--port", p, "--bind", "127.0.0.1", "--save", "", "--appendonly",
+              "no", "--protected-mode", "no", "--loglevel", "warning"};
     } else {
-      proc = std::make_unique<Process>(std::vector<std::string>{
-          "memcached", "-l", "127.0.0.1", "-p", p, "-U", "0", "-m", "16", "-t", "1",
-          // As root (CI containers) memcached insists on a user to drop to; ignored otherwise.
-          "-u", "nobody"});
+      argv = {"memcached", "-l", "127.0.0.1", "-p", p, "-U", "0", "-m", "16", "-t", "1",
+              // As root (CI containers) memcached insists on a user to drop to; ignored
+              // otherwise.
+              "-u", "nobody"};
     }
+    argv.insert(argv.end(), extra_args.begin(), extra_args.end());
+    auto proc = std::make_unique<Process>(argv);
     // Neither server says it is ready in a form both share: wait for the port, and make sure
     // it is this process that holds it (it exits at once when the port was taken).
     bool up = false;

@@ -15,6 +15,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "tests/support/http_client.h"
 #include "tests/support/process.h"
@@ -26,8 +27,9 @@ class CacheServer {
   enum Kind { kRedis, kMemcached };
 
   // Starts the server on a port that was free a moment ago; if it loses that race (the
-  // process exits at once), tries another port, a few times. Check ok().
-  explicit CacheServer(Kind kind);
+  // process exits at once), tries another port, a few times. Check ok(). `extra_args` go
+  // on the server's command line after lb's own ({"--requirepass", "s3cret"}).
+  explicit CacheServer(Kind kind, const std::vector<std::string>& extra_args = {});
   bool ok() const { return proc_ != nullptr; }
   uint16_t port() const { return port_; }
   // The server's process id (to SIGSTOP it, as a frozen server); -1 when !ok().

@@ -7,18 +7,24 @@
 
 #include <cstring>
 #include <string>
+#include <string_view>
 
 namespace lb {
 namespace {
 
 using Verdict = CheckReply::Verdict;
 
-CheckSpec spec(HealthCheckType type, uint32_t expect = 200, std::string path = "/healthz") {
+CheckSpec spec(HealthCheckType type, uint32_t expect = 200, std::string path = "/healthz",
+               std::string_view password = {}) {
   HealthConfig h;
   h.type = type;
   h.expect = expect;
   h.path = std::move(path);
-  return checkSpecOf(h, "127.0.0.1:9001");
+  return checkSpecOf(h, "127.0.0.1:9001", password);
+}
+
+CheckSpec redisWithPassword(std::string_view password = "s3cret") {
+  return spec(HealthCheckType::kRedis, 200, "/", password);
 }
 
 // Feeds `reply` in pieces of `step` bytes; the first verdict that is not kNeedMore.
@@ -103,8 +109,76 @@ TEST(CheckReplyTest, RedisWantsPong) {
             Verdict::kFail);
   EXPECT_EQ(loading.detail(),
             "reply '-LOADING Redis is loading the dataset in memory', expected +PONG");
-  CheckReply auth(s);
-  EXPECT_EQ(feed(auth, "-NOAUTH Authentication required.\r\n", 100), Verdict::kFail);
+}
+
+// Redis server.c processCommand: with requirepass and no AUTH every command is -NOAUTH.
+TEST(CheckReplyTest, RedisNoauthSaysTheServerWantsAPassword) {
+  CheckSpec s = spec(HealthCheckType::kRedis);
+  CheckReply r(s);
+  EXPECT_EQ(feed(r, "-NOAUTH Authentication required.\r\n", 100), Verdict::kFail);
+  EXPECT_EQ(r.detail(),
+            "redis PING refused: -NOAUTH Authentication required. (the server wants a "
+            "password; the cluster has none)");
+}
+
+TEST(CheckSpecTest, RedisWithAPasswordPipelinesAuthBeforePing) {
+  CheckSpec s = redisWithPassword();
+  EXPECT_TRUE(s.auth);
+  EXPECT_EQ(s.request, "*2\r\n$4\r\nAUTH\r\n$6\r\ns3cret\r\n*1\r\n$4\r\nPING\r\n");
+  EXPECT_FALSE(spec(HealthCheckType::kRedis).auth);
+  // A new password is a new check (the checker restarts with it).
+  EXPECT_FALSE(redisWithPassword("a") == redisWithPassword("b"));
+  // Only redis checks authenticate.
+  EXPECT_EQ(spec(HealthCheckType::kMemcached, 200, "/", "s3cret").request, "version\r\n");
+  EXPECT_FALSE(spec(HealthCheckType::kTcp, 200, "/", "s3cret").auth);
+}
+
+TEST(CheckReplyTest, RedisAuthOkThenPongPassesWhateverTheSplit) {
+  for (size_t step : {1u, 2u, 5u, 6u, 100u}) {
+    CheckSpec s = redisWithPassword();
+    CheckReply r(s);
+    EXPECT_EQ(feed(r, "+OK\r\n+PONG\r\n", step), Verdict::kPass) << step;
+    EXPECT_EQ(r.detail(), "+PONG");
+  }
+}
+
+TEST(CheckReplyTest, RedisAuthOkAloneIsNotAVerdict) {
+  CheckSpec s = redisWithPassword();
+  CheckReply r(s);
+  EXPECT_EQ(feed(r, "+OK\r\n", 100), Verdict::kNeedMore);
+  EXPECT_EQ(r.closed(), Verdict::kFail);
+}
+
+// Redis 7 acl.c: a wrong password is -WRONGPASS; the PING after it is -NOAUTH, never read.
+TEST(CheckReplyTest, RedisRefusedAuthIsReportedAsTheAuthFailing) {
+  CheckSpec s = redisWithPassword();
+  CheckReply r(s);
+  EXPECT_EQ(feed(r,
+                 "-WRONGPASS invalid username-password pair or user is disabled.\r\n"
+                 "-NOAUTH Authentication required.\r\n",
+                 7),
+            Verdict::kFail);
+  EXPECT_EQ(r.detail(),
+            "redis AUTH failed: -WRONGPASS invalid username-password pair or user is disabled.");
+}
+
+TEST(CheckReplyTest, RedisAuthToAServerWithoutAPasswordFails) {
+  CheckSpec s = redisWithPassword();
+  CheckReply r(s);
+  EXPECT_EQ(feed(r, "-ERR AUTH <password> called without any password configured\r\n+PONG\r\n",
+                 100),
+            Verdict::kFail);
+  EXPECT_EQ(r.detail(),
+            "redis AUTH failed: -ERR AUTH <password> called without any password configured");
+}
+
+TEST(CheckReplyTest, RedisPingErrorAfterAGoodAuthIsThePingsFailure) {
+  CheckSpec s = redisWithPassword();
+  CheckReply r(s);
+  EXPECT_EQ(feed(r, "+OK\r\n-LOADING Redis is loading the dataset in memory\r\n", 3),
+            Verdict::kFail);
+  EXPECT_EQ(r.detail(),
+            "reply '-LOADING Redis is loading the dataset in memory', expected +PONG");
 }
 
 TEST(CheckReplyTest, MemcachedWantsAVersionLine) {

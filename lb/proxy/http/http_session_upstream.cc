@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "lb/core/log.h"
+#include "lb/core/sys_error.h"
 #include "lb/http/rewrite.h"
 #include "lb/proxy/http/http_session.h"
 #include "lb/runtime/access_log.h"
@@ -26,7 +27,7 @@ void HttpSession::connectUpstream(Pooling pooling) noexcept {
   int err = 0;
   up_ = attempt_.connect(this, pooling, &err);
   if (up_ == nullptr) {
-    LB_DEBUG("http: connect %s: %s", route.backend->config->address.c_str(), uv_strerror(err));
+    LB_DEBUG("http: connect %s: %s", route.backend->config->address.c_str(), sysErrorText(err));
     attempt_.reportConnectFailure(err);
     upstreamFailed(true);
     return;
@@ -42,7 +43,7 @@ void HttpSession::onUpstreamConnect(int status) noexcept {
   if (state_ != State::kConnecting) return;
   if (status < 0) {
     LB_DEBUG("http: connect %s: %s", ex_->route.backend->config->address.c_str(),
-             uv_strerror(status));
+             sysErrorText(status));
     attempt_.reportConnectFailure(status);
     upstreamFailed(true);
     return;

@@ -3,6 +3,7 @@
 #include <new>
 
 #include "lb/core/log.h"
+#include "lb/core/sys_error.h"
 #include "lb/runtime/access_log.h"
 #include "lb/runtime/worker_env.h"
 #include "plugins/keys/key_chain.h"
@@ -114,7 +115,7 @@ void TcpSession::connectPicked() noexcept {
   conn_ = attempt_.connect(this, Pooling::kNever, &err);
   if (conn_ == nullptr) {
     LB_DEBUG("tcp %s: connect to %s failed at once: %s", listener_.config->name.c_str(),
-             attempt_.backend()->config->name.c_str(), uv_strerror(err));
+             attempt_.backend()->config->name.c_str(), sysErrorText(err));
     attempt_.reportConnectFailure(err);
     failAttempt();
   }
@@ -124,7 +125,7 @@ void TcpSession::onUpstreamConnect(int status) noexcept {
   if (state_ != State::kConnecting) return;
   if (status != 0) {
     LB_DEBUG("tcp %s: connect to %s failed: %s", listener_.config->name.c_str(),
-             attempt_.backend()->config->name.c_str(), uv_strerror(status));
+             attempt_.backend()->config->name.c_str(), sysErrorText(status));
     attempt_.reportConnectFailure(status);
     failAttempt();
     return;
