@@ -153,6 +153,18 @@ inline Command read(std::string_view s) {
     c.error = true;
     return c;
   };
+  // The data block of `block` bytes (its "\r\n" included) after the line: conn_nread's
+  // read, then complete_nread_ascii's check of its last two bytes.
+  auto dataBlock = [&c, s](size_t block) {
+    if (s.size() < c.consumed + block) {
+      c.complete = false;
+      return c;
+    }
+    c.data = std::string(s.substr(c.consumed, block - 2));
+    if (s.substr(c.consumed + block - 2, 2) != "\r\n") c.error = true;
+    c.consumed += block;
+    return c;
+  };
   if (real == 0 || t[0].size() < 2) return fail();
   c.name = t[0];
   const std::string& n = t[0];
@@ -179,14 +191,7 @@ inline Command read(std::string_view s) {
       c.consumed += block;   // process_mset_command swallows the block after an error
       return fail();
     }
-    if (s.size() < c.consumed + block) {
-      c.complete = false;
-      return c;
-    }
-    c.data = std::string(s.substr(c.consumed, block - 2));
-    if (s.substr(c.consumed + block - 2, 2) != "\r\n") c.error = true;
-    c.consumed += block;
-    return c;
+    return dataBlock(block);
   }
   if (n == "get" || n == "gets" || n == "gat" || n == "gats") {
     const size_t first = n == "gat" || n == "gats" ? 2 : 1;
@@ -210,14 +215,7 @@ inline Command read(std::string_view s) {
     if (base == 6 && !u64(t[5])) return fail();
     if (vlen < 0 || vlen > INT_MAX - 2) return fail();
     const size_t block = static_cast<size_t>(vlen) + 2;
-    if (s.size() < c.consumed + block) {
-      c.complete = false;
-      return c;
-    }
-    c.data = std::string(s.substr(c.consumed, block - 2));
-    if (s.substr(c.consumed + block - 2, 2) != "\r\n") c.error = true;
-    c.consumed += block;
-    return c;
+    return dataBlock(block);
   }
   if (n == "incr" || n == "decr" || n == "touch") {
     if (real != 3 && real != 4) return fail();

@@ -154,21 +154,6 @@ TEST_F(MemcachedHostileTest, AGetOfTenThousandKeysArrivingInPiecesIsOneCommand) 
   expectVictimServed();
 }
 
-// A scripted backend that answers every read with `reply`.
-class FakeMemcached {
- public:
-  explicit FakeMemcached(std::string reply)
-      : server_([reply](int fd) {
-          char buf[4096];
-          while (read(fd, buf, sizeof buf) > 0)
-            if (!BlockingServer::writeAll(fd, reply)) return;
-        }) {}
-  uint16_t port() const { return server_.port(); }
-
- private:
-  BlockingServer server_;
-};
-
 std::string fakeFleetConfig(uint16_t port, uint16_t admin, uint16_t backend) {
   return "[lb]\nworkers = 1\n[admin]\nlisten = \"127.0.0.1:" + std::to_string(admin) +
          "\"\n[listeners.cache]\nlisten = \"127.0.0.1:" + std::to_string(port) +
@@ -180,7 +165,7 @@ std::string fakeFleetConfig(uint16_t port, uint16_t admin, uint16_t backend) {
 // A reply the command cannot produce fails the server connection; the client gets lb's
 // error, never the garbage.
 TEST(MemcachedGarbageReplyTest, AGarbageReplyToAGetReachesNoClient) {
-  FakeMemcached fake("BOGUS\r\n");
+  BlockingServer fake(BlockingServer::answering("BOGUS\r\n"));
   LbProcess lb;
   const uint16_t port = freePort(), admin = freePort();
   ASSERT_TRUE(lb.start(fakeFleetConfig(port, admin, fake.port()), {port, admin})) << lb.output();
@@ -195,7 +180,7 @@ TEST(MemcachedGarbageReplyTest, AGarbageReplyToAGetReachesNoClient) {
 
 // The same for a storage command answered with a get's reply.
 TEST(MemcachedGarbageReplyTest, AReplyOfTheWrongKindReachesNoClient) {
-  FakeMemcached fake("END\r\n");
+  BlockingServer fake(BlockingServer::answering("END\r\n"));
   LbProcess lb;
   const uint16_t port = freePort(), admin = freePort();
   ASSERT_TRUE(lb.start(fakeFleetConfig(port, admin, fake.port()), {port, admin})) << lb.output();

@@ -182,24 +182,12 @@ TEST_F(RedisUnauthenticatedTest, AnAuthenticatedClientHasNoSuchLimit) {
   EXPECT_EQ(v->type, ':');
 }
 
-// A fake Redis: each connection's requests are answered by `reply` (called with what one
-// read brought), with no check of what was asked beyond that.
-class FakeRedis {
+// A fake Redis: each connection's reads are answered by `reply`, with no check of what was
+// asked beyond that.
+class FakeRedis : public BlockingServer {
  public:
   explicit FakeRedis(std::function<std::string(const std::string&)> reply)
-      : server_([reply](int fd) {
-          char buf[65536];
-          for (;;) {
-            const ssize_t n = read(fd, buf, sizeof buf);
-            if (n <= 0) return;
-            if (!BlockingServer::writeAll(fd, reply(std::string(buf, static_cast<size_t>(n)))))
-              return;
-          }
-        }) {}
-  uint16_t port() const { return server_.port(); }
-
- private:
-  BlockingServer server_;
+      : BlockingServer(answering(std::move(reply))) {}
 };
 
 class RedisGarbageReplyTest : public ::testing::Test {

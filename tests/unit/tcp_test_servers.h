@@ -112,6 +112,22 @@ class BlockingServer {
   }
   uint16_t port() const { return port_; }
 
+  // A handler that answers every read with reply(what the read brought), without parsing
+  // it: a scripted backend (a fake Redis or memcached sending what a real one never would).
+  static Handler answering(std::function<std::string(const std::string&)> reply) {
+    return [reply = std::move(reply)](int fd) {
+      char buf[65536];
+      for (;;) {
+        const ssize_t n = read(fd, buf, sizeof buf);
+        if (n <= 0) return;
+        if (!writeAll(fd, reply(std::string(buf, static_cast<size_t>(n))))) return;
+      }
+    };
+  }
+  static Handler answering(std::string reply) {
+    return answering([reply = std::move(reply)](const std::string&) { return reply; });
+  }
+
   static void echo(int fd) {
     char buf[16384];
     for (;;) {
