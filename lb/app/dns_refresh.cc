@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "lb/admin/admin.h"
-#include "lb/app/server.h"
+#include "lb/app/worker_group.h"
 #include "lb/core/address.h"
 #include "lb/core/log.h"
 #include "lb/routing/readdress.h"
@@ -27,7 +27,7 @@ std::string hostOf(const std::string& address) {
 
 }  // namespace
 
-DnsRefresh::DnsRefresh(uv_loop_t* loop, Server& server, Apply apply)
+DnsRefresh::DnsRefresh(uv_loop_t* loop, WorkerGroup& server, Apply apply)
     : loop_(loop), server_(server), apply_(std::move(apply)) {
   timer_.data = this;
 }

@@ -32,7 +32,7 @@
 namespace lb {
 
 class Admin;
-class Server;
+class WorkerGroup;
 
 class DnsRefresh {
  public:
@@ -42,7 +42,7 @@ class DnsRefresh {
 
   // Main thread. `server` and `loop` (the main loop) outlive this object; `server` is read
   // for the running snapshot, `apply` puts a new one live.
-  DnsRefresh(uv_loop_t* loop, Server& server, Apply apply);
+  DnsRefresh(uv_loop_t* loop, WorkerGroup& server, Apply apply);
   ~DnsRefresh();
   DnsRefresh(const DnsRefresh&) = delete;
   DnsRefresh& operator=(const DnsRefresh&) = delete;
@@ -68,7 +68,7 @@ class DnsRefresh {
   void schedule();
 
   uv_loop_t* loop_;
-  Server& server_;
+  WorkerGroup& server_;
   Apply apply_;
   Admin* admin_ = nullptr;
   uv_timer_t timer_;

@@ -8,7 +8,7 @@
 #include "lb/app/resolver.h"
 #include "lb/config/config.h"
 #include "lb/core/log.h"
-#include "lb/app/server.h"
+#include "lb/app/worker_group.h"
 #include "lb/app/service_notify.h"
 #include "lb/health/health_manager.h"
 #include "lb/routing/snapshot.h"
@@ -38,7 +38,7 @@ Errors checkNewListenersBind(const Snapshot& next, const Config& running) {
 }
 }  // namespace
 
-Lifecycle::Lifecycle(uv_loop_t* loop, Server& server, std::string config_path,
+Lifecycle::Lifecycle(uv_loop_t* loop, WorkerGroup& server, std::string config_path,
                      uint64_t generation)
     : loop_(loop), server_(server), config_path_(std::move(config_path)), generation_(generation) {}
 

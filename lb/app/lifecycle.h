@@ -29,13 +29,13 @@ class Admin;
 class AnsweredResolver;
 class HealthManager;
 class ResolveBatch;
-class Server;
+class WorkerGroup;
 struct Snapshot;
 
 class Lifecycle {
  public:
   // Main thread. `generation` is the running snapshot's.
-  Lifecycle(uv_loop_t* loop, Server& server, std::string config_path, uint64_t generation);
+  Lifecycle(uv_loop_t* loop, WorkerGroup& server, std::string config_path, uint64_t generation);
   Lifecycle(const Lifecycle&) = delete;
   Lifecycle& operator=(const Lifecycle&) = delete;
 
@@ -73,7 +73,7 @@ class Lifecycle {
   void drainTick();
 
   uv_loop_t* loop_;
-  Server& server_;
+  WorkerGroup& server_;
   std::string config_path_;
   uint64_t generation_;
   Admin* admin_ = nullptr;

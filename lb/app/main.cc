@@ -8,7 +8,7 @@
 #include "lb/analyze/analyze.h"
 #include "lb/app/command_line.h"
 #include "lb/app/resolver.h"
-#include "lb/app/server.h"
+#include "lb/app/worker_group.h"
 #include "lb/config/config.h"
 
 namespace {

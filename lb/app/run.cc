@@ -1,4 +1,4 @@
-// `lb --config FILE`: the process from config load to exit code (lb/app/server.h).
+// `lb --config FILE`: the process from config load to exit code (lb/app/worker_group.h).
 #include <signal.h>
 #include <uv.h>
 
@@ -9,7 +9,7 @@
 #include "lb/app/lifecycle.h"
 #include "lb/app/resolver.h"
 #include "lb/app/service_notify.h"
-#include "lb/app/server.h"
+#include "lb/app/worker_group.h"
 #include "lb/config/config.h"
 #include "lb/core/log.h"
 #include "lb/health/health_manager.h"
@@ -32,7 +32,7 @@ int runServer(const std::string& config_path) {
   setLogLevel(config.log_level);
   signal(SIGPIPE, SIG_IGN);
   const unsigned workers = resolveWorkerCount(config.workers);
-  Server server(workers);
+  WorkerGroup server(workers);
   const std::string admin_listen = config.admin_listen;
   auto snap = buildSnapshot(std::move(config), server.registry(), 1, &resolver.hosts());
   if (!snap.ok()) {
@@ -81,7 +81,7 @@ int runServer(const std::string& config_path) {
     dns.setAdmin(admin);
   }
   dns.start();
-  // Every listener is bound (Server::start returns after the workers bound theirs) and the
+  // Every listener is bound (WorkerGroup::start returns after the workers bound theirs) and the
   // admin socket listens: only now may systemd count lb as started.
   notifyReady(1);
   uv_run(&loop, UV_RUN_DEFAULT);

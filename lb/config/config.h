@@ -29,7 +29,7 @@ inline const char* protocolName(Protocol p) noexcept {
   }
   return "?";
 }
-// The cache protocols parse every command and route it by its own key (lb/runtime/cache_*).
+// The cache protocols parse every command and route it by its own key (lb/proxy/cache/).
 inline bool isCacheProtocol(Protocol p) noexcept {
   return p == Protocol::kRedis || p == Protocol::kMemcached;
 }

@@ -6,7 +6,7 @@
 //   tcp        nothing: the connect passing is the check passing.
 //   redis      PING (RESP); passes on +PONG. An -ERR, -LOADING or -NOAUTH reply fails. When
 //              the cluster has a password, AUTH <password> goes first in the same write
-//              (the AUTH lb's data connections send, lb/runtime/cache_server.h): a server
+//              (the AUTH lb's data connections send, lb/proxy/cache/server_connection.h): a server
 //              with requirepass answers PING only after it, and a refused AUTH (-WRONGPASS)
 //              fails the check as "redis AUTH failed: ...", not as a dead server.
 //   memcached  version; passes on a VERSION line.

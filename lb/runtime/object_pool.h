@@ -16,13 +16,6 @@
 
 namespace lb {
 
-// What WorkerEnv keeps for a protocol (WorkerEnv::protocolState): destroyed with the
-// environment, after every session of the worker is gone.
-class ProtocolWorkerState {
- public:
-  virtual ~ProtocolWorkerState() = default;
-};
-
 template <typename T>
 class ObjectPool {
  public:

@@ -176,7 +176,7 @@ void Worker::shutdownLoop() {
   listeners_.clear();
   env_.upstreams().closeAll();
   env_.sessions().forEach([](Session* s) { s->abort(); });   // abort() may unlink s
-  env_.closeCache();
+  env_.closeServices();
   access_log_->close();   // after the sessions: their last lines are in the buffer
   uv_close(reinterpret_cast<uv_handle_t*>(&async_), nullptr);
 }

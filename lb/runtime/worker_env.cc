@@ -1,5 +1,7 @@
 #include "lb/runtime/worker_env.h"
 
+#include <atomic>
+
 namespace lb {
 
 WorkerEnv::WorkerEnv(uv_loop_t* loop, unsigned index, const ProtocolTable& protocols,
@@ -16,11 +18,19 @@ WorkerEnv::~WorkerEnv() = default;
 
 void WorkerEnv::setSnapshot(std::shared_ptr<const Snapshot> snapshot) noexcept {
   snapshot_ = std::move(snapshot);
-  if (cache_ && snapshot_) cache_->snapshotChanged(snapshot_->generation);
+  if (!snapshot_) return;
+  for (auto& s : services_)
+    if (s) s->snapshotChanged(snapshot_->generation);
 }
 
-void WorkerEnv::closeCache() noexcept {
-  if (cache_) cache_->close();
+void WorkerEnv::closeServices() noexcept {
+  for (auto& s : services_)
+    if (s) s->close();
+}
+
+size_t WorkerEnv::nextServiceId() noexcept {
+  static std::atomic<size_t> next{0};
+  return next.fetch_add(1, std::memory_order_relaxed);
 }
 
 void WorkerEnv::beginDrain() noexcept {

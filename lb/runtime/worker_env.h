@@ -1,6 +1,6 @@
 // What a session, a listener and the upstream pool see of the worker they run on, and all
 // they see: its loop, its index (the statistics slot it writes), its buffer pool and
-// upstream pool, what each protocol keeps per worker, its access log, the snapshot new work
+// upstream pool, the services protocols keep per worker, its access log, the snapshot new work
 // routes with, whether it drains, the list of its sessions, and its per-worker state for
 // keyless requests. The Worker owns one and keeps it current; a test can stand one up on a
 // loop of its own. None of this includes worker.h, so the runtime's pieces depend on the
@@ -14,10 +14,11 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <new>
+#include <vector>
 
 #include "lb/routing/snapshot.h"
 #include "lb/runtime/buffer_pool.h"
-#include "lb/runtime/object_pool.h"
 #include "lb/runtime/protocols.h"
 #include "lb/runtime/session.h"
 #include "lb/runtime/upstream_pool.h"
@@ -26,14 +27,17 @@ namespace lb {
 
 class AccessLog;
 
-// A per-worker service a family of protocols adds on first use (the cache protocols'
-// pipelined server connections, lb/runtime/cache_worker.h): told of each new snapshot,
-// closed at stop. Loop thread only.
+// What a protocol (or a family of them: redis and memcached share their server connections)
+// keeps per worker beyond the buffer pool: HTTP's pool of exchanges, the cache protocols'
+// pipelined server connections. Made by WorkerEnv::service<T>() on first use, told of each
+// new snapshot, closed at stop (after every session was aborted), destroyed with the
+// environment. The runtime never names one: each is a type of its protocol's folder.
+// Loop thread only.
 class WorkerService {
  public:
   virtual ~WorkerService() = default;
-  virtual void snapshotChanged(uint64_t generation) noexcept = 0;
-  virtual void close() noexcept = 0;
+  virtual void snapshotChanged(uint64_t /*generation*/) noexcept {}
+  virtual void close() noexcept {}
 };
 
 class WorkerEnv {
@@ -57,18 +61,14 @@ class WorkerEnv {
   const ProtocolTable& protocols() const noexcept { return protocols_; }
   BufferPool& buffers() noexcept { return buffers_; }
   UpstreamPool& upstreams() noexcept { return upstreams_; }
-  // The cache protocols' service (CacheWorker::of makes it on first use), or nullptr.
-  WorkerService* cacheService() noexcept { return cache_.get(); }
-  void setCacheService(std::unique_ptr<WorkerService> service) noexcept {
-    cache_ = std::move(service);
-  }
-  // What protocol `p` keeps per worker beyond the buffer pool (HTTP: its pool of exchanges,
-  // lb/proxy/http/http_exchange.h), made by the protocol on first use; nullptr until then.
-  ProtocolWorkerState* protocolState(Protocol p) noexcept {
-    return protocol_state_[static_cast<size_t>(p)].get();
-  }
-  void setProtocolState(Protocol p, std::unique_ptr<ProtocolWorkerState> state) noexcept {
-    protocol_state_[static_cast<size_t>(p)] = std::move(state);
+  // The worker's service of type T (a WorkerService constructible from WorkerEnv&), made on
+  // first use; nullptr only when memory is exhausted. findService: nullptr until made.
+  template <typename T>
+  T* service() noexcept;
+  template <typename T>
+  T* findService() const noexcept {
+    size_t id = serviceId<T>();
+    return id < services_.size() ? static_cast<T*>(services_[id].get()) : nullptr;
   }
   // nullptr while the worker has none (the access log itself may be off: enabled()).
   AccessLog* accessLog() const noexcept { return access_log_; }
@@ -102,9 +102,10 @@ class WorkerEnv {
   void setAccessLog(AccessLog* log) noexcept { access_log_ = log; }
   // Drain begins: idle upstream connections close and no more are kept.
   void beginDrain() noexcept;
-  // Stop, after every session was aborted: the cache protocols' server connections close.
-  // The loop must then run until its handles are closed, before this is destroyed.
-  void closeCache() noexcept;
+  // Stop, after every session was aborted: every service closes (the cache protocols' server
+  // connections). The loop must then run until its handles are closed, before this is
+  // destroyed.
+  void closeServices() noexcept;
 
  private:
   uv_loop_t* const loop_;
@@ -116,10 +117,30 @@ class WorkerEnv {
   std::shared_ptr<const Snapshot> snapshot_;
   bool draining_ = false;
   SessionList sessions_;
-  std::unique_ptr<WorkerService> cache_;
-  std::array<std::unique_ptr<ProtocolWorkerState>, kProtocolCount> protocol_state_;
+  // By service type's id (serviceId<T>), process-wide and dense.
+  std::vector<std::unique_ptr<WorkerService>> services_;
   uint64_t accepted_ = 0;
   uint64_t random_;
+
+  static size_t nextServiceId() noexcept;
+  template <typename T>
+  static size_t serviceId() noexcept {
+    static const size_t id = nextServiceId();
+    return id;
+  }
 };
+
+template <typename T>
+T* WorkerEnv::service() noexcept {
+  if (T* s = findService<T>()) return s;
+  size_t id = serviceId<T>();
+  try {
+    if (id >= services_.size()) services_.resize(id + 1);
+    services_[id] = std::make_unique<T>(*this);
+  } catch (...) {
+    return nullptr;
+  }
+  return static_cast<T*>(services_[id].get());
+}
 
 }  // namespace lb

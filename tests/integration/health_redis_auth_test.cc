@@ -95,7 +95,7 @@ TEST_F(HealthRedisAuthTest, NoPasswordAgainstRequirepassSaysTheServerWantsOne) {
             "server wants a password; the cluster has none))");
 }
 
-// lb/runtime/cache_server.cc: the AUTH of lb's own connection is refused; every command
+// lb/proxy/cache/server_connection.cc: the AUTH of lb's own connection is refused; every command
 // queued on that connection is answered with the refusal, the connection is closed.
 TEST_F(HealthRedisAuthTest, AClientIsToldTheBackendRefusedLbsAuth) {
   startLb(password("not-the-password"));

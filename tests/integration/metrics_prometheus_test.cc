@@ -4,7 +4,7 @@
 // process's /metrics, and the admin paths served by the real binary. The dashboard's Cache row
 // is checked against lb with a redis listener in front of real redis-servers.
 //
-// Waits on the proxy: until lb/app/server.cc and lb-origin land on main, their placeholders exit
+// Waits on the proxy: until lb/app/worker_group.cc and lb-origin land on main, their placeholders exit
 // at once and these tests skip with that reason.
 #include <gtest/gtest.h>
 

@@ -88,12 +88,12 @@ void acceptHttp(WorkerEnv& env, uv_stream_t* server, const std::shared_ptr<const
 
 // Exchanges the worker's pool has handed out / keeps cached. Loop thread, or after stop.
 size_t exchangesOut(WorkerEnv& env) {
-  auto* state = env.protocolState(Protocol::kHttp);
-  return state == nullptr ? 0 : static_cast<HttpExchangePool*>(state)->exchanges().outstanding();
+  auto* pool = env.findService<HttpExchangePool>();
+  return pool == nullptr ? 0 : pool->exchanges().outstanding();
 }
 size_t exchangesCached(WorkerEnv& env) {
-  auto* state = env.protocolState(Protocol::kHttp);
-  return state == nullptr ? 0 : static_cast<HttpExchangePool*>(state)->exchanges().freeCount();
+  auto* pool = env.findService<HttpExchangePool>();
+  return pool == nullptr ? 0 : pool->exchanges().freeCount();
 }
 
 // HttpSession behind the test loop; stop() also checks every exchange went back to the pool.

@@ -8,7 +8,7 @@
 #include <chrono>
 #include <thread>
 
-#include "lb/app/server.h"
+#include "lb/app/worker_group.h"
 #include "tests/support/http_client.h"
 #include "tests/support/process.h"
 
@@ -53,7 +53,7 @@ bool eventually(uint16_t port, bool want) {
 
 TEST(HttpWorkerTest, EveryWorkerServesTheListenerAndStopClosesIt) {
   uint16_t port = test::freePort();
-  Server server(2);
+  WorkerGroup server(2);
   auto snap = buildSnapshot(configWith({{"web", port}}), server.registry(), 1);
   ASSERT_TRUE(snap.ok());
   std::string error;
@@ -68,7 +68,7 @@ TEST(HttpWorkerTest, EveryWorkerServesTheListenerAndStopClosesIt) {
 
 TEST(HttpWorkerTest, NewSnapshotOpensAddedListenersAndClosesDroppedOnes) {
   uint16_t a = test::freePort(), b = test::freePort();
-  Server server(2);
+  WorkerGroup server(2);
   auto first = buildSnapshot(configWith({{"a", a}}), server.registry(), 1);
   ASSERT_TRUE(first.ok());
   std::string error;
@@ -92,7 +92,7 @@ TEST(HttpWorkerTest, StartFailsWhenThePortIsHeldWithoutReuseport) {
   ASSERT_EQ(listen(fd, 1), 0);
   socklen_t len = sizeof sin;
   getsockname(fd, reinterpret_cast<sockaddr*>(&sin), &len);
-  Server server(2);
+  WorkerGroup server(2);
   auto snap = buildSnapshot(configWith({{"web", ntohs(sin.sin_port)}}), server.registry(), 1);
   ASSERT_TRUE(snap.ok());
   std::string error;

@@ -72,6 +72,41 @@ TEST(LayersTest, OneProtocolNeverIncludesAnother) {
   EXPECT_NE(v[0].rule.find("a protocol folder never includes another"), std::string::npos);
 }
 
+TEST(LayersTest, RedisAndMemcachedStandOnTheCacheEngine) {
+  Tree t;
+  t.write("lb/proxy/redis/redis_session.h", "#include \"lb/proxy/cache/cache_session.h\"\n");
+  t.write("lb/proxy/memcached/memcached_session.h",
+          "#include \"lb/proxy/cache/cache_session.h\"\n");
+  EXPECT_TRUE(checkTree(t.root()).empty());
+}
+
+TEST(LayersTest, HttpIncludingTheCacheEngineIsReported) {
+  Tree t;
+  t.write("lb/proxy/http/http_session.cc", "#include \"lb/proxy/cache/byte_chain.h\"\n");
+  auto v = checkTree(t.root());
+  ASSERT_EQ(v.size(), 1u);
+  EXPECT_EQ(v[0].file, "lb/proxy/http/http_session.cc");
+  EXPECT_EQ(v[0].included, "lb/proxy/cache/byte_chain.h");
+}
+
+TEST(LayersTest, TheCacheEngineNeverIncludesAProtocol) {
+  Tree t;
+  t.write("lb/proxy/cache/cache_session.cc", "#include \"lb/proxy/redis/resp.h\"\n");
+  auto v = checkTree(t.root());
+  ASSERT_EQ(v.size(), 1u);
+  EXPECT_EQ(v[0].line, 1);
+}
+
+TEST(LayersTest, RuntimeIncludingTheCacheEngineIsReported) {
+  Tree t;
+  t.write("lb/runtime/worker_env.h", "#pragma once\n#include \"lb/proxy/cache/cache_worker.h\"\n");
+  auto v = checkTree(t.root());
+  ASSERT_EQ(v.size(), 1u);
+  EXPECT_EQ(describe(v[0]),
+            "lb/runtime/worker_env.h:2: includes lb/proxy/cache/cache_worker.h: runtime may "
+            "include core, plugins, http, config, routing, health");
+}
+
 TEST(LayersTest, LowerLayersAreReachableThroughTheChain) {
   Tree t;
   // routing stands on config, config on plugins, plugins on core.

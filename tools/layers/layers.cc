@@ -72,7 +72,10 @@ bool mayInclude(const std::string& from, const std::string& to) {
   if (from == to) return true;
   if (from == "app") return to != "tools/origin";
   if (from == "lb" || to == "lb") return false;   // nothing lives directly under lb/
-  if (to.rfind("proxy/", 0) == 0) return false;   // only app reaches a protocol
+  // The cache engine (proxy/cache) is what redis and memcached plug into; no other folder
+  // reaches it, and only app reaches a protocol.
+  if (to == "proxy/cache") return from == "proxy/redis" || from == "proxy/memcached";
+  if (to.rfind("proxy/", 0) == 0) return false;
   std::set<std::string> allowed;
   closure(ruleLayer(from), &allowed);
   return allowed.count(ruleLayer(to)) > 0;
@@ -90,7 +93,9 @@ std::string ruleFor(const std::string& from) {
     first = false;
   }
   if (first) r += "nothing of lb's";
-  if (ruleLayer(from) == "proxy") r += "; a protocol folder never includes another";
+  if (from == "proxy/redis" || from == "proxy/memcached") r += ", proxy/cache";
+  if (ruleLayer(from) == "proxy")
+    r += "; a protocol folder never includes another (redis and memcached stand on proxy/cache)";
   return r;
 }
 

@@ -123,24 +123,13 @@ struct HttpExchange {
 // A worker's free list of exchanges (lb/runtime/object_pool.h), made on the first HTTP
 // request the worker sees. Keeps up to kMaxFree of them: as many as the blocks its buffer pool
 // keeps (each exchange in flight holds at least one), about 9 MiB at most. Loop thread only.
-class HttpExchangePool final : public ProtocolWorkerState {
+class HttpExchangePool final : public WorkerService {
  public:
   static constexpr size_t kMaxFree = 1024;
 
+  explicit HttpExchangePool(WorkerEnv&) {}
   // The worker's pool, made on first use; nullptr only when memory is exhausted.
-  static HttpExchangePool* of(WorkerEnv& env) noexcept {
-    auto* state = env.protocolState(Protocol::kHttp);
-    if (state == nullptr) {
-      try {
-        auto made = std::make_unique<HttpExchangePool>();
-        state = made.get();
-        env.setProtocolState(Protocol::kHttp, std::move(made));
-      } catch (...) {
-        return nullptr;
-      }
-    }
-    return static_cast<HttpExchangePool*>(state);
-  }
+  static HttpExchangePool* of(WorkerEnv& env) noexcept { return env.service<HttpExchangePool>(); }
 
   ObjectPool<HttpExchange>& exchanges() noexcept { return pool_; }
 

@@ -8,9 +8,9 @@
 #include <string_view>
 #include <vector>
 
-#include "lb/runtime/byte_chain.h"
-#include "lb/runtime/cache_command.h"
-#include "lb/runtime/cache_wire.h"
+#include "lb/proxy/cache/byte_chain.h"
+#include "lb/proxy/cache/command.h"
+#include "lb/proxy/cache/wire.h"
 
 namespace lb {
 

@@ -6,7 +6,7 @@
 
 #include "lb/proxy/memcached/memcached_forward.h"
 #include "lb/proxy/memcached/memcached_replies.h"
-#include "lb/runtime/cache_worker.h"
+#include "lb/proxy/cache/cache_worker.h"
 #include "lb/runtime/worker_env.h"
 
 namespace lb {

@@ -32,7 +32,7 @@
 #include <string_view>
 
 #include "lb/proxy/memcached/memcached_text.h"
-#include "lb/runtime/cache_session.h"
+#include "lb/proxy/cache/cache_session.h"
 
 namespace lb {
 

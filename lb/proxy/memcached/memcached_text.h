@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "lb/runtime/cache_wire.h"
+#include "lb/proxy/cache/wire.h"
 
 namespace lb::mc {
 

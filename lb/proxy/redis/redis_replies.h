@@ -5,10 +5,10 @@
 
 #include <cstdint>
 
-#include "lb/runtime/byte_chain.h"
-#include "lb/runtime/cache_command.h"
-#include "lb/runtime/cache_wire.h"
-#include "lb/runtime/cache_worker.h"
+#include "lb/proxy/cache/byte_chain.h"
+#include "lb/proxy/cache/command.h"
+#include "lb/proxy/cache/wire.h"
+#include "lb/proxy/cache/cache_worker.h"
 
 namespace lb {
 

@@ -6,7 +6,7 @@
 
 #include "lb/proxy/redis/redis_replies.h"
 #include "lb/proxy/redis/resp.h"
-#include "lb/runtime/cache_worker.h"
+#include "lb/proxy/cache/cache_worker.h"
 #include "lb/runtime/worker_env.h"
 
 namespace lb {

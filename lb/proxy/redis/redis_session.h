@@ -33,7 +33,7 @@
 
 #include "lb/proxy/redis/redis_commands.h"
 #include "lb/proxy/redis/resp.h"
-#include "lb/runtime/cache_session.h"
+#include "lb/proxy/cache/cache_session.h"
 
 namespace lb {
 

@@ -11,8 +11,8 @@
 #include <string_view>
 #include <vector>
 
-#include "lb/runtime/byte_chain.h"
-#include "lb/runtime/cache_wire.h"
+#include "lb/proxy/cache/byte_chain.h"
+#include "lb/proxy/cache/wire.h"
 
 namespace lb::resp {
 

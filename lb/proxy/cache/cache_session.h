@@ -40,19 +40,19 @@
 
 #include "lb/core/stats.h"
 #include "lb/routing/snapshot.h"
-#include "lb/runtime/byte_chain.h"
-#include "lb/runtime/cache_command.h"
-#include "lb/runtime/cache_wire.h"
-#include "lb/runtime/flush_list.h"
+#include "lb/proxy/cache/byte_chain.h"
+#include "lb/proxy/cache/command.h"
+#include "lb/proxy/cache/wire.h"
+#include "lb/proxy/cache/flush_list.h"
 #include "lb/runtime/protocols.h"
-#include "lb/runtime/reply_arena.h"
+#include "lb/proxy/cache/reply_arena.h"
 #include "lb/runtime/session.h"
 
 namespace lb {
 
 class CacheWorker;
-class CacheServer;
-struct CacheServerTable;
+class ServerConnection;
+struct ServerTable;
 class WorkerEnv;
 
 // How a cache client connection ended; the access log's status.
@@ -79,7 +79,7 @@ class CacheSession : public Session, public Flushable, public FragmentOwner {
   // Flushable: emit the replies that are ready, in order, and write.
   void flush() noexcept override;
 
-  // From a CacheServer, for a fragment still attached to one of this session's commands:
+  // From a ServerConnection, for a fragment still attached to one of this session's commands:
   // its backend's complete reply, or the failure that ends it (the whole command is
   // answered with the protocol's error, its other fragments detached).
   void fragmentReply(CacheFragment* f, const char* p, size_t n) noexcept override;
@@ -203,7 +203,7 @@ class CacheSession : public Session, public Flushable, public FragmentOwner {
   const ClusterSnapshot& cluster_;
   const CacheWire& wire_;
   ListenerWorkerStats& lstats_;
-  CacheServerTable* table_ = nullptr;
+  ServerTable* table_ = nullptr;
   uint32_t slot_ = 0;              // which of a group's connections this client uses
   State state_ = State::kServing;
   CacheOutcome outcome_ = CacheOutcome::kOk;

@@ -1,4 +1,4 @@
-#include "lb/runtime/reply_arena.h"
+#include "lb/proxy/cache/reply_arena.h"
 
 #include <cstring>
 #include <new>

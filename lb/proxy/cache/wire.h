@@ -1,4 +1,4 @@
-// What a pipelined server connection (lb/runtime/cache_server.h) needs to know of its
+// What a pipelined server connection (lb/proxy/cache/server_connection.h) needs to know of its
 // protocol, and nothing more: where each reply ends, whether it is an error, and the
 // handshake it sends first on every new connection (Redis' AUTH). Each cache protocol
 // (lb/proxy/redis, lb/proxy/memcached) has one static instance.

@@ -16,12 +16,12 @@ namespace lb {
 unsigned resolveWorkerCount(uint32_t configured);
 
 // The workers and the snapshot they route with. Main thread only.
-class Server {
+class WorkerGroup {
  public:
-  explicit Server(unsigned workers, const ProtocolTable& protocols = builtinProtocols());
-  ~Server();   // stops the workers
-  Server(const Server&) = delete;
-  Server& operator=(const Server&) = delete;
+  explicit WorkerGroup(unsigned workers, const ProtocolTable& protocols = builtinProtocols());
+  ~WorkerGroup();   // stops the workers
+  WorkerGroup(const WorkerGroup&) = delete;
+  WorkerGroup& operator=(const WorkerGroup&) = delete;
 
   // Starts every worker on `snapshot`; false with *error when a listener cannot be bound
   // (the workers already started are stopped again).

@@ -26,7 +26,7 @@
 //   every fragment queued on the connection with an error for its command (other commands
 //   and clients carry on) and leaves the connection idle; the next command reconnects.
 //
-// Lifetime: owned by its CacheServerGroup; owns its timer and (while connected) an
+// Lifetime: owned by its ServerGroup; owns its timer and (while connected) an
 // UpstreamConn; frees itself after its last callback once closed. Loop thread only.
 #pragma once
 
@@ -39,47 +39,47 @@
 
 #include "lb/core/stats.h"
 #include "lb/routing/snapshot.h"
-#include "lb/runtime/byte_chain.h"
-#include "lb/runtime/cache_command.h"
-#include "lb/runtime/cache_wire.h"
-#include "lb/runtime/flush_list.h"
+#include "lb/proxy/cache/byte_chain.h"
+#include "lb/proxy/cache/command.h"
+#include "lb/proxy/cache/wire.h"
+#include "lb/proxy/cache/flush_list.h"
 #include "lb/runtime/upstream_pool.h"
 
 namespace lb {
 
-class CacheServer;
+class ServerConnection;
 class WorkerEnv;
 
-struct CacheServerGroup {
+struct ServerGroup {
   std::shared_ptr<BackendState> state;
   BackendSnapshot target;            // the address to connect to (config stays null)
   const CacheWire* wire = nullptr;
   std::string password;              // the cluster's, when the group was made
   std::string handshake;             // wire->handshake(password)
-  std::vector<CacheServer*> servers; // server_connections of them; null once closed
+  std::vector<ServerConnection*> servers; // server_connections of them; null once closed
   uint32_t tables = 0;               // tables that use this group
   uint32_t open = 0;                 // servers not yet freed
 };
 
 // What a server connection needs of its worker (CacheWorker): the loop and pools, the flush
 // list, the fragment free list, and word when it is gone. Loop thread only.
-class CacheServerHost {
+class ServerConnectionHost {
  public:
   virtual WorkerEnv& env() noexcept = 0;
   virtual FlushList& flushes() noexcept = 0;
   virtual void freeFragment(CacheFragment* f) noexcept = 0;
   // Server `s` of `group` has closed for good and is freeing itself.
-  virtual void serverGone(CacheServerGroup* group, CacheServer* s) noexcept = 0;
+  virtual void serverGone(ServerGroup* group, ServerConnection* s) noexcept = 0;
 
  protected:
-  ~CacheServerHost() = default;
+  ~ServerConnectionHost() = default;
 };
 
-class CacheServer final : public UpstreamOwner, public Flushable {
+class ServerConnection final : public UpstreamOwner, public Flushable {
  public:
-  CacheServer(CacheServerHost& worker, CacheServerGroup& group) noexcept;
-  CacheServer(const CacheServer&) = delete;
-  CacheServer& operator=(const CacheServer&) = delete;
+  ServerConnection(ServerConnectionHost& worker, ServerGroup& group) noexcept;
+  ServerConnection(const ServerConnection&) = delete;
+  ServerConnection& operator=(const ServerConnection&) = delete;
 
   // Session side, for one fragment: open() gives the chain to append the command's bytes to
   // (connecting first when idle, with `connect_timeout_ms`); push() then queues the
@@ -110,7 +110,7 @@ class CacheServer final : public UpstreamOwner, public Flushable {
  private:
   enum class State : uint8_t { kIdle, kConnecting, kReady, kClosed };
 
-  ~CacheServer();
+  ~ServerConnection();
   void connect(uint64_t timeout_ms) noexcept;
   // Every queued fragment fails with `text`; the connection closes; back to kIdle (or
   // kClosed when `for_good`).
@@ -134,8 +134,8 @@ class CacheServer final : public UpstreamOwner, public Flushable {
   static void onWrite(uv_write_t* req, int status);
   static void onClosed(uv_handle_t* h);
 
-  CacheServerHost& worker_;
-  CacheServerGroup& group_;
+  ServerConnectionHost& worker_;
+  ServerGroup& group_;
   BackendWorkerStats& stats_;
   State state_ = State::kIdle;
   bool retired_ = false;

@@ -1,16 +1,16 @@
 // One worker's share of the cache protocols (redis, memcached): its pipelined server
 // connections, the free lists commands and fragments come from, its flush list, and scratch
-// space a session parses into. WorkerEnv::cache() creates it on a worker's first cache
-// client; Worker::shutdownLoop closes it.
+// space a session parses into: the worker's WorkerService for redis and memcached, made on
+// its first cache client (CacheWorker::of); Worker::shutdownLoop closes it.
 //
 // Server connections, as twemproxy keeps them: a few long-lived connections per backend
 // (clusters.NAME.server_connections, default 1), shared by every client of the worker, each
 // carrying many clients' commands at once. They are grouped by backend:
 //
-//   CacheServerTable   one per (snapshot, cluster, protocol): the group of each host, by
+//   ServerTable   one per (snapshot, cluster, protocol): the group of each host, by
 //                      host index, so a session finds its server in O(1). Held by the
 //                      sessions that route with that snapshot.
-//   CacheServerGroup   one per (backend, address, protocol, password, connection count):
+//   ServerGroup   one per (backend, address, protocol, password, connection count):
 //                      its connections. Shared by the tables of every snapshot that keeps the
 //                      backend unchanged, so a reload that does not touch a backend keeps its
 //                      connections; a group no table uses any more retires (each connection
@@ -28,20 +28,20 @@
 #include <vector>
 
 #include "lb/routing/snapshot.h"
-#include "lb/runtime/cache_command.h"
-#include "lb/runtime/cache_server.h"
-#include "lb/runtime/cache_wire.h"
-#include "lb/runtime/flush_list.h"
+#include "lb/proxy/cache/command.h"
+#include "lb/proxy/cache/server_connection.h"
+#include "lb/proxy/cache/wire.h"
+#include "lb/proxy/cache/flush_list.h"
 #include "lb/runtime/worker_env.h"
 
 namespace lb {
 
 
-struct CacheServerTable {
+struct ServerTable {
   uint64_t generation = 0;           // the snapshot's
   uint32_t cluster = 0;              // its index in the snapshot
   const CacheWire* wire = nullptr;
-  std::vector<CacheServerGroup*> hosts;   // by host index
+  std::vector<ServerGroup*> hosts;   // by host index
   uint32_t sessions = 0;             // sessions that hold it
 };
 
@@ -60,7 +60,7 @@ struct CacheScratch {
   std::vector<uint16_t> key_fragments;    // the fragment of each of them
 };
 
-class CacheWorker final : public CacheServerHost, public WorkerService {
+class CacheWorker final : public ServerConnectionHost, public WorkerService {
  public:
   // `env` outlives this; the flush list's handle starts on env's loop.
   explicit CacheWorker(WorkerEnv& env);
@@ -70,7 +70,7 @@ class CacheWorker final : public CacheServerHost, public WorkerService {
 
   // The worker's CacheWorker, made on first use (a worker without redis or memcached
   // listeners never has one).
-  static CacheWorker& of(WorkerEnv& env);
+  static CacheWorker& of(WorkerEnv& env) noexcept;
 
   WorkerEnv& env() noexcept override { return env_; }
   FlushList& flushes() noexcept override { return flushes_; }
@@ -87,14 +87,14 @@ class CacheWorker final : public CacheServerHost, public WorkerService {
 
   // The servers of cluster `cluster` of `snapshot` for `wire`'s protocol, held for one
   // session until releaseTable. nullptr only when memory is exhausted.
-  CacheServerTable* holdTable(const Snapshot& snapshot, uint32_t cluster,
+  ServerTable* holdTable(const Snapshot& snapshot, uint32_t cluster,
                               const CacheWire& wire) noexcept;
-  void releaseTable(CacheServerTable* table) noexcept;
+  void releaseTable(ServerTable* table) noexcept;
   // The worker has a new snapshot: tables of older ones that no session holds go, and the
   // groups only they used retire.
   void snapshotChanged(uint64_t generation) noexcept override;
   // Server `s` of `group` has closed for good and is freeing itself.
-  void serverGone(CacheServerGroup* group, CacheServer* s) noexcept override;
+  void serverGone(ServerGroup* group, ServerConnection* s) noexcept override;
 
   // Worker stop: every server connection closes now (their fragments are failed), and the
   // flush list's handle closes. Sessions are aborted before this.
@@ -103,10 +103,10 @@ class CacheWorker final : public CacheServerHost, public WorkerService {
   size_t serverCount() const noexcept;   // open server connections (tests)
 
  private:
-  CacheServerGroup* group(const BackendSnapshot& backend, const CacheWire& wire,
+  ServerGroup* group(const BackendSnapshot& backend, const CacheWire& wire,
                           const ClusterConfig& cluster);
   void dropTable(size_t index) noexcept;
-  void retireGroup(CacheServerGroup* g) noexcept;
+  void retireGroup(ServerGroup* g) noexcept;
 
   WorkerEnv& env_;
   FlushList flushes_;
@@ -116,8 +116,8 @@ class CacheWorker final : public CacheServerHost, public WorkerService {
   size_t commands_out_ = 0;
   size_t fragments_out_ = 0;
   uint64_t generation_ = 0;          // the newest snapshot this worker has seen
-  std::vector<CacheServerTable*> tables_;
-  std::vector<CacheServerGroup*> groups_;
+  std::vector<ServerTable*> tables_;
+  std::vector<ServerGroup*> groups_;
   bool closed_ = false;
 };
 

@@ -1,4 +1,4 @@
-#include "lb/runtime/byte_chain.h"
+#include "lb/proxy/cache/byte_chain.h"
 
 #include <charconv>
 #include <cstring>

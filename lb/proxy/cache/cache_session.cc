@@ -1,4 +1,4 @@
-#include "lb/runtime/cache_session.h"
+#include "lb/proxy/cache/cache_session.h"
 
 #include <cstring>
 #include <new>
@@ -7,8 +7,8 @@
 #include "lb/core/log.h"
 #include "lb/runtime/access_log.h"
 #include "lb/runtime/backend_attempt.h"
-#include "lb/runtime/cache_server.h"
-#include "lb/runtime/cache_worker.h"
+#include "lb/proxy/cache/server_connection.h"
+#include "lb/proxy/cache/cache_worker.h"
 #include "lb/runtime/worker_env.h"
 
 namespace lb {
@@ -165,14 +165,14 @@ bool CacheSession::pickKeyless(uint32_t* host) noexcept {
 }
 
 ByteChain& CacheSession::openFragment(uint32_t host) noexcept {
-  CacheServerGroup* g = table_->hosts[host];
-  CacheServer* s = g->servers[slot_ % g->servers.size()];
+  ServerGroup* g = table_->hosts[host];
+  ServerConnection* s = g->servers[slot_ % g->servers.size()];
   return s->open(static_cast<uint64_t>(listener_.config->timeouts.connect.count()));
 }
 
 void CacheSession::sendFragment(CacheCommand* cmd, uint32_t host, uint8_t reply_kind) noexcept {
-  CacheServerGroup* g = table_->hosts[host];
-  CacheServer* s = g->servers[slot_ % g->servers.size()];
+  ServerGroup* g = table_->hosts[host];
+  ServerConnection* s = g->servers[slot_ % g->servers.size()];
   CacheFragment* f = cache_.newFragment();
   if (f == nullptr) {
     // The bytes are in the server's chain already and will be answered: a detached

@@ -1,4 +1,4 @@
-#include "lb/app/server.h"
+#include "lb/app/worker_group.h"
 
 
 #include <thread>
@@ -14,14 +14,14 @@ unsigned resolveWorkerCount(uint32_t configured) {
   return n == 0 ? 1 : n;
 }
 
-Server::Server(unsigned workers, const ProtocolTable& protocols) : registry_(workers) {
+WorkerGroup::WorkerGroup(unsigned workers, const ProtocolTable& protocols) : registry_(workers) {
   for (unsigned i = 0; i < workers; ++i)
     workers_.push_back(std::make_unique<Worker>(i, workers, protocols));
 }
 
-Server::~Server() { stop(); }
+WorkerGroup::~WorkerGroup() { stop(); }
 
-bool Server::start(std::shared_ptr<const Snapshot> snapshot, std::string* error) {
+bool WorkerGroup::start(std::shared_ptr<const Snapshot> snapshot, std::string* error) {
   snapshot_ = snapshot;
   for (auto& w : workers_) {
     if (!w->start(snapshot, error)) {
@@ -32,25 +32,25 @@ bool Server::start(std::shared_ptr<const Snapshot> snapshot, std::string* error)
   return true;
 }
 
-void Server::applySnapshot(std::shared_ptr<const Snapshot> snapshot) {
+void WorkerGroup::applySnapshot(std::shared_ptr<const Snapshot> snapshot) {
   snapshot_ = snapshot;
   for (auto& w : workers_) w->applySnapshot(snapshot);
 }
 
-void Server::beginDrain() {
+void WorkerGroup::beginDrain() {
   draining_ = true;
   for (auto& w : workers_) w->beginDrain();
 }
 
-void Server::backendDown(const std::shared_ptr<BackendState>& backend) {
+void WorkerGroup::backendDown(const std::shared_ptr<BackendState>& backend) {
   for (auto& w : workers_) w->backendDown(backend);
 }
 
-void Server::stop() {
+void WorkerGroup::stop() {
   for (auto& w : workers_) w->stop();
 }
 
-size_t Server::inFlight() const {
+size_t WorkerGroup::inFlight() const {
   size_t n = 0;
   for (const auto& w : workers_) n += w->inFlight();
   return n;

@@ -5,8 +5,8 @@
 #include <cstring>
 #include <new>
 
-#include "lb/runtime/cache_session.h"
-#include "lb/runtime/cache_worker.h"
+#include "lb/proxy/cache/cache_session.h"
+#include "lb/proxy/cache/cache_worker.h"
 #include "lb/runtime/worker_env.h"
 
 namespace lb {

@@ -1,4 +1,4 @@
-#include "lb/runtime/cache_server.h"
+#include "lb/proxy/cache/server_connection.h"
 
 #include <cstdio>
 #include <cstring>
@@ -15,7 +15,7 @@ namespace {
 constexpr int kMaxWriteBuffers = 32;
 }  // namespace
 
-CacheServer::CacheServer(CacheServerHost& worker, CacheServerGroup& group) noexcept
+ServerConnection::ServerConnection(ServerConnectionHost& worker, ServerGroup& group) noexcept
     : worker_(worker),
       group_(group),
       stats_(group.state->per_worker[worker.env().index()]),
@@ -25,16 +25,16 @@ CacheServer::CacheServer(CacheServerHost& worker, CacheServerGroup& group) noexc
   timer_.data = this;
 }
 
-CacheServer::~CacheServer() { releaseBuffer(); }
+ServerConnection::~ServerConnection() { releaseBuffer(); }
 
-const char* CacheServer::name() const noexcept { return group_.state->name.c_str(); }
+const char* ServerConnection::name() const noexcept { return group_.state->name.c_str(); }
 
-ByteChain& CacheServer::open(uint64_t connect_timeout_ms) noexcept {
+ByteChain& ServerConnection::open(uint64_t connect_timeout_ms) noexcept {
   if (state_ == State::kIdle) connect(connect_timeout_ms);
   return out_;
 }
 
-void CacheServer::connect(uint64_t timeout_ms) noexcept {
+void ServerConnection::connect(uint64_t timeout_ms) noexcept {
   int err = 0;
   state_ = State::kConnecting;
   conn_ = worker_.env().upstreams().connect(group_.target, this, timeout_ms, false, &err);
@@ -52,7 +52,7 @@ void CacheServer::connect(uint64_t timeout_ms) noexcept {
   }
 }
 
-void CacheServer::push(CacheFragment* f) noexcept {
+void ServerConnection::push(CacheFragment* f) noexcept {
   const uint64_t now = uv_now(worker_.env().loop());
   f->deadline_ms = now + f->timeout_ms;
   f->next = nullptr;
@@ -69,13 +69,13 @@ void CacheServer::push(CacheFragment* f) noexcept {
   if (state_ == State::kReady) worker_.flushes().add(this);
 }
 
-void CacheServer::armTimer(uint64_t deadline_ms) noexcept {
+void ServerConnection::armTimer(uint64_t deadline_ms) noexcept {
   const uint64_t now = uv_now(worker_.env().loop());
   timer_at_ = deadline_ms > now ? deadline_ms : now;
   uv_timer_start(&timer_, onTimer, timer_at_ - now, 0);
 }
 
-void CacheServer::onUpstreamConnect(int status) noexcept {
+void ServerConnection::onUpstreamConnect(int status) noexcept {
   if (state_ != State::kConnecting) return;
   if (status != 0) {
     char text[160];
@@ -98,7 +98,7 @@ void CacheServer::onUpstreamConnect(int status) noexcept {
   worker_.flushes().add(this);
 }
 
-void CacheServer::flush() noexcept {
+void ServerConnection::flush() noexcept {
   if (state_ != State::kReady || writing_ || out_.empty()) return;
   uv_buf_t bufs[kMaxWriteBuffers];
   int n = out_.buffers(bufs, kMaxWriteBuffers);
@@ -128,11 +128,11 @@ void CacheServer::flush() noexcept {
   ++pending_;
 }
 
-void CacheServer::onWrite(uv_write_t* req, int status) {
-  static_cast<CacheServer*>(req->data)->handleWrite(status);
+void ServerConnection::onWrite(uv_write_t* req, int status) {
+  static_cast<ServerConnection*>(req->data)->handleWrite(status);
 }
 
-void CacheServer::handleWrite(int status) noexcept {
+void ServerConnection::handleWrite(int status) noexcept {
   writing_ = false;
   --pending_;
   if (state_ == State::kClosed) {
@@ -155,7 +155,7 @@ void CacheServer::handleWrite(int status) noexcept {
   if (!out_.empty()) worker_.flushes().add(this);
 }
 
-void CacheServer::onUpstreamAlloc(uv_buf_t* buf) noexcept {
+void ServerConnection::onUpstreamAlloc(uv_buf_t* buf) noexcept {
   if (in_ == nullptr) {
     in_ = worker_.env().buffers().get();
     in_cap_ = BufferPool::kBlockSize;
@@ -169,7 +169,7 @@ void CacheServer::onUpstreamAlloc(uv_buf_t* buf) noexcept {
   *buf = uv_buf_init(in_ + in_len_, static_cast<unsigned>(in_cap_ - in_len_));
 }
 
-bool CacheServer::growBuffer(size_t want) noexcept {
+bool ServerConnection::growBuffer(size_t want) noexcept {
   if (want > kMaxReplyBytes) return false;
   char* bigger = new (std::nothrow) char[want];
   if (bigger == nullptr) return false;
@@ -183,7 +183,7 @@ bool CacheServer::growBuffer(size_t want) noexcept {
   return true;
 }
 
-void CacheServer::releaseBuffer() noexcept {
+void ServerConnection::releaseBuffer() noexcept {
   if (in_ != nullptr) {
     if (in_pooled_)
       worker_.env().buffers().put(in_);
@@ -195,7 +195,7 @@ void CacheServer::releaseBuffer() noexcept {
   in_pooled_ = false;
 }
 
-void CacheServer::onUpstreamRead(ssize_t n, const uv_buf_t*) noexcept {
+void ServerConnection::onUpstreamRead(ssize_t n, const uv_buf_t*) noexcept {
   if (state_ != State::kReady) return;
   if (n == 0) return;
   if (n < 0) {
@@ -223,7 +223,7 @@ void CacheServer::onUpstreamRead(ssize_t n, const uv_buf_t*) noexcept {
 // Every complete reply in the buffer goes to the fragment at the head of the FIFO. What is
 // left (part of a reply) moves to the front of the buffer; an empty buffer goes back to the
 // pool.
-void CacheServer::readReplies() noexcept {
+void ServerConnection::readReplies() noexcept {
   size_t pos = 0;
   const uint64_t now_ns = uv_hrtime();
   while (pos < in_len_ && state_ == State::kReady) {
@@ -290,18 +290,18 @@ void CacheServer::readReplies() noexcept {
   closeIfRetiredAndEmpty();
 }
 
-void CacheServer::settleLive() noexcept {
+void ServerConnection::settleLive() noexcept {
   if (live_release_ == 0) return;
   group_.state->dropLive(live_release_);
   live_release_ = 0;
 }
 
-void CacheServer::onTimer(uv_timer_t* t) { static_cast<CacheServer*>(t->data)->handleTimer(); }
+void ServerConnection::onTimer(uv_timer_t* t) { static_cast<ServerConnection*>(t->data)->handleTimer(); }
 
 // Answers every fragment past its deadline with a timeout (it stays queued, detached, for
 // its late reply), closes a connection whose oldest fragment has waited twice its timeout,
 // and re-arms for the next deadline.
-void CacheServer::handleTimer() noexcept {
+void ServerConnection::handleTimer() noexcept {
   timer_at_ = 0;
   if (state_ == State::kClosed) return;
   const uint64_t now = uv_now(worker_.env().loop());
@@ -339,12 +339,12 @@ void CacheServer::handleTimer() noexcept {
   if (next != 0) armTimer(next);
 }
 
-void CacheServer::backendFailed(BackendFailure kind, const char* text) noexcept {
+void ServerConnection::backendFailed(BackendFailure kind, const char* text) noexcept {
   if (head_ != nullptr) noteBackendFailure(stats_, kind);
   fail(CacheErrorReason::kBackendFailed, text);
 }
 
-void CacheServer::fail(CacheErrorReason reason, const char* text, bool for_good) noexcept {
+void ServerConnection::fail(CacheErrorReason reason, const char* text, bool for_good) noexcept {
   LB_DEBUG("cache: %s", text);
   ++generation_;
   if (conn_ != nullptr) {
@@ -380,29 +380,29 @@ void CacheServer::fail(CacheErrorReason reason, const char* text, bool for_good)
   if (!for_good) closeIfRetiredAndEmpty();
 }
 
-void CacheServer::retire() noexcept {
+void ServerConnection::retire() noexcept {
   retired_ = true;
   closeIfRetiredAndEmpty();
 }
 
-void CacheServer::closeIfRetiredAndEmpty() noexcept {
+void ServerConnection::closeIfRetiredAndEmpty() noexcept {
   if (retired_ && head_ == nullptr && state_ != State::kClosed) close();
 }
 
-void CacheServer::close() noexcept {
+void ServerConnection::close() noexcept {
   if (state_ == State::kClosed) return;
   fail(CacheErrorReason::kBackendFailed, "lb is stopping", true);
   uv_timer_stop(&timer_);
   uv_close(reinterpret_cast<uv_handle_t*>(&timer_), onClosed);
 }
 
-void CacheServer::onClosed(uv_handle_t* h) {
-  auto* s = static_cast<CacheServer*>(h->data);
+void ServerConnection::onClosed(uv_handle_t* h) {
+  auto* s = static_cast<ServerConnection*>(h->data);
   --s->pending_;
   s->maybeFree();
 }
 
-void CacheServer::maybeFree() noexcept {
+void ServerConnection::maybeFree() noexcept {
   if (state_ != State::kClosed || pending_ > 0) return;
   worker_.serverGone(&group_, this);
   delete this;

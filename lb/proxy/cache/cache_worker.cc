@@ -1,9 +1,10 @@
-#include "lb/runtime/cache_worker.h"
+#include "lb/proxy/cache/cache_worker.h"
 
 #include <cstring>
+#include <exception>
 #include <new>
 
-#include "lb/runtime/cache_server.h"
+#include "lb/proxy/cache/server_connection.h"
 #include "lb/runtime/worker_env.h"
 
 namespace lb {
@@ -13,9 +14,12 @@ namespace {
 constexpr size_t kMaxFree = 1 << 16;
 }  // namespace
 
-CacheWorker& CacheWorker::of(WorkerEnv& env) {
-  if (env.cacheService() == nullptr) env.setCacheService(std::make_unique<CacheWorker>(env));
-  return static_cast<CacheWorker&>(*env.cacheService());
+CacheWorker& CacheWorker::of(WorkerEnv& env) noexcept {
+  CacheWorker* w = env.service<CacheWorker>();
+  // Out of memory before the worker's first cache client could be served: nothing to fall
+  // back to (the session that asks is being constructed).
+  if (w == nullptr) std::terminate();
+  return *w;
 }
 
 CacheWorker::CacheWorker(WorkerEnv& env) : env_(env), flushes_(env.loop()) {
@@ -26,10 +30,10 @@ CacheWorker::CacheWorker(WorkerEnv& env) : env_(env), flushes_(env.loop()) {
 CacheWorker::~CacheWorker() {
   for (CacheCommand* c : free_commands_) delete c;
   for (CacheFragment* f : free_fragments_) delete f;
-  for (CacheServerTable* t : tables_) delete t;
+  for (ServerTable* t : tables_) delete t;
   // Groups whose servers are all gone; any other would be a server still open, which
   // close() and the loop's last turn rule out.
-  for (CacheServerGroup* g : groups_) delete g;
+  for (ServerGroup* g : groups_) delete g;
 }
 
 CacheCommand* CacheWorker::newCommand() noexcept {
@@ -84,9 +88,9 @@ void CacheWorker::freeFragment(CacheFragment* f) noexcept {
   delete f;
 }
 
-CacheServerGroup* CacheWorker::group(const BackendSnapshot& backend, const CacheWire& wire,
+ServerGroup* CacheWorker::group(const BackendSnapshot& backend, const CacheWire& wire,
                                      const ClusterConfig& cluster) {
-  for (CacheServerGroup* g : groups_) {
+  for (ServerGroup* g : groups_) {
     if (g->state != backend.state || g->wire != &wire || g->password != cluster.password ||
         g->servers.size() != cluster.server_connections ||
         g->target.address_len != backend.address_len ||
@@ -96,7 +100,7 @@ CacheServerGroup* CacheWorker::group(const BackendSnapshot& backend, const Cache
     if (g->tables == 0) continue;
     return g;
   }
-  auto* g = new CacheServerGroup();
+  auto* g = new ServerGroup();
   g->state = backend.state;
   g->target.state = backend.state;
   g->target.address = backend.address;
@@ -106,17 +110,17 @@ CacheServerGroup* CacheWorker::group(const BackendSnapshot& backend, const Cache
   g->handshake = wire.handshake(cluster.password);
   g->servers.resize(cluster.server_connections, nullptr);
   for (auto& s : g->servers) {
-    s = new CacheServer(*this, *g);
+    s = new ServerConnection(*this, *g);
     ++g->open;
   }
   groups_.push_back(g);
   return g;
 }
 
-CacheServerTable* CacheWorker::holdTable(const Snapshot& snapshot, uint32_t cluster,
+ServerTable* CacheWorker::holdTable(const Snapshot& snapshot, uint32_t cluster,
                                          const CacheWire& wire) noexcept {
   if (snapshot.generation > generation_) generation_ = snapshot.generation;
-  for (CacheServerTable* t : tables_) {
+  for (ServerTable* t : tables_) {
     if (t->generation == snapshot.generation && t->cluster == cluster && t->wire == &wire) {
       ++t->sessions;
       return t;
@@ -124,13 +128,13 @@ CacheServerTable* CacheWorker::holdTable(const Snapshot& snapshot, uint32_t clus
   }
   try {
     const ClusterSnapshot& c = snapshot.clusters[cluster];
-    auto table = std::make_unique<CacheServerTable>();
+    auto table = std::make_unique<ServerTable>();
     table->generation = snapshot.generation;
     table->cluster = cluster;
     table->wire = &wire;
     table->hosts.reserve(c.backends.size());
     for (const BackendSnapshot& b : c.backends) {
-      CacheServerGroup* g = group(b, wire, *c.config);
+      ServerGroup* g = group(b, wire, *c.config);
       ++g->tables;
       table->hosts.push_back(g);
     }
@@ -144,7 +148,7 @@ CacheServerTable* CacheWorker::holdTable(const Snapshot& snapshot, uint32_t clus
   }
 }
 
-void CacheWorker::releaseTable(CacheServerTable* table) noexcept {
+void CacheWorker::releaseTable(ServerTable* table) noexcept {
   if (table == nullptr || --table->sessions > 0) return;
   if (table->generation == generation_ && !closed_) return;   // kept for the next client
   for (size_t i = 0; i < tables_.size(); ++i)
@@ -161,19 +165,19 @@ void CacheWorker::snapshotChanged(uint64_t generation) noexcept {
 }
 
 void CacheWorker::dropTable(size_t index) noexcept {
-  CacheServerTable* t = tables_[index];
+  ServerTable* t = tables_[index];
   tables_.erase(tables_.begin() + static_cast<ptrdiff_t>(index));
-  for (CacheServerGroup* g : t->hosts)
+  for (ServerGroup* g : t->hosts)
     if (--g->tables == 0) retireGroup(g);
   delete t;
 }
 
-void CacheWorker::retireGroup(CacheServerGroup* g) noexcept {
-  for (CacheServer* s : g->servers)
+void CacheWorker::retireGroup(ServerGroup* g) noexcept {
+  for (ServerConnection* s : g->servers)
     if (s != nullptr) s->retire();
 }
 
-void CacheWorker::serverGone(CacheServerGroup* g, CacheServer* s) noexcept {
+void CacheWorker::serverGone(ServerGroup* g, ServerConnection* s) noexcept {
   for (auto& slot : g->servers)
     if (slot == s) slot = nullptr;
   if (--g->open > 0) return;
@@ -194,17 +198,17 @@ void CacheWorker::close() noexcept {
   }
   // Copies: a server's close may free its group (serverGone) once its handles are closed,
   // which is later, in the loop's closing phase; the list itself does not change here.
-  std::vector<CacheServerGroup*> groups = groups_;
-  for (CacheServerGroup* g : groups)
-    for (CacheServer* s : g->servers)
+  std::vector<ServerGroup*> groups = groups_;
+  for (ServerGroup* g : groups)
+    for (ServerConnection* s : g->servers)
       if (s != nullptr) s->close();
   flushes_.close();
 }
 
 size_t CacheWorker::serverCount() const noexcept {
   size_t n = 0;
-  for (const CacheServerGroup* g : groups_)
-    for (const CacheServer* s : g->servers)
+  for (const ServerGroup* g : groups_)
+    for (const ServerConnection* s : g->servers)
       if (s != nullptr && s->connected()) ++n;
   return n;
 }
