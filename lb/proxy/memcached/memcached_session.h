@@ -32,35 +32,36 @@
 #include <string_view>
 
 #include "lb/proxy/memcached/memcached_text.h"
-#include "lb/proxy/cache/cache_session.h"
+#include "lb/proxy/cache/cache_protocol_session.h"
 
 namespace lb {
 
-class MemcachedSession final : public CacheSession {
+// accept (a ProtocolTable accept function) is CacheProtocolSession's.
+class MemcachedSession final : public CacheProtocolSession<MemcachedSession> {
  public:
-  // A ProtocolTable accept function.
-  static void accept(WorkerEnv& env, uv_stream_t* server,
-                     const std::shared_ptr<const Snapshot>& snapshot, uint32_t listener,
-                     Admission admission) noexcept;
-
   // How a command's reply is made (CacheCommand::kind).
   enum Kind : uint8_t { kPass, kGetMerge };
 
  private:
+  friend class CacheProtocolSession<MemcachedSession>;
+  // memcached's own words past maxconns (memcached.c, the maxconns_fast refusal).
+  static constexpr std::string_view kOverLimit = "ERROR Too many open connections\r\n";
+  static constexpr std::string_view kTooLarge =
+      "CLIENT_ERROR lb: request too large (over limits.max_request_bytes)\r\n";
+  static constexpr std::string_view kOutOfMemory = "SERVER_ERROR lb: out of memory\r\n";
+
   MemcachedSession(WorkerEnv& env, const std::shared_ptr<const Snapshot>& snapshot,
                    uint32_t listener) noexcept;
 
-  size_t parse(const char* p, size_t n) noexcept override;
+  ParseStep parseOne(const char* p, size_t n);
   ReplyUse useReply(const CacheCommand& cmd, const char* p, size_t n) noexcept override;
   void emitMerged(CacheCommand& cmd, ByteChain& out) noexcept override;
-  void answerFailure(CacheCommand* cmd, CacheErrorReason reason,
-                     std::string_view text) noexcept override;
-  std::string_view overLimitReply() const noexcept override;
-  std::string_view tooLargeReply() const noexcept override;
 
   void dispatch(const mc::Request& r, const char* p) noexcept;
   void routeRetrieval(CacheCommand* cmd, const mc::Request& r) noexcept;
   void routeKey(CacheCommand* cmd, const mc::Request& r, const char* p) noexcept;
+  // CLIENT_ERROR (unsupported) or SERVER_ERROR lb: <what>, counted under `reason`; nothing
+  // for a noreply command. lb's own failures (answerFailure) are answered so too.
   void refuse(CacheCommand* cmd, CacheErrorReason reason, std::string_view what) noexcept;
 
   size_t scanned_ = 0;   // bytes of the pending input known to hold no end of line

@@ -2,11 +2,9 @@
 
 #include <cstdio>
 #include <cstring>
-#include <new>
 
 #include "lb/proxy/redis/redis_replies.h"
 #include "lb/proxy/redis/resp.h"
-#include "lb/proxy/cache/cache_worker.h"
 #include "lb/runtime/worker_env.h"
 
 namespace lb {
@@ -53,24 +51,8 @@ void upper(std::string_view in, char* out, size_t cap) noexcept {
 
 RedisSession::RedisSession(WorkerEnv& env, const std::shared_ptr<const Snapshot>& snapshot,
                            uint32_t listener) noexcept
-    : CacheSession(env, snapshot, listener, redisWire()),
+    : CacheProtocolSession(env, snapshot, listener, redisWire()),
       authenticated_(snapshot->listeners[listener].config->password.empty()) {}
-
-void RedisSession::accept(WorkerEnv& env, uv_stream_t* server,
-                          const std::shared_ptr<const Snapshot>& snapshot, uint32_t listener,
-                          Admission admission) noexcept {
-  auto* s = new (std::nothrow) RedisSession(env, snapshot, listener);
-  if (s == nullptr) return;
-  if (s->acceptFrom(server)) s->start(admission);
-}
-
-std::string_view RedisSession::overLimitReply() const noexcept {
-  return "-ERR max number of clients reached\r\n";
-}
-
-std::string_view RedisSession::tooLargeReply() const noexcept {
-  return "-ERR lb: request too large (over limits.max_request_bytes)\r\n";
-}
 
 ReplyUse RedisSession::useReply(const CacheCommand& cmd, const char*, size_t) noexcept {
   return cmd.kind == kPass ? ReplyUse::kPass : ReplyUse::kStore;
@@ -86,50 +68,31 @@ void RedisSession::emitMerged(CacheCommand& cmd, ByteChain& out) noexcept {
   redis::mergeReplies(in, cache().scratch(), out);
 }
 
-void RedisSession::answerFailure(CacheCommand* cmd, CacheErrorReason reason,
-                                 std::string_view text) noexcept {
-  refuse(cmd, reason, text);
-}
-
-size_t RedisSession::parse(const char* p, size_t n) noexcept {
+ParseStep RedisSession::parseOne(const char* p, size_t n) {
   CacheScratch& sc = cache().scratch();
-  size_t used = 0;
-  try {
-    while (used < n && serving() && canAccept()) {
-      const resp::Request r =
-          resp::parseRequest(p + used, n - used, limits().max_request_bytes,
-                             limits().max_arguments, sc.args, sc.text, authenticated_, &progress_);
-      if (r.status == resp::Parse::kIncomplete) {
-        needBytes(r.need);
-        return used;
+  const resp::Request r = resp::parseRequest(p, n, limits().max_request_bytes,
+                                             limits().max_arguments, sc.args, sc.text,
+                                             authenticated_, &progress_);
+  if (r.status == resp::Parse::kIncomplete) return ParseStep::wait(r.need);
+  if (r.status == resp::Parse::kError) {
+    // Redis answers and closes: nothing after a framing error can be trusted.
+    if (CacheCommand* cmd = beginCommand(kPass)) {
+      if (r.too_large) {   // lb's own limit, named as such rather than as bad framing
+        answerError(cmd, CacheErrorReason::kTooLarge, tooLargeReply());
+      } else {
+        char text[160];
+        // addReplyErrorFormat's "got '%c'", a CR or LF in it made a space as Redis does.
+        const char got = r.got == '\r' || r.got == '\n' ? ' ' : r.got;
+        int len = strcmp(r.error, "Protocol error: expected '$'") == 0
+                      ? snprintf(text, sizeof text, "-ERR %s, got '%c'\r\n", r.error, got)
+                      : snprintf(text, sizeof text, "-ERR %s\r\n", r.error);
+        answerError(cmd, CacheErrorReason::kProtocol, {text, static_cast<size_t>(len)});
       }
-      if (r.status == resp::Parse::kError) {
-        // Redis answers and closes: nothing after a framing error can be trusted.
-        if (CacheCommand* cmd = beginCommand(kPass)) {
-          if (r.too_large) {   // lb's own limit, named as such rather than as bad framing
-            answerError(cmd, CacheErrorReason::kTooLarge, tooLargeReply());
-          } else {
-            char text[160];
-            // addReplyErrorFormat's "got '%c'", a CR or LF in it made a space as Redis does.
-            const char got = r.got == '\r' || r.got == '\n' ? ' ' : r.got;
-            int len = strcmp(r.error, "Protocol error: expected '$'") == 0
-                          ? snprintf(text, sizeof text, "-ERR %s, got '%c'\r\n", r.error, got)
-                          : snprintf(text, sizeof text, "-ERR %s\r\n", r.error);
-            answerError(cmd, CacheErrorReason::kProtocol, {text, static_cast<size_t>(len)});
-          }
-        }
-        finish(CacheOutcome::kProtocolError);
-        return n;
-      }
-      const std::string_view raw(p + used, r.length);
-      used += r.length;
-      if (r.status == resp::Parse::kCommand) dispatch(raw, r.inline_form);
     }
-  } catch (...) {   // scratch growth failed: out of memory
-    finish(CacheOutcome::kProtocolError);
-    return n;
+    return ParseStep::close();
   }
-  return used;
+  if (r.status == resp::Parse::kCommand) dispatch({p, r.length}, r.inline_form);
+  return ParseStep::next(r.length);
 }
 
 void RedisSession::refuse(CacheCommand* cmd, CacheErrorReason reason,
@@ -158,7 +121,7 @@ void RedisSession::wrongArity(CacheCommand* cmd) noexcept {
 void RedisSession::answerBulk(CacheCommand* cmd, std::string_view s) noexcept {
   char* out = arena().allocate(resp::bulkSize(s.size()), cmd->seq);
   if (out == nullptr) {
-    answerStatic(cmd, "-ERR lb: out of memory\r\n");
+    answerStatic(cmd, kOutOfMemory);
     return;
   }
   answerStatic(cmd, {out, resp::writeBulk(out, s)});
@@ -341,80 +304,30 @@ void RedisSession::splitByOwner(CacheCommand* cmd, const CommandSpec& spec,
     return;
   }
   const size_t keys = (args.size() - 1) / per_key;
-  sc.hosts.resize(keys);
-  bool one_owner = true;
-  for (size_t k = 0; k < keys; ++k) {
-    if (!pickHost(args[1 + k * per_key], &sc.hosts[k])) {
-      refuse(cmd, CacheErrorReason::kNoBackend, "no backend is available for these keys");
-      return;
-    }
-    one_owner = one_owner && sc.hosts[k] == sc.hosts[0];
-  }
   const uint8_t reply_kind = spec.route == Route::kMget   ? redis::kArrayReply
                              : spec.route == Route::kMset ? redis::kOkReply
                                                           : redis::kIntegerReply;
-  if (one_owner) {
+  const Owners owners = pickOwners(cmd, 1, per_key, keys, "no backend is available for these keys");
+  if (owners == Owners::kAnswered) return;
+  if (owners == Owners::kOne) {
     sendRaw(cmd, sc.hosts[0], raw, reply_kind);
     return;
-  }
-  // Fragments numbered in the order their owners first appear; keys sorted by fragment
-  // (counting sort) so each fragment's keys keep their order.
-  std::vector<int32_t>& frag_of_host = sc.fragment_of_host;
-  sc.order.resize(keys);
-  sc.cursor.clear();   // here: keys per fragment, then each fragment's start in `order`
-  uint16_t fragments = 0;
-  for (size_t k = 0; k < keys; ++k) {
-    int32_t& f = frag_of_host[sc.hosts[k]];
-    if (f < 0) {
-      f = fragments++;
-      sc.cursor.push_back(0);
-    }
-    ++sc.cursor[static_cast<size_t>(f)];
   }
   const uint8_t kind = spec.route == Route::kMget   ? kMget
                        : spec.route == Route::kMset ? kAllOk
                                                     : kSum;
-  cmd->kind = kind;
-  cmd->keys = static_cast<uint32_t>(keys);
-  // Every kind keeps the plan: the merge checks each fragment's reply against its key count.
-  const bool ok = merge(cmd, fragments, keys * sizeof(uint16_t));
-  uint16_t* plan = static_cast<uint16_t*>(cmd->plan);
-  // Exclusive prefix sums: where each fragment's keys start in `order`.
-  uint32_t start = 0;
-  for (uint32_t& c : sc.cursor) {
-    const uint32_t n = c;
-    c = start;
-    start += n;
-  }
-  std::vector<uint32_t>& host_of = sc.fragment_hosts;
-  host_of.resize(fragments);
-  for (size_t k = 0; k < keys; ++k) {
-    const auto f = static_cast<uint32_t>(frag_of_host[sc.hosts[k]]);
-    host_of[f] = sc.hosts[k];
-    sc.order[sc.cursor[f]++] = static_cast<uint32_t>(k);
-    if (ok && plan != nullptr) plan[k] = static_cast<uint16_t>(f);
-  }
-  for (uint16_t f = 0; f < fragments; ++f) frag_of_host[host_of[f]] = -1;
-  if (!ok) {
-    cmd->merged = false;
-    answerStatic(cmd, "-ERR lb: out of memory\r\n");
-    return;
-  }
-  // After the loop above, cursor[f] is the end of fragment f's keys in `order`.
-  uint32_t begin = 0;
-  for (uint16_t f = 0; f < fragments; ++f) {
-    const uint32_t end = sc.cursor[f];
-    ByteChain& out = openFragment(host_of[f]);
-    resp::appendArrayHeader(out, 1 + (end - begin) * per_key);
+  // Every kind keeps the plan, each key's fragment: the merge checks each fragment's reply
+  // against its key count.
+  if (!beginSplit(cmd, kind, keys, keys * sizeof(uint16_t))) return;
+  memcpy(cmd->plan, sc.key_fragments.data(), keys * sizeof(uint16_t));
+  sendSplit(cmd, reply_kind, [&](ByteChain& out, const uint32_t* key, uint32_t count) {
+    resp::appendArrayHeader(out, 1 + count * per_key);
     resp::appendBulk(out, args[0]);
-    for (uint32_t i = begin; i < end; ++i) {
-      const size_t k = sc.order[i];
-      resp::appendBulk(out, args[1 + k * per_key]);
-      if (pairs) resp::appendBulk(out, args[2 + k * per_key]);
+    for (uint32_t i = 0; i < count; ++i) {
+      resp::appendBulk(out, args[1 + key[i] * per_key]);
+      if (pairs) resp::appendBulk(out, args[2 + key[i] * per_key]);
     }
-    sendFragment(cmd, host_of[f], reply_kind);
-    begin = end;
-  }
+  });
 }
 
 void RedisSession::answerAuth(CacheCommand* cmd) noexcept {
@@ -490,7 +403,7 @@ void RedisSession::answerLocal(CacheCommand* cmd, const CommandSpec& spec) noexc
             ++matched;
         char* out = arena().allocate(32 + matched * 40, cmd->seq);
         if (out == nullptr) {
-          answerStatic(cmd, "-ERR lb: out of memory\r\n");
+          answerStatic(cmd, kOutOfMemory);
           return;
         }
         size_t len = static_cast<size_t>(snprintf(out, 32, "*%zu\r\n", matched * 2));

@@ -24,7 +24,8 @@
 //     limits.max_request_bytes, garbage) gets Redis' own "-ERR Protocol error: ..." and the
 //     connection closes after the replies before it, as Redis does.
 //
-// The runtime's CacheSession does the I/O, the ordering and the limits; this is the protocol.
+// The engine's CacheSession does the I/O, the ordering and the limits, CacheProtocolSession
+// the accept, the parse loop and the split by owner; this is the protocol.
 // Loop thread only.
 #pragma once
 
@@ -33,28 +34,26 @@
 
 #include "lb/proxy/redis/redis_commands.h"
 #include "lb/proxy/redis/resp.h"
-#include "lb/proxy/cache/cache_session.h"
+#include "lb/proxy/cache/cache_protocol_session.h"
 
 namespace lb {
 
-class RedisSession final : public CacheSession {
- public:
-  // A ProtocolTable accept function.
-  static void accept(WorkerEnv& env, uv_stream_t* server,
-                     const std::shared_ptr<const Snapshot>& snapshot, uint32_t listener,
-                     Admission admission) noexcept;
-
+// accept (a ProtocolTable accept function) is CacheProtocolSession's.
+class RedisSession final : public CacheProtocolSession<RedisSession> {
  private:
+  friend class CacheProtocolSession<RedisSession>;
+  // Redis' own words past maxclients (networking.c, acceptCommonHandler).
+  static constexpr std::string_view kOverLimit = "-ERR max number of clients reached\r\n";
+  static constexpr std::string_view kTooLarge =
+      "-ERR lb: request too large (over limits.max_request_bytes)\r\n";
+  static constexpr std::string_view kOutOfMemory = "-ERR lb: out of memory\r\n";
+
   RedisSession(WorkerEnv& env, const std::shared_ptr<const Snapshot>& snapshot,
                uint32_t listener) noexcept;
 
-  size_t parse(const char* p, size_t n) noexcept override;
+  ParseStep parseOne(const char* p, size_t n);
   ReplyUse useReply(const CacheCommand& cmd, const char* p, size_t n) noexcept override;
   void emitMerged(CacheCommand& cmd, ByteChain& out) noexcept override;
-  void answerFailure(CacheCommand* cmd, CacheErrorReason reason,
-                     std::string_view text) noexcept override;
-  std::string_view overLimitReply() const noexcept override;
-  std::string_view tooLargeReply() const noexcept override;
 
   void dispatch(std::string_view raw, bool inline_form) noexcept;
   void routeKeys(CacheCommand* cmd, const redis::CommandSpec& spec, std::string_view raw) noexcept;
@@ -66,7 +65,7 @@ class RedisSession final : public CacheSession {
   void answerAuth(CacheCommand* cmd) noexcept;
   void sendRaw(CacheCommand* cmd, uint32_t host, std::string_view raw,
                uint8_t reply_kind) noexcept;
-  // -ERR lb: <what>, counted under `reason`.
+  // -ERR lb: <what>, counted under `reason`; lb's own failures (answerFailure) too.
   void refuse(CacheCommand* cmd, CacheErrorReason reason, std::string_view what) noexcept;
   void wrongArity(CacheCommand* cmd) noexcept;
   void crossServer(CacheCommand* cmd, std::string_view command) noexcept;
