@@ -6,28 +6,116 @@
 
 namespace lb {
 
-bool pickForKey(const ClusterSnapshot& cluster, uint64_t hash, Pick* out) noexcept {
-  if (cluster.backends.empty()) return false;
-  *out = cluster.pick(hash, 0);
-  return cluster.loads->usable(out->host);
+namespace {
+// The cluster's loads as one command's pick sees them: a host the command already holds a
+// unit on admits its further keys without taking another (CommandPicks' comment says why).
+// Which admission, if any, took a unit is left in took_: BoundedLoad::pick reports
+// reserved for every admission through a reserving view.
+class CommandLoads final : public LoadView {
+ public:
+  CommandLoads(const ClusterLoads& base, const uint8_t* held, uint64_t held_units) noexcept
+      : base_(base), held_(held), held_units_(held_units) {}
+  uint64_t load(uint32_t host) const noexcept override { return base_.load(host); }
+  // Without the command's own units: they raise every cap, which would move its later keys
+  // back to a host its first keys found full, and split one command into two fragments.
+  uint64_t totalLoad() const noexcept override {
+    const uint64_t total = base_.totalLoad();
+    return total > held_units_ ? total - held_units_ : 0;
+  }
+  bool usable(uint32_t host) const noexcept override { return base_.usable(host); }
+  bool tryReserve(uint32_t host, uint64_t cap) const noexcept override {
+    took_ = !held_[host] && base_.tryReserve(host, cap);
+    return took_ || held_[host];
+  }
+  bool reserves() const noexcept override { return true; }
+  bool took() const noexcept { return took_; }
+
+ private:
+  const ClusterLoads& base_;
+  const uint8_t* held_;
+  const uint64_t held_units_;
+  mutable bool took_ = false;
+};
+}  // namespace
+
+void CommandPicks::reserveHosts(size_t hosts) {
+  if (held_.size() < hosts) held_.resize(hosts, 0);
+  if (taken_.capacity() < hosts) taken_.reserve(hosts);
 }
 
-bool pickWithoutKey(WorkerEnv& env, const ListenerConfig& listener,
-                    const ClusterSnapshot& cluster, Pick* out) noexcept {
-  if (cluster.backends.empty()) return false;
-  switch (listener.on_missing_key) {
+void CommandPicks::begin(WorkerEnv& env, const ListenerConfig& listener,
+                         const ClusterSnapshot& cluster) noexcept {
+  release();
+  env_ = &env;
+  listener_ = &listener;
+  cluster_ = &cluster;
+}
+
+bool CommandPicks::pickForKey(uint64_t hash, uint32_t* host) noexcept {
+  const ClusterSnapshot& c = *cluster_;
+  if (c.backends.empty()) return false;
+  Pick p;
+  if (c.bounded) {
+    const CommandLoads loads(*c.loads, held_.data(), held_units_);
+    p = c.bounded->pick(*c.table, hash, loads, 0, Reserve::kYes);
+    p.reserved = loads.took();
+  } else {
+    p = pickUsable(*c.table, hash, *c.loads, 0);
+  }
+  if (!c.loads->usable(p.host)) return false;   // the fallback: every host is down
+  take(p);
+  *host = p.host;
+  return true;
+}
+
+bool CommandPicks::pickWithoutKey(uint32_t* host) noexcept {
+  const ClusterSnapshot& c = *cluster_;
+  if (c.backends.empty()) return false;
+  switch (listener_->on_missing_key) {
     case OnMissingKey::kReject:
       return false;
     case OnMissingKey::kRandom:
-      return pickForKey(cluster, env.nextRandom(), out);
-    case OnMissingKey::kRoundRobin:
-      *out = pickInTableOrder(static_cast<uint32_t>(cluster.backends.size()),
-                              cluster.rotation.start(env.index()), *cluster.loads, 0);
-      if (!cluster.loads->usable(out->host)) return false;
-      cluster.rotation.advancePast(env.index(), out->host);
+      return pickForKey(env_->nextRandom(), host);
+    case OnMissingKey::kRoundRobin: {
+      const Pick p = pickInTableOrder(static_cast<uint32_t>(c.backends.size()),
+                                      c.rotation.start(env_->index()), *c.loads, 0);
+      if (!c.loads->usable(p.host)) return false;
+      c.rotation.advancePast(env_->index(), p.host);
+      take(p);
+      *host = p.host;
       return true;
+    }
   }
   return false;
+}
+
+// As BackendAttempt::take: counted here, the one place a pick is counted; the unit already
+// taken when a bounded pick reserved it, else added now (unless the command holds one).
+void CommandPicks::take(const Pick& p) noexcept {
+  BackendState& state = *cluster_->backends[p.host].state;
+  state.per_worker[env_->index()].picks[static_cast<int>(p.reason)].add();
+  if (held_[p.host]) return;
+  if (!p.reserved) state.addLive();
+  held_[p.host] = 1;
+  ++held_units_;
+  taken_.push_back(p.host);
+}
+
+bool CommandPicks::handOver(uint32_t host) noexcept {
+  if (host >= held_.size() || !held_[host]) return false;
+  held_[host] = 0;
+  --held_units_;
+  return true;
+}
+
+void CommandPicks::release() noexcept {
+  for (uint32_t h : taken_) {
+    if (!held_[h]) continue;
+    held_[h] = 0;
+    cluster_->backends[h].state->dropLive();
+  }
+  taken_.clear();
+  held_units_ = 0;
 }
 
 void BackendAttempt::start(WorkerEnv& env, const ListenerSnapshot& listener,

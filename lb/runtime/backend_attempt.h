@@ -1,5 +1,6 @@
-// The way from a key to a connected backend, the same for every protocol's session (HTTP
-// and TCP now; the cache protocols next):
+// The way from a key to a backend, the same admission for every protocol's session: HTTP and
+// TCP through a BackendAttempt (one host per request or connection), the cache protocols
+// through CommandPicks (one host per fragment of a command):
 //
 //   begin(key) or beginKeyless()          a new request (HTTP) or connection (TCP)
 //   pickFirst()                           the key's host: bounded loads or the health-aware
@@ -24,6 +25,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "lb/routing/snapshot.h"
 #include "lb/runtime/upstream_pool.h"
@@ -32,17 +34,59 @@ namespace lb {
 
 class WorkerEnv;
 
-// The cache protocols pick a host per command (per key) with no connection of their own to
-// hold, so they use these two rather than a BackendAttempt. Same walk, same rules: the
-// cluster's pick (bounded loads, else the health-aware preference order), false when the
-// host it lands on is not usable (every host is down). Loop thread; nothing counted, no live
-// unit taken.
-bool pickForKey(const ClusterSnapshot& cluster, uint64_t hash, Pick* out) noexcept;
-// A command without a key, by the listener's on_missing_key: "random" walks from a random
-// hash, "round_robin" takes the worker's next host in the cluster's rotation (and advances
-// it). False for "reject", or when no host is usable.
-bool pickWithoutKey(WorkerEnv& env, const ListenerConfig& listener,
-                    const ClusterSnapshot& cluster, Pick* out) noexcept;
+// The admission of one cache command (redis, memcached): a pick per key, one fragment per
+// host its keys land on. Each host picked carries one unit of live load for the command,
+// taken at the pick exactly as BackendAttempt takes it (the bounded-load compare-and-swap
+// under the host's cap, else added) and counted by reason (lb_backend_picks_total); the
+// session hands each unit to the fragment it sends there (handOver), and the server
+// connection gives it back when the fragment leaves its queue (reply, failure, or the late
+// reply of a timed-out or detached one). A unit no fragment took (the command was refused
+// after its picks: CROSSSLOT, a key with no backend, out of memory) goes back at release().
+//
+// A host the command already holds is admitted for its later keys without a second unit,
+// whatever its load: the command's own unit must not push its other keys elsewhere (keys
+// that share a hash tag would split, and MSETNX or EVAL be refused as CROSSSLOT).
+//
+// One per worker (the cache worker's), used by one command at a time: a command's picks
+// and sends all happen inside one parse. Loop thread; nothing allocates once reserveHosts
+// has sized it for the largest cluster.
+class CommandPicks {
+ public:
+  CommandPicks() = default;
+  CommandPicks(const CommandPicks&) = delete;
+  CommandPicks& operator=(const CommandPicks&) = delete;
+  ~CommandPicks() { release(); }
+
+  // Loop thread, off the request path (a session's start): room for `hosts` backends.
+  void reserveHosts(size_t hosts);
+  // Loop thread. A new command of `listener` on `cluster`: what the previous one left is
+  // given back first. All three must outlive the command's picks.
+  void begin(WorkerEnv& env, const ListenerConfig& listener,
+             const ClusterSnapshot& cluster) noexcept;
+  // Loop thread. The host of a key hashing to `hash`: the cluster's pick (bounded loads,
+  // else the health-aware preference order), its unit taken and the pick counted. False
+  // when there is no usable host (no backends, or every one is down): nothing taken.
+  bool pickForKey(uint64_t hash, uint32_t* host) noexcept;
+  // Loop thread. The same for a command without a key, by the listener's on_missing_key:
+  // "random" walks from a random hash, "round_robin" takes the worker's next host in the
+  // cluster's rotation (and advances it). False for "reject", or when no host is usable.
+  bool pickWithoutKey(uint32_t* host) noexcept;
+  // Loop thread. A fragment goes to `host`: the command's unit there is now the fragment's.
+  // False when the command held none there (a host this command did not pick).
+  bool handOver(uint32_t host) noexcept;
+  // Loop thread. Gives back every unit no fragment took. Idempotent.
+  void release() noexcept;
+
+ private:
+  void take(const Pick& p) noexcept;
+
+  WorkerEnv* env_ = nullptr;
+  const ListenerConfig* listener_ = nullptr;
+  const ClusterSnapshot* cluster_ = nullptr;
+  std::vector<uint8_t> held_;     // by host index: this command holds a unit there
+  std::vector<uint32_t> taken_;   // the hosts units were taken on (held_ says which still are)
+  uint64_t held_units_ = 0;       // hosts held_ marks
+};
 
 class BackendAttempt {
  public:

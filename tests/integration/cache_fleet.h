@@ -39,6 +39,9 @@ class CacheFleet {
       if (s->ok()) kill(s->pid(), SIGCONT);   // a test that froze one and failed early
   }
 
+  // Backend weights for start() (server i gets weights[i]; absent: the default, 1).
+  void setWeights(std::vector<int> weights) { weights_ = std::move(weights); }
+
   // Starts the servers and lb; `listener_extra` and `cluster_extra` are TOML lines added to
   // the listener's and the cluster's tables. True once lb's ports accept.
   bool start(const std::string& listener_extra = "", const std::string& cluster_extra = "") {
@@ -59,8 +62,11 @@ class CacheFleet {
                        listener_extra + "\n[clusters.fleet]\nselector = \"twemproxy\"\n" +
                        cluster_extra + "\nbackends = [\n";
     for (int i = 0; i < count_; ++i)
-      toml += "  { name = \"" + name(i) + "\", address = \"" + servers_[i]->address() +
-              "\" },\n";
+      toml += "  { name = \"" + name(i) + "\", address = \"" + servers_[i]->address() + "\"" +
+              (static_cast<size_t>(i) < weights_.size()
+                   ? ", weight = " + std::to_string(weights_[static_cast<size_t>(i)])
+                   : std::string()) +
+              " },\n";
     toml += "]\n";
     if (!lb_.start(toml, {port_, admin_})) {
       error_ = lb_.output();
@@ -115,6 +121,7 @@ class CacheFleet {
   CacheServer::Kind kind_;
   int count_;
   int workers_;
+  std::vector<int> weights_;
   std::vector<std::unique_ptr<CacheServer>> servers_;
   LbProcess lb_;
   uint16_t port_ = 0;

@@ -104,6 +104,7 @@ CacheCommand* CacheSession::beginCommand(uint8_t kind) noexcept {
   tail_ = cmd;
   ++in_flight_;
   ++commands_;
+  cache_.picks().begin(env_, *listener_.config, cluster_);
   return cmd;
 }
 
@@ -144,24 +145,17 @@ void CacheSession::finish(CacheOutcome outcome) noexcept {
   dirty();
 }
 
+// Through the worker's CommandPicks, the one admission every protocol shares: the unit of
+// live load is taken at the pick (a compare-and-swap under the bounded-load cap), so the cap
+// holds across workers for cache commands as for HTTP.
 bool CacheSession::pickHost(std::string_view key, uint32_t* host) noexcept {
   const uint64_t hash = hashKeyBytes(cluster_.selector->key_hash,
                                      keyWithinHashTag(key, listener_.config->hash_tag));
-  Pick p;
-  if (!pickForKey(cluster_, hash, &p)) return false;
-  cluster_.backends[p.host].state->per_worker[env_.index()].picks[static_cast<int>(p.reason)]
-      .add();
-  *host = p.host;
-  return true;
+  return cache_.picks().pickForKey(hash, host);
 }
 
 bool CacheSession::pickKeyless(uint32_t* host) noexcept {
-  Pick p;
-  if (!pickWithoutKey(env_, *listener_.config, cluster_, &p)) return false;
-  cluster_.backends[p.host].state->per_worker[env_.index()].picks[static_cast<int>(p.reason)]
-      .add();
-  *host = p.host;
-  return true;
+  return cache_.picks().pickWithoutKey(host);
 }
 
 ByteChain& CacheSession::openFragment(uint32_t host) noexcept {
@@ -189,6 +183,10 @@ void CacheSession::sendFragment(CacheCommand* cmd, uint32_t host, uint8_t reply_
   f->next_in_command = cmd->fragments;
   cmd->fragments = f;
   ++cmd->pending;
+  // The fragment carries the unit its host's pick took until it leaves the server's queue.
+  // A host this command never picked has none to hand over (no caller does that): add one,
+  // so that the server connection's release stays matched.
+  if (!cache_.picks().handOver(host)) g->state->addLive();
   s->push(f);
 }
 

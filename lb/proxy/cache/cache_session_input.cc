@@ -151,6 +151,8 @@ void CacheSession::parseInput() noexcept {
     if (!canAccept()) break;
     need_ = 0;
     const size_t used = parse(in_ + in_pos_, avail);
+    // Units picked for a command that sent no fragment with them (refused after its picks).
+    cache_.picks().release();
     in_pos_ += used;
     if (skip_ == 0 && (used == 0 || need_ > 0)) break;
   }

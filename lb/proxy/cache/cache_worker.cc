@@ -140,6 +140,7 @@ ServerTable* CacheWorker::holdTable(const Snapshot& snapshot, uint32_t cluster,
     }
     if (scratch_.fragment_of_host.size() < c.backends.size())
       scratch_.fragment_of_host.resize(c.backends.size(), -1);
+    picks_.reserveHosts(c.backends.size());
     table->sessions = 1;
     tables_.push_back(table.get());
     return table.release();

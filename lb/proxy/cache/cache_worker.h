@@ -32,6 +32,7 @@
 #include "lb/proxy/cache/server_connection.h"
 #include "lb/proxy/cache/wire.h"
 #include "lb/proxy/cache/flush_list.h"
+#include "lb/runtime/backend_attempt.h"
 #include "lb/runtime/worker_env.h"
 
 namespace lb {
@@ -75,6 +76,8 @@ class CacheWorker final : public ServerConnectionHost, public WorkerService {
   WorkerEnv& env() noexcept override { return env_; }
   FlushList& flushes() noexcept override { return flushes_; }
   CacheScratch& scratch() noexcept { return scratch_; }
+  // The admission of the command being dispatched: its hosts' units of live load.
+  CommandPicks& picks() noexcept { return picks_; }
 
   // Free lists. new* never fails silently: nullptr only when memory is exhausted.
   CacheCommand* newCommand() noexcept;
@@ -111,6 +114,7 @@ class CacheWorker final : public ServerConnectionHost, public WorkerService {
   WorkerEnv& env_;
   FlushList flushes_;
   CacheScratch scratch_;
+  CommandPicks picks_;
   std::vector<CacheCommand*> free_commands_;
   std::vector<CacheFragment*> free_fragments_;
   size_t commands_out_ = 0;

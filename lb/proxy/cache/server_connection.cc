@@ -62,9 +62,8 @@ void ServerConnection::push(CacheFragment* f) noexcept {
     head_ = f;
   tail_ = f;
   ++queued_;
-  // The live load bounded loads read (the host's and its cluster's running total). Cache
-  // commands are picked without a reservation (pickForKey): their cap is checked, then added.
-  group_.state->addLive();
+  // The fragment comes with its unit of live load, taken when its host was picked
+  // (CommandPicks); it goes back when the fragment leaves the queue (readReplies, fail).
   if (timer_at_ == 0 || f->deadline_ms < timer_at_) armTimer(f->deadline_ms);
   if (state_ == State::kReady) worker_.flushes().add(this);
 }

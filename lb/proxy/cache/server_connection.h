@@ -16,7 +16,9 @@
 // - Reads: into one buffer; the protocol's framer says where each reply ends; each goes to
 //   its fragment's session in FIFO order.
 // - Live load: each queued fragment holds one unit of its backend's live load (what bounded
-//   loads and lb_backend_active_requests see) until its reply arrives or it fails.
+//   loads and lb_backend_active_requests see), taken at its host's pick (CommandPicks) and
+//   given back when it leaves the queue: its reply arrives (a timed-out or detached one's
+//   late reply too: the server is still working on it), or it fails.
 // - timeouts.response: a fragment unanswered at its deadline has its command answered with a
 //   timeout error now; it stays in the FIFO, detached (a tombstone), until its reply comes
 //   and is dropped, so the FIFO never misaligns. A connection whose oldest fragment has had
