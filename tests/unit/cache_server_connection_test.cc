@@ -170,8 +170,8 @@ std::shared_ptr<Snapshot> oneBackend(uint16_t port, const std::string& password)
 class ServerConnectionTest : public ::testing::Test {
  protected:
   // Stands the worker's cache service up on the loop and holds the backend's table.
-  void start(const std::string& password = "") {
-    snap_ = oneBackend(backend_.port(), password);
+  void start(const std::string& password = "", uint16_t port = 0) {
+    snap_ = oneBackend(port != 0 ? port : backend_.port(), password);
     loop_.run([&] {
       cache_ = env_.service<CacheWorker>();
       table_ = cache_->holdTable(*snap_, 0, kLineWire);
@@ -467,6 +467,23 @@ TEST_F(ServerConnectionTest, ARefusedHandshakeFailsTheQueue) {
   EXPECT_EQ(ev[0].reason, CacheErrorReason::kBackendFailed);
   EXPECT_EQ(ev[0].text.rfind("backend b0 refused lb's AUTH", 0), 0u) << ev[0].text;
   EXPECT_TRUE(backend_.waitClosed());
+  freeCommands();
+}
+
+TEST_F(ServerConnectionTest, ARefusedConnectFailsEveryQueuedFragment) {
+  start("", test::closedPort());
+  send("a", 1);
+  send("b", 2);
+  ASSERT_TRUE(waitEvents(2));
+  const auto ev = events();
+  ASSERT_EQ(ev.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(ev[i].seq, i + 1);
+    EXPECT_TRUE(ev[i].failed);
+    EXPECT_EQ(ev[i].reason, CacheErrorReason::kBackendFailed);
+    EXPECT_EQ(ev[i].text.rfind("backend b0: connect failed", 0), 0u) << ev[i].text;
+  }
+  EXPECT_EQ(queued(), 0u);
   freeCommands();
 }
 
