@@ -142,10 +142,13 @@ void Connection::deliver(ssize_t n, const uv_buf_t* buf) noexcept {
     return;
   }
   if (pooled) pool_->put(buf->base - header_);
-  if (n == 0) {
-    if (!pooled && !lingering_) owner_->onRead(buf->base, 0);
-    return;
+  // The owner's buffer comes back empty, on EAGAIN and before EOF or an error alike, so
+  // that an owner which took a block for it gives it back in one place.
+  if (!pooled && !lingering_ && (n == 0 || buf->base != nullptr)) {
+    owner_->onRead(buf->base, 0);
+    if (closing_) return;
   }
+  if (n == 0) return;
   readStop();
   if (lingering_) {
     lingerEnd();   // the peer has read lb's answer and closed (or reset)

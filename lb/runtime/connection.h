@@ -48,9 +48,9 @@ class ConnectionOwner {
   // makes libuv report UV_ENOBUFS (onError).
   virtual void onAlloc(uv_buf_t* buf) noexcept { *buf = uv_buf_init(nullptr, 0); }
   // n bytes at p. With a read pool, p is `header` bytes into a pool block that is the
-  // owner's from now on (it puts it back). With owner buffers, n == 0 says a read found
-  // nothing (EAGAIN) after onAlloc handed out a buffer: an owner that took a block for it
-  // may give it back.
+  // owner's from now on (it puts it back). With owner buffers, n == 0 gives back the
+  // buffer onAlloc handed out, empty: after a read that found nothing (EAGAIN), and before
+  // onEof or onError; an owner that took a block for it may put it back.
   virtual void onRead(char* p, size_t n) noexcept = 0;
   // The peer will send no more. Reading has stopped.
   virtual void onEof() noexcept = 0;

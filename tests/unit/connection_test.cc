@@ -205,6 +205,40 @@ TEST_F(ConnectionTest, OwnerBuffersOfZeroLengthAreEnobufs) {
   ASSERT_TRUE(runUntil([&] { return o.closed == 1; }));
 }
 
+// Owner-supplied buffers: the one handed out for the read that saw EOF comes back (p, 0)
+// before onEof, so the owner can free it.
+TEST_F(ConnectionTest, EofGivesTheOwnersBufferBackFirst) {
+  struct BufferOwner final : ConnectionOwner {
+    explicit BufferOwner(uv_loop_t* loop) : conn(*this, loop) {}
+    void onAlloc(uv_buf_t* buf) noexcept override {
+      ++allocs;
+      *buf = uv_buf_init(space, sizeof space);
+    }
+    void onRead(char* p, size_t n) noexcept override {
+      if (n == 0 && p == space) ++returned;
+    }
+    void onEof() noexcept override { returned_before_eof = returned; ++eofs; }
+    void onError(int) noexcept override {}
+    void onClosed() noexcept override { ++closed; }
+    Connection conn;
+    char space[64];
+    int allocs = 0, returned = 0, returned_before_eof = -1, eofs = 0, closed = 0;
+  };
+  BufferOwner o(&loop_);
+  int fd = dial(port_);
+  fds_.push_back(fd);
+  ASSERT_TRUE(runUntil([&] { return incoming_ > 0; }));
+  --incoming_;
+  ASSERT_EQ(o.conn.accept(stream()), 0);
+  o.conn.readStart();
+  ::shutdown(fd, SHUT_WR);
+  ASSERT_TRUE(runUntil([&] { return o.eofs == 1; }));
+  EXPECT_GE(o.returned_before_eof, 1);
+  EXPECT_EQ(o.returned, o.allocs);
+  o.conn.close();
+  ASSERT_TRUE(runUntil([&] { return o.closed == 1; }));
+}
+
 TEST_F(ConnectionTest, CloseFromInsideAReadCallbackCallsOnClosedOnce) {
   Owner o(&loop_);
   o.conn.readIntoPool(&pool_);
