@@ -30,6 +30,8 @@ int PlainTransport::shutdown(Connection& c, uv_shutdown_t* req, uv_shutdown_cb c
   return uv_shutdown(req, c.stream(), cb);
 }
 
+size_t PlainTransport::queued(Connection& c) noexcept { return c.stream()->write_queue_size; }
+
 // --- Connection --------------------------------------------------------------------------
 
 namespace {
@@ -198,8 +200,8 @@ ssize_t Connection::write(ConnectionWrite* w, const uv_buf_t* bufs, unsigned n,
   const int rc = transport_->queueWrite(*this, &w->req, out, count, onWrite);
   if (rc != 0) return rc;
   ++pending_;
-  queued_ += w->bytes;
-  if (queued_ > high_) above_ = true;
+  ++writes_;
+  if (queued() > high_) above_ = true;
   return static_cast<ssize_t>(done);
 }
 
@@ -209,17 +211,23 @@ void Connection::onWrite(uv_write_t* req, int status) {
 }
 
 void Connection::handleWrite(ConnectionWrite* w, int status) noexcept {
-  queued_ -= w->bytes;
+  --writes_;
   if (closing_) {
-    owner_->onWritten(w, UV_ECANCELED);
+    if (w->done != nullptr)
+      w->done(w, UV_ECANCELED);
+    else
+      owner_->onWritten(w, UV_ECANCELED);
     callbackDone();
     return;
   }
   --pending_;   // not the last: the handles are open
   if (status == 0) bytes_written_ += w->bytes;
-  owner_->onWritten(w, status);
+  if (w->done != nullptr)
+    w->done(w, status);
+  else
+    owner_->onWritten(w, status);
   if (closing_ || status != 0) return;
-  if (above_ && queued_ <= low_) {
+  if (above_ && queued() <= low_) {
     above_ = false;
     owner_->onDrained();
   }

@@ -35,8 +35,12 @@ class Connection;
 struct ConnectionWrite {
   uv_write_t req;
   Connection* conn = nullptr;
-  size_t bytes = 0;    // queued with it
-  void* user = nullptr;   // the owner's
+  size_t bytes = 0;       // queued with it
+  // Where its completion goes instead of the owner's onWritten: a session writing on a
+  // connection it does not own (TCP's backend side, owned by the UpstreamConn), which needs
+  // its buffer back even after that connection closed (then with UV_ECANCELED).
+  void (*done)(ConnectionWrite* w, int status) noexcept = nullptr;
+  void* user = nullptr;   // the writer's
 };
 
 class ConnectionOwner {
@@ -123,10 +127,15 @@ class Connection {
   // queue behind each other in order; `w` must not be in flight already.
   ssize_t write(ConnectionWrite* w, const uv_buf_t* bufs, unsigned n,
                 bool try_first = true) noexcept;
-  // Bytes queued and not yet written: the owner stops producing above the high watermark
-  // and hears onDrained once they are down to the low one.
-  size_t queued() const noexcept { return queued_; }
-  bool aboveHigh() const noexcept { return queued_ > high_; }
+  // Bytes queued and not yet on the socket (the transport's count): the owner stops
+  // producing above the high watermark and hears onDrained once they are down to the low
+  // one.
+  size_t queued() noexcept { return transport_->queued(*this); }
+  bool aboveHigh() noexcept { return queued() > high_; }
+  size_t lowWatermark() const noexcept { return low_; }
+  // Writes queued and not yet called back (a write can be all on the socket and still wait
+  // for its callback, which comes on the loop's next turn).
+  uint32_t writesInFlight() const noexcept { return writes_; }
   void setWatermarks(size_t high, size_t low) noexcept {
     high_ = high;
     low_ = low;
@@ -199,7 +208,7 @@ class Connection {
   bool above_ = false;             // crossed the high watermark, not yet back to low
   bool local_read_ = false;
 
-  size_t queued_ = 0;
+  uint32_t writes_ = 0;
   size_t high_ = kHighWatermark;
   size_t low_ = kLowWatermark;
   uint64_t last_read_ms_ = 0;

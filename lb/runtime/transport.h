@@ -8,8 +8,9 @@
 //     plaintext into buffers it takes from Connection::ownerBuffer, delivering each with
 //     Connection::deliver (a handshake or a record not yet whole delivers nothing);
 //     tryWrite/queueWrite SSL_write() the owner's plaintext into the write BIO and put the
-//     ciphertext on the socket, reporting the owner's plaintext bytes as written, so that
-//     the connection's queued-bytes accounting and watermarks stay in the owner's units;
+//     ciphertext on the socket, reporting the owner's plaintext bytes as written; queued
+//     counts the ciphertext not yet on the socket (record framing adds a few percent, which
+//     the watermarks can ignore);
 //     shutdown sends close_notify before the socket's FIN.
 //   - A splice(2) body pump needs no transport: it moves bytes socket to socket through a
 //     pipe while both connections' libuv reads are stopped (Connection::readStop), waiting
@@ -44,6 +45,8 @@ class Transport {
                          uv_write_cb cb) noexcept = 0;
   // The write side ends after every queued write; `cb` follows. 0 or < 0.
   virtual int shutdown(Connection& c, uv_shutdown_t* req, uv_shutdown_cb cb) noexcept = 0;
+  // Bytes accepted by queueWrite and not yet on the socket: what the watermarks compare.
+  virtual size_t queued(Connection& c) noexcept = 0;
 
  protected:
   ~Transport() = default;
@@ -60,6 +63,9 @@ class PlainTransport final : public Transport {
   int queueWrite(Connection& c, uv_write_t* req, const uv_buf_t* bufs, unsigned n,
                  uv_write_cb cb) noexcept override;
   int shutdown(Connection& c, uv_shutdown_t* req, uv_shutdown_cb cb) noexcept override;
+  // libuv's own count, exact to the byte (uv_write sends what it can at once), so a write
+  // the socket takes whole never counts against the watermarks.
+  size_t queued(Connection& c) noexcept override;
 };
 
 }  // namespace lb

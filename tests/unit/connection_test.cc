@@ -280,7 +280,7 @@ TEST_F(ConnectionTest, WatermarksPauseUntilThePeerReads) {
   ssize_t now = o.conn.write(&w, &b, 1);
   ASSERT_GE(now, 0);
   ASSERT_LT(static_cast<size_t>(now), big.size());
-  EXPECT_EQ(o.conn.queued(), big.size() - static_cast<size_t>(now));
+  EXPECT_EQ(o.conn.writesInFlight(), 1u);
   EXPECT_TRUE(o.conn.aboveHigh());
   uv_run(&loop_, UV_RUN_NOWAIT);
   EXPECT_EQ(o.drained, 0);
@@ -293,6 +293,7 @@ TEST_F(ConnectionTest, WatermarksPauseUntilThePeerReads) {
   }, 10s));
   EXPECT_EQ(o.written, std::vector<int>{0});
   EXPECT_EQ(o.conn.queued(), 0u);
+  EXPECT_EQ(o.conn.writesInFlight(), 0u);
   EXPECT_FALSE(o.conn.aboveHigh());
   EXPECT_EQ(o.conn.bytesWritten(), big.size());
   o.conn.close();
@@ -312,6 +313,25 @@ TEST_F(ConnectionTest, CloseWhileAWriteIsQueuedCancelsItBeforeOnClosed) {
   ASSERT_TRUE(runUntil([&] { return o.closed == 1; }));
   EXPECT_EQ(o.written, std::vector<int>{UV_ECANCELED});
   EXPECT_EQ(o.closed_after_writes, 1u);
+}
+
+// A write with its own completion (a writer that does not own the connection) hears it
+// there, the owner not at all, and still before onClosed.
+TEST_F(ConnectionTest, AWritesOwnCompletionGetsTheCancelAfterClose) {
+  Owner o(&loop_);
+  acceptInto(o, 4096);
+  std::string big(8 << 20, 'w');
+  static std::vector<int> heard;
+  heard.clear();
+  ConnectionWrite w;
+  w.done = [](ConnectionWrite*, int status) noexcept { heard.push_back(status); };
+  uv_buf_t b = uv_buf_init(big.data(), static_cast<unsigned>(big.size()));
+  ASSERT_GE(o.conn.write(&w, &b, 1, /*try_first=*/false), 0);
+  EXPECT_EQ(o.conn.writesInFlight(), 1u);
+  o.conn.close();
+  ASSERT_TRUE(runUntil([&] { return o.closed == 1; }));
+  EXPECT_EQ(heard, std::vector<int>{UV_ECANCELED});
+  EXPECT_TRUE(o.written.empty());
 }
 
 TEST_F(ConnectionTest, ShutdownSendsEofAfterQueuedBytes) {

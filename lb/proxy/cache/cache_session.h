@@ -175,7 +175,7 @@ class CacheSession : public Session,
   void parseInput() noexcept;
   void readStart() noexcept;
   void readStop() noexcept;
-  bool writing() const noexcept { return conn_.queued() > 0; }
+  bool writing() const noexcept { return conn_.writesInFlight() > 0; }
   void emitReady() noexcept;
   void writeOut() noexcept;
   void maybeResume() noexcept;
