@@ -41,7 +41,7 @@ constexpr unsigned kMaxBuffers = 64;
 }  // namespace
 
 Connection::Connection(ConnectionOwner& owner, uv_loop_t* loop) noexcept
-    : owner_(&owner), transport_(&PlainTransport::instance()), loop_(loop) {
+    : owner_(&owner), transport_(&PlainTransport::instance()) {
   uv_tcp_init(loop, &tcp_);
   uv_timer_init(loop, &timer_);
   tcp_.data = this;
@@ -139,7 +139,6 @@ void Connection::deliver(ssize_t n, const uv_buf_t* buf) noexcept {
   if (n > 0) {
     bytes_read_ += static_cast<uint64_t>(n);
     if (lingering_) return;
-    last_read_ms_ = uv_now(loop_);
     owner_->onRead(buf->base, static_cast<size_t>(n));
     return;
   }

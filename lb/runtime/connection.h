@@ -116,8 +116,6 @@ class Connection {
   int readStart() noexcept;
   void readStop() noexcept;
   bool reading() const noexcept { return reading_; }
-  // uv_now at the last read that brought bytes (the clock libuv already read this turn).
-  uint64_t lastReadMs() const noexcept { return last_read_ms_; }
   uint64_t bytesRead() const noexcept { return bytes_read_; }
 
   // --- Writing -----------------------------------------------------------------------
@@ -191,7 +189,6 @@ class Connection {
 
   ConnectionOwner* owner_;
   Transport* transport_;
-  uv_loop_t* loop_;
   BufferPool* pool_ = nullptr;
   size_t header_ = 0;
 
@@ -211,7 +208,6 @@ class Connection {
   uint32_t writes_ = 0;
   size_t high_ = kHighWatermark;
   size_t low_ = kLowWatermark;
-  uint64_t last_read_ms_ = 0;
   uint64_t bytes_read_ = 0;
   uint64_t bytes_written_ = 0;
   sockaddr_storage peer_{};

@@ -59,6 +59,10 @@ void UpstreamConn::onWritten(ConnectionWrite*, int status) noexcept {
   if (owner_ != nullptr) owner_->onUpstreamWrite(status);
 }
 
+void UpstreamConn::onShutdown(int status) noexcept {
+  if (owner_ != nullptr) owner_->onUpstreamShutdown(status);
+}
+
 // A refused connect, or the connect timeout (the owner closes the connection, which cancels
 // the connect).
 void UpstreamConn::onConnected(int status) noexcept {

@@ -42,6 +42,8 @@ class UpstreamOwner {
   virtual void onUpstreamRead(ssize_t n, const uv_buf_t* buf) noexcept = 0;
   // A write that write() left pending has finished (status < 0: it failed).
   virtual void onUpstreamWrite(int status) noexcept = 0;
+  // connection().shutdown() finished (status < 0: the backend is gone). Not after close().
+  virtual void onUpstreamShutdown(int status) noexcept { (void)status; }
 };
 
 // Its socket is a Connection (connection.h); the UpstreamConn adds the pool's part (idle
@@ -55,6 +57,9 @@ class UpstreamConn final : private ConnectionOwner {
   // The socket, for an owner that queues its own writes or shutdown on it (TCP pipes many
   // writes at once); their callbacks come back with UV_ECANCELED if the connection closes.
   uv_stream_t* stream() noexcept { return conn_.stream(); }
+  // Its Connection, for an owner that queues writes with their own completion
+  // (ConnectionWrite::done) or shuts the write side (onUpstreamShutdown follows).
+  Connection& connection() noexcept { return conn_; }
   BackendState* state() const noexcept { return state_.get(); }
   // Came out of the idle pool (so is connected already: no onUpstreamConnect follows).
   bool reused() const noexcept { return reused_; }
@@ -88,6 +93,7 @@ class UpstreamConn final : private ConnectionOwner {
   void onEof() noexcept override;
   void onError(int status) noexcept override;
   void onWritten(ConnectionWrite* w, int status) noexcept override;
+  void onShutdown(int status) noexcept override;
   void onClosed() noexcept override;
 
   UpstreamPool* pool_;

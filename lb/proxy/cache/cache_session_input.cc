@@ -88,7 +88,7 @@ void CacheSession::onRead(char*, size_t n) noexcept {
     return;
   }
   in_len_ += n;
-  last_activity_ms_ = conn_.lastReadMs();
+  last_activity_ms_ = uv_now(env_.loop());
   parseInput();
 }
 
