@@ -175,7 +175,6 @@ TEST_F(ConnectionTest, ReadsIntoPoolBlocksAndCountsBytes) {
   ASSERT_EQ(::write(fd, "hello", 5), 5);
   ASSERT_TRUE(runUntil([&] { return o.got == "hello"; }));
   EXPECT_EQ(o.conn.bytesRead(), 5u);
-  EXPECT_GT(o.conn.lastReadMs(), 0u);
   o.conn.close();
   ASSERT_TRUE(runUntil([&] { return o.closed == 1; }));
 }
