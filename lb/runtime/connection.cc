@@ -269,11 +269,11 @@ void Connection::onTimerFired(uv_timer_t* t) {
 
 bool Connection::lingerClose(uint64_t ms) noexcept {
   if (closing_) return false;
-  if (shutdown() != 0) return false;
+  const bool shut = shutdown() == 0;
   lingering_ = true;
   readStart();
   uv_timer_start(&timer_, onTimerFired, ms, 0);
-  return true;
+  return shut;
 }
 
 void Connection::lingerEnd() noexcept {

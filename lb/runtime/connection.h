@@ -158,7 +158,8 @@ class Connection {
   // Shuts the write side (queued writes go out first), then reads and drops what the peer
   // still sends until it closes or `ms` pass, so that it reads lb's last answer rather than
   // a reset (nginx's lingering_close); onLingerDone, then close. False when the shutdown
-  // cannot start (the owner closes now).
+  // could not start (the peer is gone): the linger runs all the same, and an owner that
+  // would rather not wait closes now.
   bool lingerClose(uint64_t ms) noexcept;
   bool lingering() const noexcept { return lingering_; }
   // Idempotent. Both handles close; queued writes come back cancelled; onClosed follows
