@@ -9,90 +9,69 @@ namespace lb {
 
 UpstreamConn::UpstreamConn(UpstreamPool* pool, std::shared_ptr<BackendState> state,
                            const sockaddr* addr, socklen_t len, bool poolable)
-    : pool_(pool), state_(std::move(state)), address_len_(len), poolable_(poolable) {
+    : pool_(pool),
+      state_(std::move(state)),
+      address_len_(len),
+      conn_(*this, pool->loop_),
+      poolable_(poolable) {
   memcpy(&address_, addr, len);
-  tcp_.data = this;
-  connect_timer_.data = this;
-  connect_req_.data = this;
-  write_req_.data = this;
   state_->per_worker[pool_->worker_].connections.add(1);
 }
 
 UpstreamConn::~UpstreamConn() { state_->per_worker[pool_->worker_].connections.add(-1); }
 
-int UpstreamConn::startRead() noexcept {
-  if (reading_) return 0;
-  int rc = uv_read_start(stream(), onAlloc, onRead);
-  reading_ = rc == 0;
-  return rc;
-}
+int UpstreamConn::startRead() noexcept { return conn_.readStart(); }
 
 void UpstreamConn::stopRead() noexcept {
-  if (closing_ || !reading_) return;
-  uv_read_stop(stream());
-  reading_ = false;
+  if (!closing_) conn_.readStop();
 }
 
 void UpstreamConn::close() noexcept {
   if (closing_) return;
   closing_ = true;
-  connecting_ = false;
   owner_ = nullptr;
   if (idle_) pool_->remove(this);
-  uv_read_stop(stream());
-  reading_ = false;
-  uv_close(reinterpret_cast<uv_handle_t*>(&tcp_), onClosed);
-  uv_close(reinterpret_cast<uv_handle_t*>(&connect_timer_), onClosed);
+  conn_.close();
 }
 
-void UpstreamConn::onClosed(uv_handle_t* h) {
-  auto* c = static_cast<UpstreamConn*>(h->data);
-  if (--c->open_handles_ == 0) delete c;
-}
+void UpstreamConn::onClosed() noexcept { delete this; }
 
 int UpstreamConn::write(const char* p, size_t n) noexcept {
   uv_buf_t b = uv_buf_init(const_cast<char*>(p), static_cast<unsigned>(n));
-  int w = uv_try_write(stream(), &b, 1);
-  if (w == static_cast<int>(n)) return 0;
-  if (w < 0 && w != UV_EAGAIN) return w;
-  if (w > 0) {
-    b.base += w;
-    b.len -= w;
-  }
-  int rc = uv_write(&write_req_, stream(), &b, 1, onWrite);
-  if (rc != 0) return rc;
+  size_t now = 0;
+  return write(&b, 1, &now);
+}
+
+int UpstreamConn::write(const uv_buf_t* bufs, unsigned n, size_t* now) noexcept {
+  size_t total = 0;
+  for (unsigned i = 0; i < n; ++i) total += bufs[i].len;
+  const ssize_t w = conn_.write(&write_, bufs, n);
+  if (w < 0) return static_cast<int>(w);
+  *now = static_cast<size_t>(w);
+  if (static_cast<size_t>(w) == total) return 0;
   writing_ = true;
   return 1;
 }
 
-void UpstreamConn::onWrite(uv_write_t* req, int status) {
-  auto* c = static_cast<UpstreamConn*>(req->data);
-  c->writing_ = false;
-  if (status == UV_ECANCELED || c->closing_) return;
-  if (c->owner_ != nullptr) c->owner_->onUpstreamWrite(status);
+void UpstreamConn::onWritten(ConnectionWrite*, int status) noexcept {
+  writing_ = false;
+  if (status == UV_ECANCELED || closing_) return;
+  if (owner_ != nullptr) owner_->onUpstreamWrite(status);
 }
 
-void UpstreamConn::onConnect(uv_connect_t* req, int status) {
-  auto* c = static_cast<UpstreamConn*>(req->data);
-  if (status == UV_ECANCELED || c->closing_ || !c->connecting_) return;
-  c->connecting_ = false;
-  uv_timer_stop(&c->connect_timer_);
-  if (c->owner_ != nullptr) c->owner_->onUpstreamConnect(status);
+void UpstreamConn::onShutdown(int status) noexcept {
+  if (owner_ != nullptr) owner_->onUpstreamShutdown(status);
 }
 
-// The connect is still pending at the deadline. The owner closes the connection, which
-// cancels the connect (onConnect then sees UV_ECANCELED).
-void UpstreamConn::onConnectTimeout(uv_timer_t* t) {
-  auto* c = static_cast<UpstreamConn*>(t->data);
-  if (c->closing_ || !c->connecting_) return;
-  c->connecting_ = false;
-  if (c->owner_ != nullptr) c->owner_->onUpstreamConnect(UV_ETIMEDOUT);
+// A refused connect, or the connect timeout (the owner closes the connection, which cancels
+// the connect).
+void UpstreamConn::onConnected(int status) noexcept {
+  if (owner_ != nullptr) owner_->onUpstreamConnect(status);
 }
 
-void UpstreamConn::onAlloc(uv_handle_t* h, size_t, uv_buf_t* buf) {
-  auto* c = static_cast<UpstreamConn*>(h->data);
-  if (c->owner_ != nullptr) {
-    c->owner_->onUpstreamAlloc(buf);
+void UpstreamConn::onAlloc(uv_buf_t* buf) noexcept {
+  if (owner_ != nullptr) {
+    owner_->onUpstreamAlloc(buf);
     return;
   }
   // Idle in the pool: whatever arrives ends the connection, so a few bytes of scratch do.
@@ -100,14 +79,25 @@ void UpstreamConn::onAlloc(uv_handle_t* h, size_t, uv_buf_t* buf) {
   *buf = uv_buf_init(scratch, sizeof scratch);
 }
 
-void UpstreamConn::onRead(uv_stream_t* s, ssize_t n, const uv_buf_t* buf) {
-  auto* c = static_cast<UpstreamConn*>(s->data);
-  if (c->closing_) return;
-  if (c->owner_ != nullptr) {
-    c->owner_->onUpstreamRead(n, buf);
+void UpstreamConn::onRead(char* p, size_t n) noexcept {
+  if (owner_ != nullptr) {
+    const uv_buf_t b = uv_buf_init(p, static_cast<unsigned>(n));
+    owner_->onUpstreamRead(static_cast<ssize_t>(n), &b);
     return;
   }
-  if (n != 0) c->close();   // idle: EOF, an error or unasked bytes all end it
+  if (n != 0) close();   // idle: unasked bytes end it
+}
+
+void UpstreamConn::onEof() noexcept { onError(UV_EOF); }
+
+// The buffer of this read came back already (onRead(p, 0)): the owner sees none here.
+void UpstreamConn::onError(int status) noexcept {
+  if (owner_ == nullptr) {
+    close();   // idle: EOF or an error ends it
+    return;
+  }
+  const uv_buf_t b = uv_buf_init(nullptr, 0);
+  owner_->onUpstreamRead(status, &b);
 }
 
 UpstreamPool::~UpstreamPool() = default;
@@ -154,20 +144,13 @@ UpstreamConn* UpstreamPool::connect(const BackendSnapshot& backend, UpstreamOwne
     return nullptr;
   }
   c->owner_ = owner;
-  uv_tcp_init(loop_, &c->tcp_);
-  uv_timer_init(loop_, &c->connect_timer_);
-  c->open_handles_ = 2;
-  uv_tcp_nodelay(&c->tcp_, 1);
-  int rc = uv_tcp_connect(&c->connect_req_, &c->tcp_,
-                          reinterpret_cast<const sockaddr*>(&c->address_), UpstreamConn::onConnect);
+  c->conn_.setNoDelay();
+  const int rc = c->conn_.connect(reinterpret_cast<const sockaddr*>(&c->address_), timeout_ms);
   if (rc != 0) {
     *err = rc;
     c->close();
     return nullptr;
   }
-  c->connecting_ = true;
-  if (timeout_ms > 0)
-    uv_timer_start(&c->connect_timer_, UpstreamConn::onConnectTimeout, timeout_ms, 0);
   return c;
 }
 

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "lb/routing/backend_state.h"
+#include "lb/runtime/connection.h"
 
 namespace lb {
 
@@ -41,16 +42,24 @@ class UpstreamOwner {
   virtual void onUpstreamRead(ssize_t n, const uv_buf_t* buf) noexcept = 0;
   // A write that write() left pending has finished (status < 0: it failed).
   virtual void onUpstreamWrite(int status) noexcept = 0;
+  // connection().shutdown() finished (status < 0: the backend is gone). Not after close().
+  virtual void onUpstreamShutdown(int status) noexcept { (void)status; }
 };
 
-class UpstreamConn {
+// Its socket is a Connection (connection.h); the UpstreamConn adds the pool's part (idle
+// watching, the owner that changes between exchanges) and frees itself after the
+// connection's last callback.
+class UpstreamConn final : private ConnectionOwner {
  public:
   UpstreamConn(const UpstreamConn&) = delete;
   UpstreamConn& operator=(const UpstreamConn&) = delete;
 
   // The socket, for an owner that queues its own writes or shutdown on it (TCP pipes many
   // writes at once); their callbacks come back with UV_ECANCELED if the connection closes.
-  uv_stream_t* stream() noexcept { return reinterpret_cast<uv_stream_t*>(&tcp_); }
+  uv_stream_t* stream() noexcept { return conn_.stream(); }
+  // Its Connection, for an owner that queues writes with their own completion
+  // (ConnectionWrite::done) or shuts the write side (onUpstreamShutdown follows).
+  Connection& connection() noexcept { return conn_; }
   BackendState* state() const noexcept { return state_.get(); }
   // Came out of the idle pool (so is connected already: no onUpstreamConnect follows).
   bool reused() const noexcept { return reused_; }
@@ -62,6 +71,8 @@ class UpstreamConn {
   // on error. One write at a time; the bytes must stay valid until onUpstreamWrite, or until
   // close() (after which libuv never touches them again).
   int write(const char* p, size_t n) noexcept;
+  // The same for [bufs, n) (at most 64 buffers), with the bytes written at once in *now.
+  int write(const uv_buf_t* bufs, unsigned n, size_t* now) noexcept;
   bool writing() const noexcept { return writing_; }
   // Loop thread. Idempotent; frees itself after the last close callback. The owner gets no
   // more callbacks through UpstreamOwner (requests it queued itself on stream() come back
@@ -73,33 +84,33 @@ class UpstreamConn {
   UpstreamConn(UpstreamPool* pool, std::shared_ptr<BackendState> state, const sockaddr* addr,
                socklen_t len, bool poolable);
   ~UpstreamConn();
-  static void onConnect(uv_connect_t* req, int status);
-  static void onConnectTimeout(uv_timer_t* t);
-  static void onClosed(uv_handle_t* h);
-  static void onAlloc(uv_handle_t* h, size_t suggested, uv_buf_t* buf);
-  static void onRead(uv_stream_t* s, ssize_t n, const uv_buf_t* buf);
-  static void onWrite(uv_write_t* req, int status);
+
+  // ConnectionOwner: forwarded to the owner, or (idle in the pool) anything but an empty
+  // read ends the connection.
+  void onConnected(int status) noexcept override;
+  void onAlloc(uv_buf_t* buf) noexcept override;
+  void onRead(char* p, size_t n) noexcept override;
+  void onEof() noexcept override;
+  void onError(int status) noexcept override;
+  void onWritten(ConnectionWrite* w, int status) noexcept override;
+  void onShutdown(int status) noexcept override;
+  void onClosed() noexcept override;
 
   UpstreamPool* pool_;
   std::shared_ptr<BackendState> state_;
   sockaddr_storage address_{};
   socklen_t address_len_ = 0;
   UpstreamOwner* owner_ = nullptr;
-  uv_tcp_t tcp_;
-  uv_timer_t connect_timer_;
-  uv_connect_t connect_req_;
-  uv_write_t write_req_;
-  int open_handles_ = 0;   // freed when the last close callback brings it to 0
+  // Read interest stays on from the first read to the close, through idle spells in the
+  // pool, unless an owner pauses it for flow control: every stop/start pair costs the loop
+  // an epoll_ctl (two when libuv re-adds the fd and gets EEXIST).
+  Connection conn_;
+  ConnectionWrite write_;
   bool poolable_;
-  bool connecting_ = false;
   bool writing_ = false;
   bool idle_ = false;      // sits in the pool
   bool reused_ = false;    // came out of the pool
   bool closing_ = false;
-  // uv_read_start is active. Read interest stays on from the first read to the close, through
-  // idle spells in the pool, unless an owner pauses it for flow control: every stop/start
-  // pair costs the loop an epoll_ctl (two when libuv re-adds the fd and gets EEXIST).
-  bool reading_ = false;
 };
 
 class UpstreamPool {

@@ -44,40 +44,31 @@ CacheSession::CacheSession(WorkerEnv& env, const std::shared_ptr<const Snapshot>
       cluster_(snapshot_->clusters[listener_.cluster]),
       wire_(wire),
       lstats_(listener_.state->per_worker[env.index()]),
+      conn_(*this, env.loop()),
       out_(env.buffers()),
       arena_(env.buffers()) {
   env_.link(this);
-  down_.data = this;
-  timer_.data = this;
-  write_req_.data = this;
-  shutdown_req_.data = this;
-  uv_tcp_init(env.loop(), &down_);
-  uv_timer_init(env.loop(), &timer_);
-  pending_ = 2;   // the two handles' close callbacks
   start_ns_ = uv_hrtime();
 }
 
 CacheSession::~CacheSession() { env_.unlink(this); }
 
 bool CacheSession::acceptFrom(uv_stream_t* server) noexcept {
-  if (uv_accept(server, reinterpret_cast<uv_stream_t*>(&down_)) == 0) return true;
+  if (conn_.accept(server) == 0) return true;
   state_ = State::kClosed;
-  uv_close(reinterpret_cast<uv_handle_t*>(&timer_), onClosed);
-  uv_close(reinterpret_cast<uv_handle_t*>(&down_), onClosed);
+  conn_.close();
   return false;
 }
 
 void CacheSession::start(Admission admission) noexcept {
   env_.noteAccepted();
   lstats_.connections_active.add(1);
-  int len = sizeof peer_;
-  uv_tcp_getpeername(&down_, reinterpret_cast<sockaddr*>(&peer_), &len);
-  uv_tcp_nodelay(&down_, 1);
+  conn_.setNoDelay();
   slot_ = static_cast<uint32_t>(env_.nextRandom());
   table_ = cache_.holdTable(*snapshot_, listener_.cluster, wire_);
   last_activity_ms_ = uv_now(env_.loop());
   const uint64_t idle = static_cast<uint64_t>(listener_.config->timeouts.idle.count());
-  uv_timer_start(&timer_, onTimer, idle, 0);
+  conn_.startTimer(idle);
   if (admission == Admission::kOverLimit || table_ == nullptr) {
     if (CacheCommand* cmd = beginCommand(0)) answerStatic(cmd, overLimitReply());
     finish(CacheOutcome::kOverLimit);
@@ -295,55 +286,32 @@ void CacheSession::flush() noexcept {
   writeOut();
   if (state_ == State::kClosed) return;
   if (state_ == State::kFinishing) {
-    if (head_ == nullptr && out_.empty() && !writing_) endWritten();
+    if (head_ == nullptr && out_.empty() && !writing()) endWritten();
     return;
   }
   maybeResume();
 }
 
 void CacheSession::writeOut() noexcept {
-  if (writing_ || out_.empty()) return;
+  if (writing() || out_.empty()) return;
   uv_buf_t bufs[kMaxWriteBuffers];
-  auto* stream = reinterpret_cast<uv_stream_t*>(&down_);
-  int n = out_.buffers(bufs, kMaxWriteBuffers);
-  int w = uv_try_write(stream, bufs, static_cast<unsigned>(n));
-  if (w == UV_EAGAIN) w = 0;
+  const int n = out_.buffers(bufs, kMaxWriteBuffers);
+  // As much as the socket takes now, the rest queued (bytes stay in out_ until written).
+  const ssize_t w = conn_.write(&write_, bufs, static_cast<unsigned>(n));
   if (w < 0) {
     closeNow(CacheOutcome::kClientReset);
     return;
   }
-  bytes_out_ += static_cast<uint64_t>(w);
   out_.consume(static_cast<size_t>(w));
-  if (out_.empty()) return;
-  n = out_.buffers(bufs, kMaxWriteBuffers);
-  size_t total = 0;
-  for (int i = 0; i < n; ++i) total += bufs[i].len;
-  if (uv_write(&write_req_, stream, bufs, static_cast<unsigned>(n), onWrite) != 0) {
-    closeNow(CacheOutcome::kClientReset);
-    return;
-  }
-  writing_ = true;
-  write_bytes_ = total;
-  ++pending_;
 }
 
-void CacheSession::onWrite(uv_write_t* req, int status) {
-  static_cast<CacheSession*>(req->data)->handleWrite(status);
-}
-
-void CacheSession::handleWrite(int status) noexcept {
-  writing_ = false;
-  if (state_ == State::kClosed) {
-    callbackDone();
-    return;
-  }
-  --pending_;
+void CacheSession::onWritten(ConnectionWrite* w, int status) noexcept {
+  if (state_ == State::kClosed) return;
   if (status < 0) {
     closeNow(CacheOutcome::kClientReset);
     return;
   }
-  bytes_out_ += write_bytes_;
-  out_.consume(write_bytes_);
+  out_.consume(w->bytes);
   dirty();
 }
 
@@ -358,23 +326,15 @@ void CacheSession::endWritten() noexcept {
   }
   state_ = State::kLingering;
   releaseInput();
-  auto* stream = reinterpret_cast<uv_stream_t*>(&down_);
-  if (uv_shutdown(&shutdown_req_, stream, onShutdown) != 0) {
-    closeNow(outcome_);
-    return;
-  }
-  ++pending_;
-  if (uv_read_start(stream, onAlloc, onRead) == 0) reading_ = true;
-  uv_timer_start(&timer_, onTimer, kLingerMs, 0);
+  if (!conn_.lingerClose(kLingerMs)) closeNow(outcome_);
 }
 
-void CacheSession::onShutdown(uv_shutdown_t* req, int) {
-  static_cast<CacheSession*>(req->data)->callbackDone();
-}
+// The client closed after reading lb's last answer, or the linger time passed.
+void CacheSession::onLingerDone() noexcept { closeNow(outcome_); }
 
 // Reading stopped at a limit: with room again, parse what is buffered, then read more.
 void CacheSession::maybeResume() noexcept {
-  if (state_ != State::kServing || reading_ || eof_ || !canAccept()) return;
+  if (state_ != State::kServing || conn_.reading() || eof_ || !canAccept()) return;
   if (out_.size() > kLowWatermark) return;
   parseInput();
   if (state_ == State::kServing && canAccept()) readStart();
@@ -382,16 +342,10 @@ void CacheSession::maybeResume() noexcept {
 
 // --- Timer, close ------------------------------------------------------------------------
 
-void CacheSession::onTimer(uv_timer_t* t) { static_cast<CacheSession*>(t->data)->handleTimer(); }
-
 // timeouts.idle: a client with nothing in flight and nothing read for that long is closed.
 // The timer runs once per idle period rather than being restarted on every read.
-void CacheSession::handleTimer() noexcept {
-  if (state_ == State::kClosed) return;
-  if (state_ == State::kLingering) {
-    closeNow(outcome_);
-    return;
-  }
+void CacheSession::onTimer() noexcept {
+  if (state_ == State::kClosed || state_ == State::kLingering) return;
   const uint64_t idle = static_cast<uint64_t>(listener_.config->timeouts.idle.count());
   const uint64_t now = uv_now(env_.loop());
   const uint64_t quiet = now - last_activity_ms_;
@@ -399,7 +353,7 @@ void CacheSession::handleTimer() noexcept {
     closeNow(state_ == State::kServing ? CacheOutcome::kIdleTimeout : outcome_);
     return;
   }
-  uv_timer_start(&timer_, onTimer, quiet >= idle ? idle : idle - quiet, 0);
+  conn_.startTimer(quiet >= idle ? idle : idle - quiet);
 }
 
 void CacheSession::drain() noexcept {
@@ -430,16 +384,11 @@ void CacheSession::closeNow(CacheOutcome outcome) noexcept {
   releaseInput();
   cache_.releaseTable(table_);
   table_ = nullptr;
-  uv_timer_stop(&timer_);
-  uv_close(reinterpret_cast<uv_handle_t*>(&timer_), onClosed);
-  uv_close(reinterpret_cast<uv_handle_t*>(&down_), onClosed);
+  conn_.close();
 }
 
-void CacheSession::onClosed(uv_handle_t* h) { static_cast<CacheSession*>(h->data)->callbackDone(); }
-
-void CacheSession::callbackDone() noexcept {
-  if (--pending_ == 0) delete this;
-}
+// The connection's last callback is back: nothing of libuv's refers to this session now.
+void CacheSession::onClosed() noexcept { delete this; }
 
 void CacheSession::logRecord() noexcept {
   AccessLog* log = env_.accessLog();
@@ -447,10 +396,10 @@ void CacheSession::logRecord() noexcept {
   AccessRecord r;
   r.listener = listener_.config->name;
   r.proto = wire_.name();
-  r.client = reinterpret_cast<const sockaddr*>(&peer_);
+  r.client = conn_.peer();
   r.outcome = cacheOutcomeName(outcome_);
-  r.bytes_in = bytes_in_;
-  r.bytes_out = bytes_out_;
+  r.bytes_in = conn_.bytesRead();
+  r.bytes_out = conn_.bytesWritten();
   r.duration_us = (uv_hrtime() - start_ns_) / 1000;
   r.commands = commands_;
   r.errors = errors_;

@@ -28,8 +28,9 @@
 //
 // Reading and input buffering are in cache_session_input.cc, the rest in cache_session.cc.
 //
-// Lifetime: owns the client socket and idle timer; neither copied nor moved; handle.data =
-// this; frees itself after the last callback. Loop thread only.
+// Lifetime: owns the client's Connection (lb/runtime/connection.h: the socket, its idle
+// timer, the lingering close); neither copied nor moved; frees itself when the connection
+// reports its last callback (onClosed). Loop thread only.
 #pragma once
 
 #include <uv.h>
@@ -46,6 +47,7 @@
 #include "lb/proxy/cache/flush_list.h"
 #include "lb/runtime/protocols.h"
 #include "lb/proxy/cache/reply_arena.h"
+#include "lb/runtime/connection.h"
 #include "lb/runtime/session.h"
 
 namespace lb {
@@ -68,7 +70,10 @@ enum class CacheOutcome : uint8_t {
 };
 const char* cacheOutcomeName(CacheOutcome o) noexcept;
 
-class CacheSession : public Session, public Flushable, public FragmentOwner {
+class CacheSession : public Session,
+                     public Flushable,
+                     public FragmentOwner,
+                     private ConnectionOwner {
  public:
   CacheSession(const CacheSession&) = delete;
   CacheSession& operator=(const CacheSession&) = delete;
@@ -170,10 +175,7 @@ class CacheSession : public Session, public Flushable, public FragmentOwner {
   void parseInput() noexcept;
   void readStart() noexcept;
   void readStop() noexcept;
-  void allocInput(uv_buf_t* buf) noexcept;
-  void handleRead(ssize_t n) noexcept;
-  void handleWrite(int status) noexcept;
-  void handleTimer() noexcept;
+  bool writing() const noexcept { return conn_.writesInFlight() > 0; }
   void emitReady() noexcept;
   void writeOut() noexcept;
   void maybeResume() noexcept;
@@ -187,14 +189,16 @@ class CacheSession : public Session, public Flushable, public FragmentOwner {
   void closeNow(CacheOutcome outcome) noexcept;
   void logRecord() noexcept;
   void dirty() noexcept;
-  void callbackDone() noexcept;
 
-  static void onAlloc(uv_handle_t* h, size_t suggested, uv_buf_t* buf);
-  static void onRead(uv_stream_t* s, ssize_t n, const uv_buf_t* buf);
-  static void onWrite(uv_write_t* req, int status);
-  static void onTimer(uv_timer_t* t);
-  static void onShutdown(uv_shutdown_t* req, int status);
-  static void onClosed(uv_handle_t* h);
+  // ConnectionOwner: the client's socket (reads in cache_session_input.cc).
+  void onAlloc(uv_buf_t* buf) noexcept override;
+  void onRead(char* p, size_t n) noexcept override;
+  void onEof() noexcept override;
+  void onError(int status) noexcept override;
+  void onWritten(ConnectionWrite* w, int status) noexcept override;
+  void onTimer() noexcept override;
+  void onLingerDone() noexcept override;
+  void onClosed() noexcept override;
 
   WorkerEnv& env_;
   CacheWorker& cache_;
@@ -208,15 +212,9 @@ class CacheSession : public Session, public Flushable, public FragmentOwner {
   State state_ = State::kServing;
   CacheOutcome outcome_ = CacheOutcome::kOk;
 
-  uv_tcp_t down_;
-  uv_timer_t timer_;
-  uv_write_t write_req_;
-  uv_shutdown_t shutdown_req_;     // kLingering only
-  int pending_ = 0;                // close callbacks, a write and a shutdown to call back
-  bool reading_ = false;
+  Connection conn_;                // the client
+  ConnectionWrite write_;          // the one write of out_ in flight
   bool eof_ = false;
-  bool writing_ = false;
-  size_t write_bytes_ = 0;
 
   char* in_ = nullptr;             // input: [in_pos_, in_len_) not yet parsed
   size_t in_pos_ = 0;
@@ -235,11 +233,8 @@ class CacheSession : public Session, public Flushable, public FragmentOwner {
 
   uint64_t start_ns_ = 0;
   uint64_t last_activity_ms_ = 0;
-  uint64_t bytes_in_ = 0;
-  uint64_t bytes_out_ = 0;
   uint64_t commands_ = 0;
   uint64_t errors_ = 0;
-  sockaddr_storage peer_{};
 };
 
 }  // namespace lb

@@ -20,32 +20,14 @@ constexpr size_t kFramingSlack = 64 * 1024;
 }  // namespace
 
 void CacheSession::readStart() noexcept {
-  if (reading_ || state_ != State::kServing || eof_) return;
-  if (uv_read_start(reinterpret_cast<uv_stream_t*>(&down_), onAlloc, onRead) == 0)
-    reading_ = true;
+  if (state_ != State::kServing || eof_) return;
+  conn_.readStart();
 }
 
-void CacheSession::readStop() noexcept {
-  if (!reading_) return;
-  uv_read_stop(reinterpret_cast<uv_stream_t*>(&down_));
-  reading_ = false;
-}
+void CacheSession::readStop() noexcept { conn_.readStop(); }
 
-void CacheSession::onAlloc(uv_handle_t* h, size_t, uv_buf_t* buf) {
-  static_cast<CacheSession*>(h->data)->allocInput(buf);
-}
-
-void CacheSession::allocInput(uv_buf_t* buf) noexcept {
-  if (state_ == State::kLingering) {   // what comes now is read only to be dropped
-    if (in_ == nullptr) {
-      in_ = env_.buffers().get();
-      in_cap_ = BufferPool::kBlockSize;
-      in_pooled_ = true;
-    }
-    in_pos_ = in_len_ = 0;
-    *buf = uv_buf_init(in_, static_cast<unsigned>(in_cap_));
-    return;
-  }
+// Reads land after the unparsed bytes (lingering, the connection drops them itself).
+void CacheSession::onAlloc(uv_buf_t* buf) noexcept {
   if (in_ == nullptr) {
     in_ = env_.buffers().get();
     in_cap_ = BufferPool::kBlockSize;
@@ -98,44 +80,32 @@ void CacheSession::releaseInput() noexcept {
   in_pooled_ = false;
 }
 
-void CacheSession::onRead(uv_stream_t* s, ssize_t n, const uv_buf_t*) {
-  static_cast<CacheSession*>(s->data)->handleRead(n);
-}
-
-void CacheSession::handleRead(ssize_t n) noexcept {
-  if (state_ == State::kClosed) return;
-  if (state_ == State::kLingering) {
-    if (n < 0) {
-      closeNow(outcome_);   // the client has read the error and closed (or reset)
-    } else {
-      bytes_in_ += static_cast<uint64_t>(n);
-      in_len_ = 0;
-    }
-    return;
-  }
-  if (n < 0) {
-    readStop();
-    if (n == UV_EOF) {
-      // The client sent all it will: answer what it sent, then close.
-      eof_ = true;
-      if (in_ != nullptr && in_pos_ == in_len_) releaseInput();
-      finish(CacheOutcome::kOk);
-    } else if (n == UV_ENOBUFS) {
-      tooLarge();   // the buffer is at its limit and the command at its start is not whole
-    } else {
-      closeNow(CacheOutcome::kClientReset);
-    }
-    return;
-  }
+void CacheSession::onRead(char*, size_t n) noexcept {
+  if (state_ != State::kServing && state_ != State::kFinishing) return;
   if (n == 0) {
     // A read that found nothing (EAGAIN) after onAlloc took a block: an idle client keeps none.
     if (in_ != nullptr && in_pos_ == in_len_) releaseInput();
     return;
   }
-  in_len_ += static_cast<size_t>(n);
-  bytes_in_ += static_cast<uint64_t>(n);
+  in_len_ += n;
   last_activity_ms_ = uv_now(env_.loop());
   parseInput();
+}
+
+// The client sent all it will: answer what it sent, then close.
+void CacheSession::onEof() noexcept {
+  if (state_ != State::kServing && state_ != State::kFinishing) return;
+  eof_ = true;
+  if (in_ != nullptr && in_pos_ == in_len_) releaseInput();
+  finish(CacheOutcome::kOk);
+}
+
+void CacheSession::onError(int status) noexcept {
+  if (state_ != State::kServing && state_ != State::kFinishing) return;
+  if (status == UV_ENOBUFS)
+    tooLarge();   // the buffer is at its limit and the command at its start is not whole
+  else
+    closeNow(CacheOutcome::kClientReset);
 }
 
 void CacheSession::parseInput() noexcept {

@@ -20,7 +20,6 @@ ServerConnection::ServerConnection(ServerConnectionHost& worker, ServerGroup& gr
       group_(group),
       stats_(group.state->per_worker[worker.env().index()]),
       out_(worker.env().buffers()) {
-  write_req_.data = this;
   uv_timer_init(worker.env().loop(), &timer_);
   timer_.data = this;
 }
@@ -100,49 +99,28 @@ void ServerConnection::onUpstreamConnect(int status) noexcept {
 void ServerConnection::flush() noexcept {
   if (state_ != State::kReady || writing_ || out_.empty()) return;
   uv_buf_t bufs[kMaxWriteBuffers];
-  int n = out_.buffers(bufs, kMaxWriteBuffers);
-  int w = uv_try_write(conn_->stream(), bufs, static_cast<unsigned>(n));
-  if (w == UV_EAGAIN) w = 0;
-  if (w < 0) {
+  const int n = out_.buffers(bufs, kMaxWriteBuffers);
+  size_t total = 0;
+  for (int i = 0; i < n; ++i) total += bufs[i].len;
+  size_t now = 0;
+  const int rc = conn_->write(bufs, static_cast<unsigned>(n), &now);
+  if (rc < 0) {
     char text[160];
-    snprintf(text, sizeof text, "backend %s: write failed: %s", name(), sysErrorText(w));
+    snprintf(text, sizeof text, "backend %s: write failed: %s", name(), sysErrorText(rc));
     backendFailed(BackendFailure::kConnectReset, text);
     return;
   }
-  stats_.bytes_tx.add(static_cast<uint64_t>(w));
-  out_.consume(static_cast<size_t>(w));
-  if (out_.empty()) return;
-  n = out_.buffers(bufs, kMaxWriteBuffers);
-  size_t total = 0;
-  for (int i = 0; i < n; ++i) total += bufs[i].len;
-  if (uv_write(&write_req_, conn_->stream(), bufs, static_cast<unsigned>(n), onWrite) != 0) {
-    char text[160];
-    snprintf(text, sizeof text, "backend %s: write failed", name());
-    fail(CacheErrorReason::kBackendFailed, text);
-    return;
-  }
+  stats_.bytes_tx.add(static_cast<uint64_t>(now));
+  out_.consume(now);
+  if (rc == 0) return;
   writing_ = true;
-  write_bytes_ = total;
-  write_generation_ = generation_;
-  ++pending_;
+  write_bytes_ = total - now;
 }
 
-void ServerConnection::onWrite(uv_write_t* req, int status) {
-  static_cast<ServerConnection*>(req->data)->handleWrite(status);
-}
-
-void ServerConnection::handleWrite(int status) noexcept {
+// Only the current connection's write calls back (UpstreamConn::close silences it).
+void ServerConnection::onUpstreamWrite(int status) noexcept {
   writing_ = false;
-  --pending_;
-  if (state_ == State::kClosed) {
-    maybeFree();
-    return;
-  }
-  // A write of a connection that has since failed: its bytes went with it.
-  if (write_generation_ != generation_ || status == UV_ECANCELED) {
-    if (state_ == State::kReady) worker_.flushes().add(this);
-    return;
-  }
+  if (state_ != State::kReady) return;
   if (status < 0) {
     char text[160];
     snprintf(text, sizeof text, "backend %s: write failed: %s", name(), sysErrorText(status));
@@ -345,11 +323,11 @@ void ServerConnection::backendFailed(BackendFailure kind, const char* text) noex
 
 void ServerConnection::fail(CacheErrorReason reason, const char* text, bool for_good) noexcept {
   LB_DEBUG("cache: %s", text);
-  ++generation_;
   if (conn_ != nullptr) {
-    conn_->close();   // a pending write comes back cancelled
+    conn_->close();   // a pending write is cancelled and never calls back
     conn_ = nullptr;
   }
+  writing_ = false;
   state_ = for_good ? State::kClosed : State::kIdle;
   handshake_pending_ = false;
   out_.clear();

@@ -12,7 +12,8 @@
 //   command opened it), then the protocol's handshake (Redis AUTH with the cluster's
 //   password) before any command; its reply is checked, never passed on.
 // - Writes: commands are copied into one ByteChain as sessions dispatch them; the worker's
-//   flush list writes the chain once per loop turn (uv_try_write, the rest queued).
+//   flush list writes the chain once per loop turn (UpstreamConn::write: as much as the
+//   socket takes now, the rest queued on its Connection).
 // - Reads: into one buffer; the protocol's framer says where each reply ends; each goes to
 //   its fragment's session in FIFO order.
 // - Live load: each queued fragment holds one unit of its backend's live load (what bounded
@@ -104,7 +105,7 @@ class ServerConnection final : public UpstreamOwner, public Flushable {
   void onUpstreamConnect(int status) noexcept override;
   void onUpstreamAlloc(uv_buf_t* buf) noexcept override;
   void onUpstreamRead(ssize_t n, const uv_buf_t* buf) noexcept override;
-  void onUpstreamWrite(int) noexcept override {}
+  void onUpstreamWrite(int status) noexcept override;
 
   // Reads into a pool block; a reply larger than one grows the buffer (heap) up to this.
   static constexpr size_t kMaxReplyBytes = size_t{1} << 30;
@@ -126,14 +127,12 @@ class ServerConnection final : public UpstreamOwner, public Flushable {
   bool growBuffer(size_t want) noexcept;
   void armTimer(uint64_t deadline_ms) noexcept;
   void handleTimer() noexcept;
-  void handleWrite(int status) noexcept;
   void settleLive() noexcept;
   void maybeFree() noexcept;
   void closeIfRetiredAndEmpty() noexcept;
   const char* name() const noexcept;
 
   static void onTimer(uv_timer_t* t);
-  static void onWrite(uv_write_t* req, int status);
   static void onClosed(uv_handle_t* h);
 
   ServerConnectionHost& worker_;
@@ -142,13 +141,12 @@ class ServerConnection final : public UpstreamOwner, public Flushable {
   State state_ = State::kIdle;
   bool retired_ = false;
   UpstreamConn* conn_ = nullptr;
-  uint32_t generation_ = 0;        // bumped on every failure: writes of an old connection
 
   ByteChain out_;
-  uv_write_t write_req_;
+  // A write of conn_ is queued (it carries write_bytes_ of out_). A failure closes conn_,
+  // whose queued write never calls back, so fail() clears this.
   bool writing_ = false;
-  uint32_t write_generation_ = 0;
-  size_t write_bytes_ = 0;         // bytes the pending uv_write carries
+  size_t write_bytes_ = 0;
 
   CacheFragment* head_ = nullptr;  // FIFO: replies come in this order
   CacheFragment* tail_ = nullptr;
@@ -164,7 +162,7 @@ class ServerConnection final : public UpstreamOwner, public Flushable {
 
   uv_timer_t timer_;
   uint64_t timer_at_ = 0;          // uv_now the timer fires at; 0 = not armed
-  int pending_ = 1;                // the timer's close, plus a pending write's callback
+  int pending_ = 1;                // the timer's close
 };
 
 }  // namespace lb

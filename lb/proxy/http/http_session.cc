@@ -21,7 +21,7 @@ void HttpSession::accept(WorkerEnv* worker, uv_stream_t* server,
                          Admission admission) {
   auto* s = new (std::nothrow) HttpSession(worker, snap, ls);
   if (s == nullptr) return;
-  if (uv_accept(server, reinterpret_cast<uv_stream_t*>(&s->down_)) != 0) {
+  if (s->client_.accept(server) != 0) {
     s->closeAll();
     return;
   }
@@ -34,13 +34,8 @@ HttpSession::HttpSession(WorkerEnv* worker, const std::shared_ptr<const Snapshot
       snap_(snap),
       lst_(ls),
       cluster_(&snap->clusters[ls->cluster]),
-      lstats_(&ls->state->per_worker[worker->index()]) {
-  uv_tcp_init(worker_->loop(), &down_);
-  uv_timer_init(worker_->loop(), &timer_);
-  down_.data = this;
-  timer_.data = this;
-  down_write_.data = this;
-  shutdown_req_.data = this;
+      lstats_(&ls->state->per_worker[worker->index()]),
+      client_(*this, worker->loop()) {
   worker_->link(this);
   lstats_->connections_active.add(1);
 }
@@ -55,15 +50,12 @@ HttpSession::~HttpSession() {
 
 void HttpSession::start(Admission admission) noexcept {
   worker_->noteAccepted();
-  uv_tcp_nodelay(&down_, 1);
-  int len = sizeof peer_;
-  uv_tcp_getpeername(&down_, reinterpret_cast<sockaddr*>(&peer_), &len);
-  len = sizeof local_;
-  uv_tcp_getsockname(&down_, reinterpret_cast<sockaddr*>(&local_), &len);
-  if (peer_.ss_family == AF_INET6)
-    uv_ip6_name(reinterpret_cast<sockaddr_in6*>(&peer_), client_ip_, sizeof client_ip_);
+  client_.setNoDelay();
+  const sockaddr* peer = client_.peer();
+  if (peer->sa_family == AF_INET6)
+    uv_ip6_name(reinterpret_cast<const sockaddr_in6*>(peer), client_ip_, sizeof client_ip_);
   else
-    uv_ip4_name(reinterpret_cast<sockaddr_in*>(&peer_), client_ip_, sizeof client_ip_);
+    uv_ip4_name(reinterpret_cast<const sockaddr_in*>(peer), client_ip_, sizeof client_ip_);
   client_ip_len_ = static_cast<uint32_t>(strlen(client_ip_));
   // limits.max_connections (the listener's admission, lb/runtime/listener.h): past it, 503
   // and close, as HAProxy answers past maxconn. A reason of its own: an alert on no_backend
@@ -78,58 +70,44 @@ void HttpSession::start(Admission admission) noexcept {
   setDownReading(true);
 }
 
-// ---- libuv trampolines -------------------------------------------------------------------
+// ---- the client's connection ------------------------------------------------------------
 
-void HttpSession::onDownAlloc(uv_handle_t* h, size_t, uv_buf_t* buf) {
-  auto* s = static_cast<HttpSession*>(h->data);
-  if (s->in_.buf == nullptr) {
-    s->in_.buf = s->worker_->buffers().get();
-    s->in_.len = s->in_.pos = 0;
+void HttpSession::onAlloc(uv_buf_t* buf) noexcept {
+  if (in_.buf == nullptr) {
+    in_.buf = worker_->buffers().get();
+    in_.len = in_.pos = 0;
   }
-  *buf = uv_buf_init(s->in_.buf + s->in_.len, BufferPool::kBlockSize - s->in_.len);
+  *buf = uv_buf_init(in_.buf + in_.len, BufferPool::kBlockSize - in_.len);
 }
 
-void HttpSession::onDownRead(uv_stream_t* st, ssize_t n, const uv_buf_t*) {
-  static_cast<HttpSession*>(st->data)->handleDownRead(n);
+void HttpSession::onRead(char*, size_t n) noexcept { handleDownRead(static_cast<ssize_t>(n)); }
+void HttpSession::onEof() noexcept { handleDownRead(UV_EOF); }
+void HttpSession::onError(int status) noexcept { handleDownRead(status); }
+
+void HttpSession::onWritten(ConnectionWrite*, int status) noexcept {
+  io_.down_writing = false;
+  if (state_ == State::kClosed) return;
+  handleDownWrite(status);
 }
 
-void HttpSession::onDownWrite(uv_write_t* req, int status) {
-  auto* s = static_cast<HttpSession*>(req->data);
-  --s->pending_;
-  s->io_.down_writing = false;
-  if (s->state_ == State::kClosed) {
-    s->maybeDelete();
-    return;
-  }
-  s->handleDownWrite(status);
+void HttpSession::onTimer() noexcept {
+  if (state_ != State::kClosed) handleTimer();
 }
 
-void HttpSession::onShutdown(uv_shutdown_t* req, int) {
-  auto* s = static_cast<HttpSession*>(req->data);
-  --s->pending_;
-  s->maybeDelete();
-}
+// The lingering close ended: the client read lb's answer and closed, or 1 s passed.
+void HttpSession::onLingerDone() noexcept { closeAll(); }
 
-void HttpSession::onTimer(uv_timer_t* t) {
-  auto* s = static_cast<HttpSession*>(t->data);
-  if (s->state_ != State::kClosed) s->handleTimer();
-}
-
-void HttpSession::onClosed(uv_handle_t* h) {
-  auto* s = static_cast<HttpSession*>(h->data);
-  --s->pending_;
-  s->maybeDelete();
-}
+// The connection's last callback is back: nothing of libuv's refers to this session now.
+void HttpSession::onClosed() noexcept { delete this; }
 
 // ---- reading from the client -------------------------------------------------------------
 
 void HttpSession::setDownReading(bool on) noexcept {
-  if (state_ == State::kClosed || on == io_.down_reading || (on && io_.down_eof)) return;
-  io_.down_reading = on;
+  if (state_ == State::kClosed || on == client_.reading() || (on && io_.down_eof)) return;
   if (on)
-    uv_read_start(reinterpret_cast<uv_stream_t*>(&down_), onDownAlloc, onDownRead);
+    client_.readStart();
   else
-    uv_read_stop(reinterpret_cast<uv_stream_t*>(&down_));
+    client_.readStop();
 }
 
 void HttpSession::handleDownRead(ssize_t n) noexcept {
@@ -194,8 +172,7 @@ void HttpSession::handleDownRead(ssize_t n) noexcept {
 
 void HttpSession::handleClientEof() noexcept {
   io_.down_eof = true;
-  io_.down_reading = false;
-  uv_read_stop(reinterpret_cast<uv_stream_t*>(&down_));
+  client_.readStop();
   switch (state_) {
     case State::kIdle:
     case State::kHead:
@@ -230,21 +207,9 @@ int HttpSession::writeDownBufs(uv_buf_t* bufs, unsigned count) noexcept {
   size_t total = 0;
   for (unsigned i = 0; i < count; ++i) total += bufs[i].len;
   ex_->log.bytes_out += total;
-  uv_stream_t* s = reinterpret_cast<uv_stream_t*>(&down_);
-  int w = uv_try_write(s, bufs, count);
-  if (w >= 0 && static_cast<size_t>(w) == total) return 0;
-  if (w < 0 && w != UV_EAGAIN) return w;
-  size_t sent = w > 0 ? static_cast<size_t>(w) : 0;
-  while (count > 0 && sent >= bufs->len) {   // skip what went out whole
-    sent -= bufs->len;
-    ++bufs;
-    --count;
-  }
-  bufs->base += sent;
-  bufs->len -= static_cast<unsigned>(sent);
-  int rc = uv_write(&down_write_, s, bufs, count, onDownWrite);   // libuv copies the array
-  if (rc != 0) return rc;
-  ++pending_;
+  const ssize_t w = client_.write(&down_write_, bufs, count);
+  if (w < 0) return static_cast<int>(w);
+  if (static_cast<size_t>(w) == total) return 0;
   io_.down_writing = true;
   setUpReading(false);   // flow control: the pumps resume it once this write drains
   return 1;
@@ -306,18 +271,20 @@ void HttpSession::lingerClose() noexcept {
   state_ = State::kLingering;
   releaseUpstream(false);
   releaseExchange();   // recorded: nothing of the request is read again
-  if (uv_shutdown(&shutdown_req_, reinterpret_cast<uv_stream_t*>(&down_), onShutdown) == 0)
-    ++pending_;
-  in_.len = in_.pos = 0;
-  armTimer(kLingerMs);
-  setDownReading(true);
-  if (io_.down_eof) closeAll();
+  releaseBlock(&in_);  // what the client still sends is read and dropped by the connection
+  if (io_.down_eof) {
+    closeAll();
+    return;
+  }
+  // A shutdown that cannot start (the client is gone) still lingers, as it always has: the
+  // read that sees the reset ends it.
+  client_.lingerClose(kLingerMs);
 }
 
 void HttpSession::handleTimer() noexcept {
   uint64_t now = uv_now(worker_->loop());
   if (now < deadline_) {   // activity since the timer was set: wait out the rest
-    uv_timer_start(&timer_, onTimer, deadline_ - now, 0);
+    client_.startTimer(deadline_ - now);
     return;
   }
   switch (state_) {
@@ -355,7 +322,7 @@ void HttpSession::handleTimer() noexcept {
 void HttpSession::armTimer(uint64_t ms) noexcept {
   if (state_ == State::kClosed) return;
   deadline_ = uv_now(worker_->loop()) + ms;
-  uv_timer_start(&timer_, onTimer, ms, 0);
+  client_.startTimer(ms);
 }
 
 void HttpSession::touch(uint64_t ms) noexcept { deadline_ = uv_now(worker_->loop()) + ms; }
@@ -398,18 +365,10 @@ void HttpSession::closeAll() noexcept {
   if (state_ == State::kClosed) return;
   state_ = State::kClosed;
   releaseUpstream(false);
-  if (io_.down_reading) uv_read_stop(reinterpret_cast<uv_stream_t*>(&down_));
-  io_.down_reading = false;
-  uv_timer_stop(&timer_);
-  pending_ += 2;
-  uv_close(reinterpret_cast<uv_handle_t*>(&timer_), onClosed);
-  uv_close(reinterpret_cast<uv_handle_t*>(&down_), onClosed);
+  client_.close();
   worker_->unlink(this);
   lstats_->connections_active.add(-1);
 }
 
-void HttpSession::maybeDelete() noexcept {
-  if (state_ == State::kClosed && pending_ == 0) delete this;
-}
 
 }  // namespace lb

@@ -104,9 +104,9 @@
 // (request heads, keys, request bodies, keep-alive), http_session_upstream.cc (pick, connect,
 // retry, the response), http_session_tunnel.cc (after a 101).
 //
-// Lifetime: owns down_ and timer_ (and the UpstreamConn and the HttpExchange while it uses
-// them); neither copied nor moved; handle.data = this; counts pending callbacks and deletes
-// itself after the last.
+// Lifetime: owns the client's Connection (lb/runtime/connection.h: socket, timer, lingering
+// close) and the UpstreamConn and the HttpExchange while it uses them; neither copied nor
+// moved; deletes itself when the connection reports its last callback (onClosed).
 #pragma once
 
 #include <uv.h>
@@ -118,13 +118,14 @@
 #include "lb/proxy/http/http_exchange.h"
 #include "lb/routing/snapshot.h"
 #include "lb/runtime/backend_attempt.h"
+#include "lb/runtime/connection.h"
 #include "lb/runtime/upstream_pool.h"
 #include "lb/runtime/worker_env.h"
 #include "plugins/key.h"
 
 namespace lb {
 
-class HttpSession final : public Session, public UpstreamOwner {
+class HttpSession final : public Session, public UpstreamOwner, private ConnectionOwner {
  public:
   // Loop thread. Accepts one connection from `server` and starts serving it (with a 503 when
   // the listener's Admission says it is over limits.max_connections).
@@ -161,7 +162,6 @@ class HttpSession final : public Session, public UpstreamOwner {
 
   // libuv bookkeeping, orthogonal to State.
   struct Io {
-    bool down_reading = false;   // uv_read_start is active on down_
     bool down_writing = false;   // down_write_ is queued in libuv
     bool down_eof = false;       // the client's read side ended (EOF or error)
     bool up_reading = false;     // reading from up_ is active
@@ -178,13 +178,15 @@ class HttpSession final : public Session, public UpstreamOwner {
               const ListenerSnapshot* ls);
   ~HttpSession();
 
-  // Trampolines.
-  static void onDownAlloc(uv_handle_t* h, size_t suggested, uv_buf_t* buf);
-  static void onDownRead(uv_stream_t* s, ssize_t n, const uv_buf_t* buf);
-  static void onDownWrite(uv_write_t* req, int status);
-  static void onShutdown(uv_shutdown_t* req, int status);
-  static void onTimer(uv_timer_t* t);
-  static void onClosed(uv_handle_t* h);
+  // ConnectionOwner: the client's socket.
+  void onAlloc(uv_buf_t* buf) noexcept override;
+  void onRead(char* p, size_t n) noexcept override;
+  void onEof() noexcept override;
+  void onError(int status) noexcept override;
+  void onWritten(ConnectionWrite* w, int status) noexcept override;
+  void onTimer() noexcept override;
+  void onLingerDone() noexcept override;
+  void onClosed() noexcept override;
 
   // The connection (http_session.cc).
   void start(Admission admission) noexcept;
@@ -201,7 +203,6 @@ class HttpSession final : public Session, public UpstreamOwner {
   void sendError(int status, HttpErrorReason reason) noexcept;
   void lingerClose() noexcept;
   void closeAll() noexcept;
-  void maybeDelete() noexcept;
   void armTimer(uint64_t ms) noexcept;
   void touch(uint64_t ms) noexcept;   // pushes the activity deadline out
   void releaseBlock(Block* b) noexcept;
@@ -244,11 +245,8 @@ class HttpSession final : public Session, public UpstreamOwner {
   TunnelPhase tunnel_ = TunnelPhase::kOpen;
   Io io_;
 
-  uv_tcp_t down_;
-  uv_timer_t timer_;
-  uv_write_t down_write_;
-  uv_shutdown_t shutdown_req_;
-  int pending_ = 0;              // handle closes, down writes and shutdowns still to call back
+  Connection client_;            // the client's socket; its timer is the phase's deadline
+  ConnectionWrite down_write_;
   uint64_t deadline_ = 0;        // uv_now() at which the timer's phase expires
 
   Block in_;                     // client bytes: the request head, body, pipelined requests
@@ -260,8 +258,6 @@ class HttpSession final : public Session, public UpstreamOwner {
   uint32_t rout_pending_ = 0;
   uint32_t head_end_ = 0;        // in_ offset just past the request head
 
-  sockaddr_storage peer_{};
-  sockaddr_storage local_{};
   char client_ip_[64] = {};
   uint32_t client_ip_len_ = 0;
 

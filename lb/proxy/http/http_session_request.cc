@@ -111,8 +111,8 @@ bool HttpSession::deriveKey() noexcept {
   if (lst_->keys != nullptr) {
     HttpRequestView view = requestView(ex_->req.head(), in_.buf, ex_->view_headers);
     KeyContext ctx;
-    ctx.peer = reinterpret_cast<const sockaddr*>(&peer_);
-    ctx.local = reinterpret_cast<const sockaddr*>(&local_);
+    ctx.peer = client_.peer();
+    ctx.local = client_.local();
     ctx.request = &view;
     ctx.cookie_out = &ex_->cookie;
     if (lst_->keys->compute(ctx, cluster_->selector->key_hash, &r.hash)) {

@@ -36,7 +36,7 @@ void HttpSession::connectUpstream(Pooling pooling) noexcept {
     sendRequestHead();
     return;
   }
-  uv_timer_stop(&timer_);
+  client_.stopTimer();
 }
 
 void HttpSession::onUpstreamConnect(int status) noexcept {
@@ -442,7 +442,7 @@ void HttpSession::recordResponse(int status, bool from_backend) noexcept {
     AccessRecord r;
     r.listener = lst_->config->name;
     r.http = true;
-    r.client = reinterpret_cast<const sockaddr*>(&peer_);
+    r.client = client_.peer();
     r.has_key = route.source == KeySource::kKey;
     r.key_hash = route.hash;
     if (route.backend != nullptr) r.backend = route.backend->config->name;

@@ -30,12 +30,12 @@ const char* tcpOutcomeName(TcpOutcome o) noexcept {
 // the other side: relaying a read allocates nothing once the pool is warm, and a block is
 // held only from the read to the end of its write (an idle connection holds none).
 struct TcpSession::WriteOp {
-  uv_write_t req;
+  ConnectionWrite w;
   TcpSession* session;
   Side* to;
 };
 namespace {
-constexpr size_t kHeader = (sizeof(uv_write_t) + 2 * sizeof(void*) + 15) & ~size_t{15};
+constexpr size_t kHeader = (sizeof(ConnectionWrite) + 2 * sizeof(void*) + 15) & ~size_t{15};
 static_assert(kHeader < BufferPool::kBlockSize / 16);
 }  // namespace
 
@@ -44,8 +44,11 @@ TcpSession::TcpSession(WorkerEnv& env, const std::shared_ptr<const Snapshot>& sn
     : env_(env),
       snapshot_(snapshot),
       listener_(snapshot_->listeners[listener]),
-      cluster_(snapshot_->clusters[listener_.cluster]) {
+      cluster_(snapshot_->clusters[listener_.cluster]),
+      client_(*this, env.loop()) {
   env_.link(this);
+  client_.readIntoPool(&env.buffers(), kHeader);
+  down_.conn = &client_;
 }
 
 TcpSession::~TcpSession() { env_.unlink(this); }
@@ -55,17 +58,11 @@ void TcpSession::accept(WorkerEnv& env, uv_stream_t* server,
                         Admission admission) noexcept {
   auto* s = new (std::nothrow) TcpSession(env, snapshot, listener);
   if (s == nullptr) return;
-  uv_tcp_init(env.loop(), &s->down_tcp_);
-  s->down_tcp_.data = s;
-  s->down_.stream = reinterpret_cast<uv_stream_t*>(&s->down_tcp_);
-  uv_timer_init(env.loop(), &s->timer_);
-  s->timer_.data = s;
   s->start_ns_ = uv_hrtime();
-  if (uv_accept(server, s->down_.stream) != 0) {
+  if (s->client_.accept(server) != 0) {
     // Another worker took it (SO_REUSEPORT wakeups) or the client is gone: no line to log.
     s->state_ = State::kClosing;
-    s->closeHandle(reinterpret_cast<uv_handle_t*>(&s->down_tcp_));
-    s->closeHandle(reinterpret_cast<uv_handle_t*>(&s->timer_));
+    s->client_.close();
     return;
   }
   env.noteAccepted();
@@ -74,15 +71,11 @@ void TcpSession::accept(WorkerEnv& env, uv_stream_t* server,
 }
 
 void TcpSession::start(Admission admission) noexcept {
-  int len = sizeof peer_;
-  uv_tcp_getpeername(&down_tcp_, reinterpret_cast<sockaddr*>(&peer_), &len);
-  len = sizeof local_;
-  uv_tcp_getsockname(&down_tcp_, reinterpret_cast<sockaddr*>(&local_), &len);
   if (admission == Admission::kOverLimit) {
     close(TcpOutcome::kOverLimit);
     return;
   }
-  uv_tcp_nodelay(&down_tcp_, 1);
+  client_.setNoDelay();
   has_key_ = computeKey();
   if (has_key_) {
     attempt_.begin(env_, listener_, cluster_, hash_);
@@ -104,8 +97,8 @@ void TcpSession::start(Admission admission) noexcept {
 bool TcpSession::computeKey() noexcept {
   if (!listener_.keys || listener_.keys->empty()) return false;
   KeyContext ctx;
-  ctx.peer = reinterpret_cast<const sockaddr*>(&peer_);
-  ctx.local = reinterpret_cast<const sockaddr*>(&local_);
+  ctx.peer = client_.peer();
+  ctx.local = client_.local();
   return listener_.keys->compute(ctx, cluster_.selector->key_hash, &hash_);
 }
 
@@ -158,33 +151,25 @@ void TcpSession::failAttempt() noexcept {
 
 void TcpSession::startPiping() noexcept {
   state_ = State::kPiping;
-  up_.stream = conn_->stream();
+  up_.conn = &conn_->connection();
   last_activity_ms_ = uv_now(env_.loop());
   uint64_t idle = static_cast<uint64_t>(listener_.config->timeouts.idle.count());
-  if (idle > 0) uv_timer_start(&timer_, onTimer, idle, 0);
+  if (idle > 0) client_.startTimer(idle);
   startReading(down_);
   startReading(up_);
 }
 
 void TcpSession::startReading(Side& side) noexcept {
   side.reading = true;
-  if (&side == &down_)
-    uv_read_start(down_.stream, onAlloc, onRead);
-  else
-    conn_->startRead();   // onUpstreamAlloc / onUpstreamRead
+  side.conn->readStart();   // the backend's: onUpstreamAlloc / onUpstreamRead
 }
 
 void TcpSession::stopReading(Side& side) noexcept {
   side.reading = false;
-  if (&side == &down_)
-    uv_read_stop(down_.stream);
-  else
-    conn_->stopRead();
+  side.conn->readStop();
 }
 
-void TcpSession::onTimer(uv_timer_t* t) { static_cast<TcpSession*>(t->data)->handleTimer(); }
-
-void TcpSession::handleTimer() noexcept {
+void TcpSession::onTimer() noexcept {
   if (state_ != State::kPiping) return;
   // Idle: the timer runs once per idle period rather than being restarted on every read.
   uint64_t idle = static_cast<uint64_t>(listener_.config->timeouts.idle.count());
@@ -194,7 +179,7 @@ void TcpSession::handleTimer() noexcept {
     close(TcpOutcome::kIdleTimeout);
     return;
   }
-  uv_timer_start(&timer_, onTimer, idle - quiet, 0);
+  client_.startTimer(idle - quiet);
 }
 
 void TcpSession::allocBlock(uv_buf_t* buf) noexcept {
@@ -202,23 +187,22 @@ void TcpSession::allocBlock(uv_buf_t* buf) noexcept {
   *buf = uv_buf_init(block + kHeader, static_cast<unsigned>(BufferPool::kBlockSize - kHeader));
 }
 
-void TcpSession::onAlloc(uv_handle_t* h, size_t, uv_buf_t* buf) {
-  static_cast<TcpSession*>(h->data)->allocBlock(buf);
-}
-
 void TcpSession::onUpstreamAlloc(uv_buf_t* buf) noexcept { allocBlock(buf); }
 
-void TcpSession::onRead(uv_stream_t* s, ssize_t n, const uv_buf_t* buf) {
-  auto* self = static_cast<TcpSession*>(s->data);
-  self->handleRead(self->down_, n, buf);
+// The client's bytes, in a pool block that is ours now.
+void TcpSession::onRead(char* p, size_t n) noexcept {
+  handleRead(down_, static_cast<ssize_t>(n), p);
 }
+void TcpSession::onEof() noexcept { handleRead(down_, UV_EOF, nullptr); }
+void TcpSession::onError(int status) noexcept { handleRead(down_, status, nullptr); }
 
+// The backend's: the buffer of a read that ends in EOF or an error came back first, empty.
 void TcpSession::onUpstreamRead(ssize_t n, const uv_buf_t* buf) noexcept {
-  handleRead(up_, n, buf);
+  handleRead(up_, n, buf->base);
 }
 
-void TcpSession::handleRead(Side& from, ssize_t n, const uv_buf_t* buf) noexcept {
-  char* block = buf->base != nullptr ? buf->base - kHeader : nullptr;
+void TcpSession::handleRead(Side& from, ssize_t n, char* base) noexcept {
+  char* block = base != nullptr ? base - kHeader : nullptr;
   if (n <= 0 || state_ != State::kPiping) {
     env_.buffers().put(block);
     if (n == 0 || state_ != State::kPiping) return;
@@ -229,11 +213,7 @@ void TcpSession::handleRead(Side& from, ssize_t n, const uv_buf_t* buf) noexcept
       if (!to.shut_sent) {
         // Queued after every pending write, so the peer sees all bytes, then EOF.
         to.shut_sent = true;
-        to.shutdown.data = this;
-        if (uv_shutdown(&to.shutdown, to.stream, onShutdown) == 0)
-          ++pending_;
-        else
-          to.shut_done = true;
+        if (to.conn->shutdown() != 0) to.shut_done = true;
       }
       maybeFinish();
       return;
@@ -251,37 +231,42 @@ void TcpSession::handleRead(Side& from, ssize_t n, const uv_buf_t* buf) noexcept
   else
     attempt_.stats()->bytes_rx.add(static_cast<uint64_t>(n));
   Side& to = other(from);
-  auto* op = reinterpret_cast<WriteOp*>(block);
-  op->req.data = op;
+  static_assert(sizeof(WriteOp) <= kHeader);
+  auto* op = new (block) WriteOp;
   op->session = this;
   op->to = &to;
-  uv_buf_t out = uv_buf_init(buf->base, static_cast<unsigned>(n));
-  if (uv_write(&op->req, to.stream, &out, 1, onWrite) != 0) {
+  if (&to == &up_) op->w.done = onUpWritten;
+  uv_buf_t out = uv_buf_init(base, static_cast<unsigned>(n));
+  // Queued whole (no uv_try_write first): libuv writes at once what the socket takes.
+  if (to.conn->write(&op->w, &out, 1, /*try_first=*/false) < 0) {
     env_.buffers().put(block);
     close(&to == &down_ ? TcpOutcome::kClientReset : TcpOutcome::kBackendReset);
     return;
   }
-  ++pending_;
+  if (&to == &up_) ++up_writes_;
   // Backpressure: a slow reader on `to` must not let `from` fill our memory.
-  if (to.stream->write_queue_size > kHighWatermark) {
+  if (to.conn->aboveHigh()) {
     from.paused = true;
     stopReading(from);
   }
 }
 
-void TcpSession::onWrite(uv_write_t* req, int status) {
-  auto* op = static_cast<WriteOp*>(req->data);
-  op->session->handleWrite(op, status);
+void TcpSession::onWritten(ConnectionWrite* w, int status) noexcept {
+  handleWrite(reinterpret_cast<WriteOp*>(w), status);
+}
+
+void TcpSession::onUpWritten(ConnectionWrite* w, int status) noexcept {
+  auto* op = reinterpret_cast<WriteOp*>(w);
+  TcpSession* self = op->session;
+  --self->up_writes_;
+  self->handleWrite(op, status);
+  if (self->state_ == State::kClosing) self->maybeFree();
 }
 
 void TcpSession::handleWrite(WriteOp* op, int status) noexcept {
   Side& to = *op->to;
   env_.buffers().put(reinterpret_cast<char*>(op));
-  if (status == UV_ECANCELED || state_ != State::kPiping) {
-    callbackDone();
-    return;
-  }
-  --pending_;   // the session stays: it is piping
+  if (status == UV_ECANCELED || state_ != State::kPiping) return;
   if (status != 0) {
     close(&to == &down_ ? TcpOutcome::kClientReset : TcpOutcome::kBackendReset);
     return;
@@ -290,24 +275,17 @@ void TcpSession::handleWrite(WriteOp* op, int status) noexcept {
 }
 
 void TcpSession::resumeIfDrained(Side& reader, Side& writer) noexcept {
-  if (!reader.paused || writer.stream->write_queue_size > kLowWatermark) return;
+  if (!reader.paused || writer.conn->queued() > kLowWatermark) return;
   reader.paused = false;
   if (reader.eof) return;
   startReading(reader);
 }
 
-void TcpSession::onShutdown(uv_shutdown_t* req, int status) {
-  auto* self = static_cast<TcpSession*>(req->data);
-  Side& side = req == &self->down_.shutdown ? self->down_ : self->up_;
-  self->handleShutdown(side, status);
-}
+void TcpSession::onShutdown(int status) noexcept { handleShutdown(down_, status); }
+void TcpSession::onUpstreamShutdown(int status) noexcept { handleShutdown(up_, status); }
 
 void TcpSession::handleShutdown(Side& side, int status) noexcept {
-  if (status == UV_ECANCELED || state_ != State::kPiping) {
-    callbackDone();
-    return;
-  }
-  --pending_;
+  if (state_ != State::kPiping) return;
   side.shut_done = true;
   if (status != 0) {   // the peer is gone (ENOTCONN, EPIPE): nothing more can pass
     close(&side == &down_ ? TcpOutcome::kClientReset : TcpOutcome::kBackendReset);
@@ -322,17 +300,13 @@ void TcpSession::maybeFinish() noexcept {
   if (down_.eof && up_.eof && down_.shut_done && up_.shut_done) close(TcpOutcome::kOk);
 }
 
-void TcpSession::closeHandle(uv_handle_t* h) noexcept {
-  if (uv_is_closing(h)) return;
-  ++pending_;
-  uv_close(h, onClosed);
+void TcpSession::onClosed() noexcept {
+  client_closed_ = true;
+  maybeFree();
 }
 
-void TcpSession::onClosed(uv_handle_t* h) { static_cast<TcpSession*>(h->data)->callbackDone(); }
-
-void TcpSession::callbackDone() noexcept {
-  --pending_;
-  if (pending_ == 0 && state_ == State::kClosing) delete this;
+void TcpSession::maybeFree() noexcept {
+  if (client_closed_ && up_writes_ == 0) delete this;
 }
 
 void TcpSession::close(TcpOutcome outcome) noexcept {
@@ -342,15 +316,13 @@ void TcpSession::close(TcpOutcome outcome) noexcept {
   finishRecord();
   attempt_.release();
   listener_.state->per_worker[env_.index()].connections_active.add(-1);
-  uv_timer_stop(&timer_);
-  closeHandle(reinterpret_cast<uv_handle_t*>(&timer_));
-  closeHandle(reinterpret_cast<uv_handle_t*>(&down_tcp_));
+  client_.close();
   if (conn_ != nullptr) {
-    // Writes and a shutdown queued on it call back cancelled (counted in pending_).
+    // Writes queued on it call back cancelled (counted in up_writes_).
     conn_->close();
     conn_ = nullptr;
   }
-  up_.stream = nullptr;
+  up_.conn = nullptr;
 }
 
 void TcpSession::finishRecord() noexcept {
@@ -359,7 +331,7 @@ void TcpSession::finishRecord() noexcept {
   AccessRecord r;
   r.listener = listener_.config->name;
   r.http = false;
-  r.client = reinterpret_cast<const sockaddr*>(&peer_);
+  r.client = client_.peer();
   r.has_key = has_key_;
   r.key_hash = hash_;
   if (const BackendSnapshot* b = attempt_.backend()) r.backend = b->config->name;

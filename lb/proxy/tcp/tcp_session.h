@@ -18,9 +18,10 @@
 // so that a client of a frozen backend gets a closed connection within the checks' time
 // rather than waiting on it for timeouts.idle, and its next connection goes elsewhere.
 //
-// Lifetime: owns the client socket, the idle timer and (while it has one) the UpstreamConn;
-// neither copied nor moved; handle.data = this. Every close callback, write and shutdown it
-// started is counted in pending_, and it deletes itself when the last one has called back.
+// Lifetime: owns the client's Connection (lb/runtime/connection.h: the socket and the idle
+// timer) and (while it has one) the UpstreamConn; neither copied nor moved. It deletes
+// itself once the client connection has closed (onClosed) and every write it queued on the
+// backend's connection has called back (up_writes_: each carries one of its pool blocks).
 #pragma once
 
 #include <uv.h>
@@ -31,6 +32,7 @@
 
 #include "lb/routing/snapshot.h"
 #include "lb/runtime/backend_attempt.h"
+#include "lb/runtime/connection.h"
 #include "lb/runtime/protocols.h"
 #include "lb/runtime/session.h"
 #include "lb/runtime/upstream_pool.h"
@@ -54,7 +56,7 @@ enum class TcpOutcome : uint8_t {
 };
 const char* tcpOutcomeName(TcpOutcome o) noexcept;
 
-class TcpSession final : public Session, public UpstreamOwner {
+class TcpSession final : public Session, public UpstreamOwner, private ConnectionOwner {
  public:
   // Loop thread only (a ProtocolTable AcceptFn). Accepts one pending connection from
   // `server` (a listening uv_tcp_t on env's loop) and starts routing it on `snapshot`'s
@@ -78,22 +80,23 @@ class TcpSession final : public Session, public UpstreamOwner {
   void drain() noexcept override {}
   void backendDown(const BackendState& backend) noexcept override;
 
-  // UpstreamOwner: the backend side's connect and reads. Its writes and shutdown are queued
-  // on the connection's stream directly (many at once), so onUpstreamWrite never comes.
+  // UpstreamOwner: the backend side's connect, reads and shutdown. Its writes are queued on
+  // the connection with their own completion (many at once), so onUpstreamWrite never comes.
   void onUpstreamConnect(int status) noexcept override;
   void onUpstreamAlloc(uv_buf_t* buf) noexcept override;
   void onUpstreamRead(ssize_t n, const uv_buf_t* buf) noexcept override;
   void onUpstreamWrite(int) noexcept override {}
+  void onUpstreamShutdown(int status) noexcept override;
 
-  // Pipe watermarks: bytes queued for one side beyond which the other side stops reading.
-  static constexpr size_t kHighWatermark = 256 * 1024;
-  static constexpr size_t kLowWatermark = 64 * 1024;
+  // Pipe watermarks: bytes queued for one side beyond which the other side stops reading
+  // (each side's Connection's defaults).
+  static constexpr size_t kHighWatermark = Connection::kHighWatermark;
+  static constexpr size_t kLowWatermark = Connection::kLowWatermark;
 
  private:
   // One direction's end: the client (down_) or the backend (up_).
   struct Side {
-    uv_stream_t* stream = nullptr;   // up_: the UpstreamConn's socket, once connected
-    uv_shutdown_t shutdown;
+    Connection* conn = nullptr;   // up_: the UpstreamConn's, once connected
     bool reading = false;
     bool paused = false;      // stopped by backpressure
     bool eof = false;         // read EOF: this side will send no more
@@ -116,23 +119,24 @@ class TcpSession final : public Session, public UpstreamOwner {
   void startReading(Side& side) noexcept;
   void stopReading(Side& side) noexcept;
   void allocBlock(uv_buf_t* buf) noexcept;
-  void handleRead(Side& from, ssize_t n, const uv_buf_t* buf) noexcept;
+  void handleRead(Side& from, ssize_t n, char* base) noexcept;
   void handleWrite(WriteOp* op, int status) noexcept;
   void handleShutdown(Side& side, int status) noexcept;
-  void handleTimer() noexcept;
   void maybeFinish() noexcept;
   void resumeIfDrained(Side& reader, Side& writer) noexcept;
-  void closeHandle(uv_handle_t* h) noexcept;
-  void callbackDone() noexcept;   // one of pending_ came back: free when it was the last
+  void maybeFree() noexcept;   // the client connection closed and no backend write is out
   void finishRecord() noexcept;
   Side& other(Side& s) noexcept { return &s == &down_ ? up_ : down_; }
 
-  static void onAlloc(uv_handle_t* h, size_t suggested, uv_buf_t* buf);
-  static void onRead(uv_stream_t* s, ssize_t n, const uv_buf_t* buf);
-  static void onWrite(uv_write_t* req, int status);
-  static void onShutdown(uv_shutdown_t* req, int status);
-  static void onTimer(uv_timer_t* t);
-  static void onClosed(uv_handle_t* h);
+  // ConnectionOwner: the client's side (reads into pool blocks after the write header).
+  void onRead(char* p, size_t n) noexcept override;
+  void onEof() noexcept override;
+  void onError(int status) noexcept override;
+  void onWritten(ConnectionWrite* w, int status) noexcept override;
+  void onShutdown(int status) noexcept override;
+  void onTimer() noexcept override;
+  void onClosed() noexcept override;
+  static void onUpWritten(ConnectionWrite* w, int status) noexcept;
 
   WorkerEnv& env_;
   std::shared_ptr<const Snapshot> snapshot_;
@@ -140,20 +144,18 @@ class TcpSession final : public Session, public UpstreamOwner {
   const ClusterSnapshot& cluster_;
   State state_ = State::kConnecting;
   TcpOutcome outcome_ = TcpOutcome::kOk;
-  uv_tcp_t down_tcp_;
-  uv_timer_t timer_;            // idle timeout while piping
+  Connection client_;           // the client's socket; its timer is the idle timeout
   Side down_;                   // the client
   Side up_;                     // the backend
   UpstreamConn* conn_ = nullptr;
   BackendAttempt attempt_;
-  int pending_ = 0;             // close callbacks, writes and shutdowns still to call back
+  uint32_t up_writes_ = 0;      // writes queued on a backend connection, not yet back
+  bool client_closed_ = false;  // client_'s onClosed came
 
   uint64_t hash_ = 0;
   bool has_key_ = false;
   uint64_t start_ns_ = 0;       // uv_hrtime at accept
   uint64_t last_activity_ms_ = 0;   // uv_now at the last read
-  sockaddr_storage peer_{};
-  sockaddr_storage local_{};
 };
 
 }  // namespace lb

@@ -1,0 +1,302 @@
+#include "lb/runtime/connection.h"
+
+#include <cstring>
+
+namespace lb {
+
+// --- PlainTransport ----------------------------------------------------------------------
+
+PlainTransport& PlainTransport::instance() noexcept {
+  static PlainTransport plain;
+  return plain;
+}
+
+void PlainTransport::allocRead(Connection& c, uv_buf_t* buf) noexcept { c.ownerBuffer(buf); }
+
+void PlainTransport::readDone(Connection& c, ssize_t n, const uv_buf_t* buf) noexcept {
+  c.deliver(n, buf);
+}
+
+int PlainTransport::tryWrite(Connection& c, const uv_buf_t* bufs, unsigned n) noexcept {
+  return uv_try_write(c.stream(), bufs, n);
+}
+
+int PlainTransport::queueWrite(Connection& c, uv_write_t* req, const uv_buf_t* bufs, unsigned n,
+                               uv_write_cb cb) noexcept {
+  return uv_write(req, c.stream(), bufs, n, cb);
+}
+
+int PlainTransport::shutdown(Connection& c, uv_shutdown_t* req, uv_shutdown_cb cb) noexcept {
+  return uv_shutdown(req, c.stream(), cb);
+}
+
+size_t PlainTransport::queued(Connection& c) noexcept { return c.stream()->write_queue_size; }
+
+// --- Connection --------------------------------------------------------------------------
+
+namespace {
+// A write of more buffers than this is queued whole (owners write pool-block chains of at
+// most 32).
+constexpr unsigned kMaxBuffers = 64;
+}  // namespace
+
+Connection::Connection(ConnectionOwner& owner, uv_loop_t* loop) noexcept
+    : owner_(&owner), transport_(&PlainTransport::instance()) {
+  uv_tcp_init(loop, &tcp_);
+  uv_timer_init(loop, &timer_);
+  tcp_.data = this;
+  timer_.data = this;
+  connect_req_.data = this;
+  shutdown_req_.data = this;
+}
+
+int Connection::accept(uv_stream_t* server) noexcept {
+  const int rc = uv_accept(server, stream());
+  if (rc != 0) return rc;
+  int len = sizeof peer_;
+  uv_tcp_getpeername(&tcp_, reinterpret_cast<sockaddr*>(&peer_), &len);
+  return 0;
+}
+
+int Connection::connect(const sockaddr* address, uint64_t timeout_ms) noexcept {
+  const int rc = uv_tcp_connect(&connect_req_, &tcp_, address, onConnect);
+  if (rc != 0) return rc;
+  ++pending_;
+  connecting_ = true;
+  if (timeout_ms > 0) uv_timer_start(&timer_, onTimerFired, timeout_ms, 0);
+  memcpy(&peer_, address,
+         address->sa_family == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in));
+  return 0;
+}
+
+const sockaddr* Connection::local() noexcept {
+  if (!local_read_) {
+    local_read_ = true;
+    int len = sizeof local_;
+    uv_tcp_getsockname(&tcp_, reinterpret_cast<sockaddr*>(&local_), &len);
+  }
+  return reinterpret_cast<const sockaddr*>(&local_);
+}
+
+void Connection::onConnect(uv_connect_t* req, int status) {
+  auto* c = static_cast<Connection*>(req->data);
+  const bool report = c->connecting_ && !c->closing_;
+  c->connecting_ = false;
+  if (report) {
+    uv_timer_stop(&c->timer_);
+    c->owner_->onConnected(status == UV_ECANCELED ? UV_ECONNABORTED : status);
+  }
+  c->callbackDone();
+}
+
+// --- Reading -----------------------------------------------------------------------------
+
+int Connection::readStart() noexcept {
+  if (reading_ || closing_) return 0;
+  const int rc = uv_read_start(stream(), onAlloc, onRead);
+  reading_ = rc == 0;
+  return rc;
+}
+
+void Connection::readStop() noexcept {
+  if (!reading_) return;
+  uv_read_stop(stream());
+  reading_ = false;
+}
+
+void Connection::onAlloc(uv_handle_t* h, size_t, uv_buf_t* buf) {
+  auto* c = static_cast<Connection*>(h->data);
+  c->transport_->allocRead(*c, buf);
+}
+
+void Connection::ownerBuffer(uv_buf_t* buf) noexcept {
+  if (lingering_) {
+    // What comes now is read only to be dropped: one scratch block per thread serves every
+    // lingering connection (a read is copied out of the kernel and forgotten in one call).
+    static thread_local char scratch[BufferPool::kBlockSize];
+    *buf = uv_buf_init(scratch, sizeof scratch);
+    return;
+  }
+  if (pool_ != nullptr) {
+    char* block = pool_->get();
+    *buf = uv_buf_init(block + header_, static_cast<unsigned>(BufferPool::kBlockSize - header_));
+    return;
+  }
+  owner_->onAlloc(buf);
+}
+
+void Connection::onRead(uv_stream_t* s, ssize_t n, const uv_buf_t* buf) {
+  auto* c = static_cast<Connection*>(s->data);
+  c->transport_->readDone(*c, n, buf);
+}
+
+void Connection::deliver(ssize_t n, const uv_buf_t* buf) noexcept {
+  const bool pooled = pool_ != nullptr && !lingering_ && buf->base != nullptr;
+  if (closing_) {
+    if (pooled) pool_->put(buf->base - header_);
+    return;
+  }
+  if (n > 0) {
+    bytes_read_ += static_cast<uint64_t>(n);
+    if (lingering_) return;
+    owner_->onRead(buf->base, static_cast<size_t>(n));
+    return;
+  }
+  if (pooled) pool_->put(buf->base - header_);
+  // The owner's buffer comes back empty, on EAGAIN and before EOF or an error alike, so
+  // that an owner which took a block for it gives it back in one place.
+  if (!pooled && !lingering_ && (n == 0 || buf->base != nullptr)) {
+    owner_->onRead(buf->base, 0);
+    if (closing_) return;
+  }
+  if (n == 0) return;
+  readStop();
+  if (lingering_) {
+    lingerEnd();   // the peer has read lb's answer and closed (or reset)
+    return;
+  }
+  if (n == UV_EOF)
+    owner_->onEof();
+  else
+    owner_->onError(static_cast<int>(n));
+}
+
+// --- Writing -----------------------------------------------------------------------------
+
+ssize_t Connection::write(ConnectionWrite* w, const uv_buf_t* bufs, unsigned n,
+                          bool try_first) noexcept {
+  if (closing_) return UV_ECANCELED;
+  size_t total = 0;
+  for (unsigned i = 0; i < n; ++i) total += bufs[i].len;
+  size_t done = 0;
+  uv_buf_t rest[kMaxBuffers];
+  const uv_buf_t* out = bufs;
+  unsigned count = n;
+  if (try_first && n <= kMaxBuffers) {
+    int t = transport_->tryWrite(*this, bufs, n);
+    if (t == UV_EAGAIN) t = 0;
+    if (t < 0) return t;
+    done = static_cast<size_t>(t);
+    bytes_written_ += done;
+    if (done == total) return static_cast<ssize_t>(done);
+    // Skip what went out: whole buffers, then the front of the first one left.
+    unsigned i = 0;
+    size_t skip = done;
+    while (skip >= bufs[i].len) skip -= bufs[i++].len;
+    count = 0;
+    for (; i < n; ++i) {
+      rest[count] = bufs[i];
+      rest[count].base += skip;
+      rest[count].len -= skip;
+      skip = 0;
+      ++count;
+    }
+    out = rest;
+  }
+  w->conn = this;
+  w->bytes = total - done;
+  w->req.data = w;
+  const int rc = transport_->queueWrite(*this, &w->req, out, count, onWrite);
+  if (rc != 0) return rc;
+  ++pending_;
+  ++writes_;
+  if (queued() > high_) above_ = true;
+  return static_cast<ssize_t>(done);
+}
+
+void Connection::onWrite(uv_write_t* req, int status) {
+  auto* w = static_cast<ConnectionWrite*>(req->data);
+  w->conn->handleWrite(w, status);
+}
+
+void Connection::handleWrite(ConnectionWrite* w, int status) noexcept {
+  --writes_;
+  if (closing_) {
+    if (w->done != nullptr)
+      w->done(w, UV_ECANCELED);
+    else
+      owner_->onWritten(w, UV_ECANCELED);
+    callbackDone();
+    return;
+  }
+  --pending_;   // not the last: the handles are open
+  if (status == 0) bytes_written_ += w->bytes;
+  if (w->done != nullptr)
+    w->done(w, status);
+  else
+    owner_->onWritten(w, status);
+  if (closing_ || status != 0) return;
+  if (above_ && queued() <= low_) {
+    above_ = false;
+    owner_->onDrained();
+  }
+}
+
+int Connection::shutdown() noexcept {
+  if (closing_) return UV_ECANCELED;
+  const int rc = transport_->shutdown(*this, &shutdown_req_, onShutdownDone);
+  if (rc == 0) ++pending_;
+  return rc;
+}
+
+void Connection::onShutdownDone(uv_shutdown_t* req, int status) {
+  auto* c = static_cast<Connection*>(req->data);
+  if (!c->closing_ && !c->lingering_) c->owner_->onShutdown(status);
+  c->callbackDone();
+}
+
+// --- Timer, linger, close ----------------------------------------------------------------
+
+void Connection::startTimer(uint64_t ms) noexcept {
+  if (!closing_) uv_timer_start(&timer_, onTimerFired, ms, 0);
+}
+
+void Connection::onTimerFired(uv_timer_t* t) {
+  auto* c = static_cast<Connection*>(t->data);
+  if (c->closing_) return;
+  if (c->connecting_) {
+    // The connect is still pending at its deadline. The owner closes, which cancels it.
+    c->connecting_ = false;
+    c->owner_->onConnected(UV_ETIMEDOUT);
+    return;
+  }
+  if (c->lingering_) {
+    c->lingerEnd();
+    return;
+  }
+  c->owner_->onTimer();
+}
+
+bool Connection::lingerClose(uint64_t ms) noexcept {
+  if (closing_) return false;
+  const bool shut = shutdown() == 0;
+  lingering_ = true;
+  readStart();
+  uv_timer_start(&timer_, onTimerFired, ms, 0);
+  return shut;
+}
+
+void Connection::lingerEnd() noexcept {
+  owner_->onLingerDone();
+  close();
+}
+
+void Connection::close() noexcept {
+  if (closing_) return;
+  closing_ = true;
+  readStop();
+  uv_timer_stop(&timer_);
+  uv_close(reinterpret_cast<uv_handle_t*>(&timer_), onHandleClosed);
+  uv_close(reinterpret_cast<uv_handle_t*>(&tcp_), onHandleClosed);
+}
+
+void Connection::onHandleClosed(uv_handle_t* h) {
+  static_cast<Connection*>(h->data)->callbackDone();
+}
+
+// The owner may free itself (and this) in onClosed: nothing touches `this` after it.
+void Connection::callbackDone() noexcept {
+  if (--pending_ == 0 && closing_) owner_->onClosed();
+}
+
+}  // namespace lb

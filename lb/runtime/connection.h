@@ -1,0 +1,218 @@
+// One socket's life, for whichever session owns it: accept (from a listening stream) or
+// connect (to an address, bounded by a connect timeout), the peer and local addresses,
+// TCP_NODELAY, one timer (the owner's idle or deadline timer; the connect timeout while
+// connecting), reads into pool blocks or owner-supplied buffers, writes with bytes-queued
+// accounting and high/low watermarks, shutdown of the write side, lingering close, and a
+// counted close that calls the owner back once, after the last libuv callback, so that
+// the owner may free itself there.
+//
+// Bytes go through a Transport (transport.h): plain TCP now; TLS goes under it later with no
+// change to any owner. A splice(2) pump between two connections (bytes never reach the
+// owner) is Connection::pipeTo's place, described below and in docs/architecture.md.
+//
+// Rules (h2o's and libuv's): the Connection is embedded in its owner (no allocation of its
+// own), neither copied nor moved; handle.data = this, and static trampolines forward to
+// members; after close() the owner hears nothing but onWritten(UV_ECANCELED) for writes it
+// queued (so it can take back their buffers) and, last, onClosed(). Owner callbacks are
+// noexcept: no exception crosses a libuv callback. Loop thread only.
+#pragma once
+
+#include <sys/socket.h>
+#include <uv.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "lb/runtime/buffer_pool.h"
+#include "lb/runtime/transport.h"
+
+namespace lb {
+
+class Connection;
+
+// One write queued behind the socket: caller-owned storage (a member of the owner, or the
+// header of the pool block that carries the bytes), valid until onWritten.
+struct ConnectionWrite {
+  uv_write_t req;
+  Connection* conn = nullptr;
+  size_t bytes = 0;       // queued with it
+  // Where its completion goes instead of the owner's onWritten: a session writing on a
+  // connection it does not own (TCP's backend side, owned by the UpstreamConn), which needs
+  // its buffer back even after that connection closed (then with UV_ECANCELED).
+  void (*done)(ConnectionWrite* w, int status) noexcept = nullptr;
+  void* user = nullptr;   // the writer's
+};
+
+class ConnectionOwner {
+ public:
+  // connect(): 0, or < 0 (refused; UV_ETIMEDOUT at the connect timeout). After a failure
+  // the connection is of no further use: the owner closes it.
+  virtual void onConnected(int status) noexcept { (void)status; }
+  // Owner-supplied buffers (no read pool): where the next read lands. A zero-length buffer
+  // makes libuv report UV_ENOBUFS (onError).
+  virtual void onAlloc(uv_buf_t* buf) noexcept { *buf = uv_buf_init(nullptr, 0); }
+  // n bytes at p. With a read pool, p is `header` bytes into a pool block that is the
+  // owner's from now on (it puts it back). With owner buffers, n == 0 gives back the
+  // buffer onAlloc handed out, empty: after a read that found nothing (EAGAIN), and before
+  // onEof or onError; an owner that took a block for it may put it back.
+  virtual void onRead(char* p, size_t n) noexcept = 0;
+  // The peer will send no more. Reading has stopped.
+  virtual void onEof() noexcept = 0;
+  // A read failed (reset, UV_ENOBUFS). Reading has stopped.
+  virtual void onError(int status) noexcept = 0;
+  // A write that write() queued has finished (< 0: failed; UV_ECANCELED after close()).
+  virtual void onWritten(ConnectionWrite* w, int status) noexcept {
+    (void)w;
+    (void)status;
+  }
+  // Bytes queued had crossed the high watermark and are now down to the low one.
+  virtual void onDrained() noexcept {}
+  // shutdown() finished (status < 0: the peer is gone). Not called after close().
+  virtual void onShutdown(int status) noexcept { (void)status; }
+  virtual void onTimer() noexcept {}
+  // lingerClose() ended (the peer closed, reset, or the linger time passed). The
+  // connection closes right after unless the owner closed it here.
+  virtual void onLingerDone() noexcept {}
+  // The last libuv callback has come back: the owner may free itself (and this connection).
+  virtual void onClosed() noexcept = 0;
+
+ protected:
+  ~ConnectionOwner() = default;
+};
+
+class Connection {
+ public:
+  static constexpr size_t kHighWatermark = 256 * 1024;
+  static constexpr size_t kLowWatermark = 64 * 1024;
+
+  // Initializes the socket and timer handles: the owner must close() it, accepted, connected
+  // or not, and free itself only in onClosed.
+  Connection(ConnectionOwner& owner, uv_loop_t* loop) noexcept;
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  // --- Opening ------------------------------------------------------------------------
+  // The pending connection of `server`; on success the peer address is read (getpeername).
+  // < 0 when another worker took it or the client is gone.
+  int accept(uv_stream_t* server) noexcept;
+  // Starts a connect; onConnected follows (UV_ETIMEDOUT after `timeout_ms`, 0 = none). The
+  // timer is the connect's until then. < 0 when it cannot even start.
+  int connect(const sockaddr* address, uint64_t timeout_ms) noexcept;
+  void setNoDelay() noexcept { uv_tcp_nodelay(&tcp_, 1); }
+  bool connecting() const noexcept { return connecting_; }
+  const sockaddr* peer() const noexcept { return reinterpret_cast<const sockaddr*>(&peer_); }
+  // Read once, on first use (getsockname), so an owner that never asks pays no syscall.
+  const sockaddr* local() noexcept;
+
+  // --- Reading -----------------------------------------------------------------------
+  // Reads go into blocks of `pool`, each starting `header` bytes in (room for the owner's
+  // write header when the block carries the bytes on); without this, into onAlloc's buffers.
+  void readIntoPool(BufferPool* pool, size_t header = 0) noexcept {
+    pool_ = pool;
+    header_ = header;
+  }
+  // Idempotent; 0 or < 0. Each start/stop pair is an epoll_ctl: owners stop only for flow
+  // control.
+  int readStart() noexcept;
+  void readStop() noexcept;
+  bool reading() const noexcept { return reading_; }
+  uint64_t bytesRead() const noexcept { return bytes_read_; }
+
+  // --- Writing -----------------------------------------------------------------------
+  // [bufs, n): with try_first, as much as the socket takes now; what is left is queued with
+  // `w` (the buffers must stay valid until onWritten(w)). Returns the bytes written now (all
+  // of them: nothing queued, w unused), or < 0 (nothing queued; the owner closes). Writes
+  // queue behind each other in order; `w` must not be in flight already.
+  ssize_t write(ConnectionWrite* w, const uv_buf_t* bufs, unsigned n,
+                bool try_first = true) noexcept;
+  // Bytes queued and not yet on the socket (the transport's count): the owner stops
+  // producing above the high watermark and hears onDrained once they are down to the low
+  // one.
+  size_t queued() noexcept { return transport_->queued(*this); }
+  bool aboveHigh() noexcept { return queued() > high_; }
+  size_t lowWatermark() const noexcept { return low_; }
+  // Writes queued and not yet called back (a write can be all on the socket and still wait
+  // for its callback, which comes on the loop's next turn).
+  uint32_t writesInFlight() const noexcept { return writes_; }
+  void setWatermarks(size_t high, size_t low) noexcept {
+    high_ = high;
+    low_ = low;
+  }
+  uint64_t bytesWritten() const noexcept { return bytes_written_; }
+  // Ends the write side after every queued write; onShutdown follows. One at a time.
+  int shutdown() noexcept;
+
+  // --- Pipe (not built yet) ----------------------------------------------------------
+  // pipeTo(Connection& to, uint64_t n): move the next n bytes this connection reads to `to`
+  // without passing them through the owner: a splice(2) pump when both transports are plain
+  // (plain()), a read-and-write loop through pool blocks otherwise; the owner hears one
+  // onWritten-like completion at the end. Both connections' reads stop while it runs.
+  bool plain() const noexcept { return transport_ == &PlainTransport::instance(); }
+  void setTransport(Transport* t) noexcept { transport_ = t; }
+
+  // --- Timer -------------------------------------------------------------------------
+  void startTimer(uint64_t ms) noexcept;
+  void stopTimer() noexcept { uv_timer_stop(&timer_); }
+
+  // --- Closing -----------------------------------------------------------------------
+  // Shuts the write side (queued writes go out first), then reads and drops what the peer
+  // still sends until it closes or `ms` pass, so that it reads lb's last answer rather than
+  // a reset (nginx's lingering_close); onLingerDone, then close. False when the shutdown
+  // could not start (the peer is gone): the linger runs all the same, and an owner that
+  // would rather not wait closes now.
+  bool lingerClose(uint64_t ms) noexcept;
+  bool lingering() const noexcept { return lingering_; }
+  // Idempotent. Both handles close; queued writes come back cancelled; onClosed follows
+  // the last callback, exactly once.
+  void close() noexcept;
+  bool closing() const noexcept { return closing_; }
+
+  // --- For transports ----------------------------------------------------------------
+  uv_stream_t* stream() noexcept { return reinterpret_cast<uv_stream_t*>(&tcp_); }
+  uv_tcp_t* tcp() noexcept { return &tcp_; }
+  // The buffer the next delivered bytes go into (the pool block or the owner's).
+  void ownerBuffer(uv_buf_t* buf) noexcept;
+  // Bytes (n > 0), nothing (0), or EOF/an error (< 0) for the owner, in `buf`.
+  void deliver(ssize_t n, const uv_buf_t* buf) noexcept;
+
+ private:
+  static void onAlloc(uv_handle_t* h, size_t suggested, uv_buf_t* buf);
+  static void onRead(uv_stream_t* s, ssize_t n, const uv_buf_t* buf);
+  static void onWrite(uv_write_t* req, int status);
+  static void onShutdownDone(uv_shutdown_t* req, int status);
+  static void onConnect(uv_connect_t* req, int status);
+  static void onTimerFired(uv_timer_t* t);
+  static void onHandleClosed(uv_handle_t* h);
+
+  void handleWrite(ConnectionWrite* w, int status) noexcept;
+  void lingerEnd() noexcept;
+  void callbackDone() noexcept;
+
+  ConnectionOwner* owner_;
+  Transport* transport_;
+  BufferPool* pool_ = nullptr;
+  size_t header_ = 0;
+
+  uv_tcp_t tcp_;
+  uv_timer_t timer_;
+  uv_connect_t connect_req_;
+  uv_shutdown_t shutdown_req_;
+  int pending_ = 2;                // close callbacks, writes, a shutdown and a connect
+
+  bool reading_ = false;
+  bool connecting_ = false;
+  bool lingering_ = false;
+  bool closing_ = false;
+  bool above_ = false;             // crossed the high watermark, not yet back to low
+  bool local_read_ = false;
+
+  uint32_t writes_ = 0;
+  size_t high_ = kHighWatermark;
+  size_t low_ = kLowWatermark;
+  uint64_t bytes_read_ = 0;
+  uint64_t bytes_written_ = 0;
+  sockaddr_storage peer_{};
+  sockaddr_storage local_{};
+};
+
+}  // namespace lb
