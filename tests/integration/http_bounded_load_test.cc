@@ -10,37 +10,13 @@
 #include <gtest/gtest.h>
 
 
+#include "tests/integration/backend_loads.h"
 #include "tests/integration/proxy_harness.h"
 
 namespace lb::test {
 namespace {
 
-struct Load {
-  long load = 0;
-  long cap = -1;
-};
-
-std::map<std::string, Load> backendLoads(uint16_t admin_port) {
-  std::map<std::string, Load> out;
-  auto r = httpExchange(admin_port, httpRequest("GET", "/backends"));
-  EXPECT_TRUE(r.ok) << r.error;
-  // {"name":"a","address":"...","weight":1,"healthy":true,"load":3,"cap":7,...}
-  constexpr std::string_view kAddress = "\",\"address\"";
-  for (size_t at = 0; (at = r.body.find("{\"name\":\"", at)) != std::string::npos;) {
-    size_t nb = at + 9, ne = r.body.find('"', nb);
-    size_t lp = r.body.find("\"load\":", ne), cp = r.body.find("\"cap\":", ne);
-    if (ne == std::string::npos || lp == std::string::npos || cp == std::string::npos) break;
-    if (r.body.compare(ne, kAddress.size(), kAddress) != 0) {   // the cluster's own name
-      at = ne;
-      continue;
-    }
-    std::string cap = r.body.substr(cp + 6, 4);
-    out[r.body.substr(nb, ne - nb)] = {atol(r.body.c_str() + lp + 7),
-                                       cap.rfind("null", 0) == 0 ? -1 : atol(cap.c_str())};
-    at = cp;
-  }
-  return out;
-}
+using Load = BackendLoad;
 
 TEST(HttpBoundedLoadTest, HotKeyNeverPutsABackendOverItsCap) {
   ProxyHarness h;

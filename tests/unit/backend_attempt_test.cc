@@ -12,26 +12,15 @@
 #include <vector>
 
 #include "lb/runtime/worker_env.h"
+#include "tests/unit/pick_test_config.h"
 
 namespace lb {
 namespace {
 
 Config attemptConfig(size_t backends, uint32_t retries, OnMissingKey on_missing_key) {
-  Config c;
-  ClusterConfig cluster;
-  cluster.name = "c";
-  cluster.selector = "rendezvous";
-  cluster.retries = retries;
-  for (size_t i = 0; i < backends; ++i)
-    cluster.backends.push_back({"b" + std::to_string(i),
-                                "127.0.0.1:" + std::to_string(9001 + i), 1, "", {}});
-  c.clusters.push_back(cluster);
-  ListenerConfig l;
-  l.name = "l";
-  l.listen = "127.0.0.1:8080";
-  l.cluster = "c";
-  l.on_missing_key = on_missing_key;
-  c.listeners.push_back(l);
+  Config c = pickTestConfig(backends);
+  c.clusters[0].retries = retries;
+  c.listeners[0].on_missing_key = on_missing_key;
   return c;
 }
 

@@ -27,78 +27,13 @@
 #include "lb/proxy/cache/cache_worker.h"
 #include "lb/proxy/cache/server_connection.h"
 #include "lb/runtime/worker_env.h"
+#include "tests/unit/loop_thread.h"
 #include "tests/unit/tcp_test_servers.h"
 
 namespace lb {
 namespace {
 
 using namespace std::chrono_literals;
-
-// A uv loop on its own thread (as tests/unit/loop_thread.h), except that work posted to it
-// is waited for with a deadline: a loop thread that never comes back (a timer re-armed for
-// "now" inside its own callback spins in libuv's timer phase for ever) aborts the test binary
-// with a message instead of hanging it.
-class BoundedLoop {
- public:
-  BoundedLoop() {
-    uv_loop_init(&loop_);
-    uv_async_init(&loop_, &wake_, onWake);
-    wake_.data = this;
-    thread_ = std::thread([this] { uv_run(&loop_, UV_RUN_DEFAULT); });
-  }
-  ~BoundedLoop() {
-    if (thread_.joinable()) stop();
-  }
-  uv_loop_t* loop() { return &loop_; }
-
-  template <typename F>
-  auto run(F fn) -> decltype(fn()) {
-    using R = decltype(fn());
-    auto task = std::make_shared<std::packaged_task<R()>>(std::move(fn));
-    auto done = task->get_future();
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      queue_.push_back([task] { (*task)(); });
-    }
-    uv_async_send(&wake_);
-    if (done.wait_for(10s) != std::future_status::ready) {
-      fprintf(stderr, "the loop thread did not answer within 10s: it is wedged\n");
-      std::abort();
-    }
-    return done.get();
-  }
-  bool waitFor(std::function<bool()> pred, std::chrono::milliseconds limit = 5s) {
-    const auto deadline = std::chrono::steady_clock::now() + limit;
-    while (std::chrono::steady_clock::now() < deadline) {
-      if (run(pred)) return true;
-      std::this_thread::sleep_for(2ms);
-    }
-    return false;
-  }
-  // True when uv_loop_close succeeded: nothing was left open.
-  bool stop() {
-    run([this] { uv_close(reinterpret_cast<uv_handle_t*>(&wake_), nullptr); });
-    thread_.join();
-    return uv_loop_close(&loop_) == 0;
-  }
-
- private:
-  static void onWake(uv_async_t* a) {
-    auto* self = static_cast<BoundedLoop*>(a->data);
-    std::deque<std::function<void()>> work;
-    {
-      std::lock_guard<std::mutex> lock(self->mu_);
-      work.swap(self->queue_);
-    }
-    for (auto& f : work) f();
-  }
-
-  uv_loop_t loop_;
-  uv_async_t wake_;
-  std::mutex mu_;
-  std::deque<std::function<void()>> queue_;
-  std::thread thread_;
-};
 
 class LineWire final : public CacheWire {
  public:
@@ -325,7 +260,7 @@ class ServerConnectionTest : public ::testing::Test {
   }
 
   LineBackend backend_;
-  BoundedLoop loop_;
+  testing::LoopThread loop_;
   ProtocolTable protocols_{};
   WorkerEnv env_{loop_.loop(), 0, protocols_};
   std::shared_ptr<Snapshot> snap_;

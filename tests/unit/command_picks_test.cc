@@ -11,25 +11,14 @@
 #include <string>
 
 #include "lb/runtime/worker_env.h"
+#include "tests/unit/pick_test_config.h"
 
 namespace lb {
 namespace {
 
 Config picksConfig(size_t backends, uint32_t hash_balance_factor) {
-  Config c;
-  ClusterConfig cluster;
-  cluster.name = "c";
-  cluster.selector = "rendezvous";
-  cluster.hash_balance_factor = hash_balance_factor;
-  for (size_t i = 0; i < backends; ++i)
-    cluster.backends.push_back({"b" + std::to_string(i),
-                                "127.0.0.1:" + std::to_string(9001 + i), 1, "", {}});
-  c.clusters.push_back(cluster);
-  ListenerConfig l;
-  l.name = "l";
-  l.listen = "127.0.0.1:8080";
-  l.cluster = "c";
-  c.listeners.push_back(l);
+  Config c = pickTestConfig(backends);
+  c.clusters[0].hash_balance_factor = hash_balance_factor;
   return c;
 }
 

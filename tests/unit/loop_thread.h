@@ -6,6 +6,8 @@
 #include <uv.h>
 
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <deque>
 #include <functional>
 #include <future>
@@ -32,7 +34,9 @@ class LoopThread {
 
   uv_loop_t* loop() { return &loop_; }
 
-  // Runs fn on the loop thread and waits for it.
+  // Runs fn on the loop thread and waits for it. A loop thread that does not come back within
+  // 10 s is wedged (a timer re-armed for "now" inside its own callback spins in libuv's timer
+  // phase for ever): the test binary aborts with a message rather than hang.
   template <typename F>
   auto run(F fn) -> decltype(fn()) {
     using R = decltype(fn());
@@ -43,6 +47,10 @@ class LoopThread {
       queue_.push_back([task] { (*task)(); });
     }
     uv_async_send(&wake_);
+    if (done.wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
+      std::fprintf(stderr, "the loop thread did not answer within 10s: it is wedged\n");
+      std::abort();
+    }
     return done.get();
   }
 

@@ -8,32 +8,16 @@
 #include <gtest/gtest.h>
 
 #include "lb/proxy/redis/redis_replies.h"
+#include "tests/unit/redis_merge_util.h"
 
 namespace lb {
 namespace {
 
 constexpr const char* kBad = "-ERR lb: a backend answered a split command unexpectedly\r\n";
 
-// replies[f] is fragment f's reply; plan[k] the fragment of key k.
 std::string merge(uint8_t kind, const std::vector<std::string>& replies,
                   const std::vector<uint16_t>& plan) {
-  std::vector<FragmentReply> parts;
-  for (const auto& r : replies) parts.push_back({r.data(), static_cast<uint32_t>(r.size())});
-  redis::MergeInput in;
-  in.kind = kind;
-  in.parts = parts.data();
-  in.fragment_count = static_cast<uint16_t>(parts.size());
-  in.plan = plan.data();
-  in.keys = static_cast<uint32_t>(plan.size());
-  CacheScratch scratch;
-  BufferPool pool;
-  ByteChain out(pool);
-  redis::mergeReplies(in, scratch, out);
-  uv_buf_t bufs[16];
-  const int n = out.buffers(bufs, 16);
-  std::string s;
-  for (int i = 0; i < n; ++i) s.append(bufs[i].base, bufs[i].len);
-  return s;
+  return mergeRedis(kind, replies, plan);
 }
 
 TEST(RedisMergeTest, AnErrorInAnyPartIsTheWholeReply) {

@@ -11,6 +11,7 @@
 #include "lb/proxy/redis/redis_replies.h"
 #include "lb/proxy/redis/resp.h"
 #include "lb/runtime/buffer_pool.h"
+#include "tests/unit/redis_merge_util.h"
 
 namespace lb {
 namespace {
@@ -73,26 +74,7 @@ struct Merge {
   std::vector<std::string> replies;
   std::vector<uint16_t> plan;
 
-  std::string run(uint8_t kind) {
-    std::vector<FragmentReply> parts;
-    for (const auto& r : replies)
-      parts.push_back({r.data(), static_cast<uint32_t>(r.size())});
-    redis::MergeInput in;
-    in.kind = kind;
-    in.parts = parts.data();
-    in.fragment_count = static_cast<uint16_t>(parts.size());
-    in.plan = plan.data();
-    in.keys = static_cast<uint32_t>(plan.size());
-    CacheScratch sc;
-    BufferPool pool;
-    ByteChain out(pool);
-    redis::mergeReplies(in, sc, out);
-    uv_buf_t bufs[16];
-    const int nb = out.buffers(bufs, 16);
-    std::string s;
-    for (int i = 0; i < nb; ++i) s.append(bufs[i].base, bufs[i].len);
-    return s;
-  }
+  std::string run(uint8_t kind) { return mergeRedis(kind, replies, plan); }
 };
 
 constexpr const char* kBad = "-ERR lb: a backend answered a split command unexpectedly\r\n";
