@@ -2,6 +2,8 @@
 // writing with backpressure, and the graceful close. What is answered is the handler's.
 #include "lb/http/server_conn.h"
 
+#include <sys/socket.h>
+
 #include <algorithm>
 #include <cstring>
 #include <exception>
@@ -21,8 +23,7 @@ constexpr size_t kMaxQueuedWriteBytes = 4 << 20;
 }  // namespace
 
 struct HttpServerConnWrite {
-  uv_write_t req;
-  HttpServerConn* conn;
+  ConnectionWrite w;    // first: onWritten's ConnectionWrite* is this write
   std::string prefix;   // owned bytes around the borrowed ones
   std::string suffix;
 };
@@ -39,27 +40,23 @@ HttpServerConn::HttpServerConn(uv_loop_t* loop, const HttpServerOptions& options
                                HttpConnOwner* owner)
     : options_(options),
       owner_(owner),
+      conn_(*this, loop),
       parser_(HTTP_REQUEST, this),
       cap_(std::max<size_t>(options.max_head_bytes, 1)) {
   buf_.reset(new char[cap_]);
-  uv_tcp_init(loop, &tcp_);
-  uv_timer_init(loop, &timer_);
   uv_timer_init(loop, &handler_timer_);
-  tcp_.data = this;
-  timer_.data = this;
   handler_timer_.data = this;
-  shutdown_.data = this;
-  pending_closes_ = 3;
+  pending_closes_ = 2;   // the Connection's onClosed and the handler timer's close
 }
 
 HttpServerConn::~HttpServerConn() = default;
 
 bool HttpServerConn::accept(uv_stream_t* listener) {
-  if (uv_accept(listener, reinterpret_cast<uv_stream_t*>(&tcp_)) != 0) {
+  if (conn_.accept(listener) != 0) {
     close();
     return false;
   }
-  uv_tcp_nodelay(&tcp_, 1);   // answers are written whole; Nagle would only delay them
+  conn_.setNoDelay();   // answers are written whole; Nagle would only delay them
   return true;
 }
 
@@ -72,27 +69,34 @@ void HttpServerConn::start(std::unique_ptr<HttpHandler> handler) {
 void HttpServerConn::close() {
   if (state_ == State::kClosed) return;
   state_ = State::kClosed;
-  uv_close(reinterpret_cast<uv_handle_t*>(&tcp_), onClosed);   // cancels queued writes
-  uv_close(reinterpret_cast<uv_handle_t*>(&timer_), onClosed);
-  uv_close(reinterpret_cast<uv_handle_t*>(&handler_timer_), onClosed);
+  conn_.close();   // cancels queued writes
+  uv_close(reinterpret_cast<uv_handle_t*>(&handler_timer_), onHandlerTimerClosed);
 }
 
 void HttpServerConn::reset() {
   if (state_ == State::kClosed) return;
-  state_ = State::kClosed;
-  uv_close(reinterpret_cast<uv_handle_t*>(&timer_), onClosed);
-  uv_close(reinterpret_cast<uv_handle_t*>(&handler_timer_), onClosed);
-  // libuv refuses a reset while a shutdown is in flight; a plain close will do then.
-  if (uv_tcp_close_reset(&tcp_, onClosed) != 0)
-    uv_close(reinterpret_cast<uv_handle_t*>(&tcp_), onClosed);
+  // SO_LINGER 0 turns the close into an RST, as uv_tcp_close_reset does; like libuv, not
+  // once the FIN is on its way (the linger), where a plain close will do.
+  uv_os_fd_t fd;
+  if (!conn_.lingering() &&
+      uv_fileno(reinterpret_cast<const uv_handle_t*>(conn_.tcp()), &fd) == 0) {
+    struct linger l = {1, 0};
+    setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof l);
+  }
+  close();
 }
 
-void HttpServerConn::onClosed(uv_handle_t* h) {
-  auto* c = static_cast<HttpServerConn*>(h->data);
-  if (--c->pending_closes_ > 0) return;
-  c->handler_.reset();
-  c->owner_->connectionClosed(c);
-  delete c;
+void HttpServerConn::onClosed() noexcept { closeDone(); }
+
+void HttpServerConn::onHandlerTimerClosed(uv_handle_t* h) {
+  static_cast<HttpServerConn*>(h->data)->closeDone();
+}
+
+void HttpServerConn::closeDone() noexcept {
+  if (--pending_closes_ > 0) return;
+  handler_.reset();
+  owner_->connectionClosed(this);
+  delete this;
 }
 
 // Graceful end: let every queued write reach the socket, send FIN, then keep reading (and
@@ -103,37 +107,30 @@ void HttpServerConn::closeAfterWrites() {
   if (state_ == State::kClosed || state_ == State::kFlushing || state_ == State::kLingering)
     return;
   state_ = State::kFlushing;
-  uv_timer_stop(&timer_);
+  conn_.stopTimer();
   uv_timer_stop(&handler_timer_);
-  if (writes_in_flight_ == 0) startLinger();
+  if (conn_.writesInFlight() == 0) startLinger();
   else updateReading();
 }
 
 void HttpServerConn::startLinger() {
   state_ = State::kLingering;
   used_ = parsed_ = 0;
-  if (uv_shutdown(&shutdown_, reinterpret_cast<uv_stream_t*>(&tcp_), onShutdown) != 0) {
-    close();
-    return;
-  }
-  uv_timer_start(&timer_, onTimeout, options_.linger_ms, 0);
-  updateReading();
+  // The Connection reads (into a scratch block) and drops until the client's EOF, an error
+  // or the linger time, then closes: onClosed follows.
+  if (read_eof_ || !conn_.lingerClose(options_.linger_ms))
+    close();   // the client is done too, or gone: nothing to linger for
 }
 
-void HttpServerConn::onShutdown(uv_shutdown_t* req, int status) {
-  auto* c = static_cast<HttpServerConn*>(req->data);
-  if (status == UV_ECANCELED || c->state_ == State::kClosed) return;
-  if (status < 0 || c->read_eof_) c->close();   // the client is done too: nothing to linger for
-}
+// The client closed, reset, or the linger time passed; the Connection closes itself next.
+void HttpServerConn::onLingerDone() noexcept { close(); }
 
-void HttpServerConn::onTimeout(uv_timer_t* t) {
-  // The request time ran out (State::kHead, kExchange), or the linger time did.
-  static_cast<HttpServerConn*>(t->data)->close();
+void HttpServerConn::onTimer() noexcept {
+  close();   // the request time ran out (State::kHead, kExchange)
 }
 
 void HttpServerConn::armRequestTimer() {
-  if (options_.request_timeout_ms > 0)
-    uv_timer_start(&timer_, onTimeout, options_.request_timeout_ms, 0);
+  if (options_.request_timeout_ms > 0) conn_.startTimer(options_.request_timeout_ms);
 }
 
 template <typename F>
@@ -151,53 +148,43 @@ void HttpServerConn::call(F&& f) noexcept {
 // ---- reading --------------------------------------------------------------------------------
 
 void HttpServerConn::updateReading() {
-  if (state_ == State::kClosed) return;
-  auto* s = reinterpret_cast<uv_stream_t*>(&tcp_);
+  // The linger's reads are the Connection's (lingerClose started them).
+  if (state_ == State::kClosed || state_ == State::kLingering) return;
   bool want = !read_eof_ && handler_ != nullptr;
   if (state_ == State::kFlushing) {
     want = false;   // reading resumes, to drop input, once the FIN is on its way
-  } else if (state_ != State::kLingering) {
-    want = want && used_ < cap_ && uv_stream_get_write_queue_size(s) < kMaxQueuedWriteBytes;
+  } else {
+    want = want && used_ < cap_ && conn_.queued() < kMaxQueuedWriteBytes;
   }
-  if (want == reading_) return;
-  if (want && uv_read_start(s, onAlloc, onRead) != 0) {
+  if (want == conn_.reading()) return;
+  if (want && conn_.readStart() != 0) {
     close();
     return;
   }
-  if (!want) uv_read_stop(s);
-  reading_ = want;
+  if (!want) conn_.readStop();
 }
 
-void HttpServerConn::onAlloc(uv_handle_t* h, size_t, uv_buf_t* buf) {
-  auto* c = static_cast<HttpServerConn*>(h->data);
-  // A tunnel hands each read on at once and a lingering connection drops it: both reuse the
-  // whole buffer. Otherwise the read lands after the bytes still to be parsed.
-  size_t at = c->state_ == State::kTunnel || c->state_ == State::kLingering ? 0 : c->used_;
-  *buf = uv_buf_init(c->buf_.get() + at, static_cast<unsigned>(c->cap_ - at));
+void HttpServerConn::onAlloc(uv_buf_t* buf) noexcept {
+  // A tunnel hands each read on at once: it reuses the whole buffer. Otherwise the read
+  // lands after the bytes still to be parsed.
+  size_t at = state_ == State::kTunnel ? 0 : used_;
+  *buf = uv_buf_init(buf_.get() + at, static_cast<unsigned>(cap_ - at));
 }
 
-void HttpServerConn::onRead(uv_stream_t* s, ssize_t n, const uv_buf_t*) {
-  static_cast<HttpServerConn*>(s->data)->handleRead(n);
+void HttpServerConn::onError(int) noexcept {
+  close();   // ECONNRESET and friends: nobody is left to answer
 }
 
-void HttpServerConn::handleRead(ssize_t n) {
-  if (state_ == State::kClosed || n == 0) return;
-  if (n == UV_EOF) {
-    handleEof();
-    return;
-  }
-  if (n < 0) {   // ECONNRESET and friends: nobody is left to answer
-    close();
-    return;
-  }
+void HttpServerConn::onRead(char*, size_t n) noexcept {
+  if (state_ == State::kClosed || n == 0) return;   // n == 0: our buffer back, empty
   switch (state_) {
     case State::kHead:
     case State::kExchange:
-      used_ += static_cast<size_t>(n);
+      used_ += n;
       drive();
       return;
     case State::kTunnel:
-      call([&] { handler_->onTunnelData(*this, {buf_.get(), static_cast<size_t>(n)}); });
+      call([&] { handler_->onTunnelData(*this, {buf_.get(), n}); });
       updateReading();
       return;
     default:   // kFlushing, kLingering: dropped
@@ -205,16 +192,13 @@ void HttpServerConn::handleRead(ssize_t n) {
   }
 }
 
-void HttpServerConn::handleEof() {
+void HttpServerConn::onEof() noexcept {
   read_eof_ = true;
   updateReading();
   switch (state_) {
     case State::kHead:   // idle, or half a request that can no longer complete
-      if (writes_in_flight_ > 0) closeAfterWrites();   // the last answer still goes out
+      if (conn_.writesInFlight() > 0) closeAfterWrites();   // the last answer still goes out
       else close();
-      return;
-    case State::kLingering:   // the client read our FIN and closed: done
-      close();
       return;
     case State::kTunnel:
       closeAfterWrites();
@@ -231,7 +215,7 @@ void HttpServerConn::handleEof() {
       if (ex_.answer_started && !ex_.answer_done) reset();
       else close();
       return;
-    default:   // kFlushing: onShutdown closes once the FIN is out
+    default:   // kFlushing: startLinger sees read_eof_ once the writes are out
       return;
   }
 }
@@ -298,9 +282,8 @@ bool HttpServerConn::nextRequest() {
     closeAfterWrites();
     return false;
   }
-  if (uv_stream_get_write_queue_size(reinterpret_cast<uv_stream_t*>(&tcp_)) >=
-      kMaxQueuedWriteBytes)
-    return false;   // handleWrite drives again as the queue drains
+  if (conn_.queued() >= kMaxQueuedWriteBytes)
+    return false;   // onWritten drives again as the queue drains
   parser_.nextMessage();
   state_ = State::kHead;
   ex_ = Exchange{};
@@ -311,7 +294,7 @@ bool HttpServerConn::nextRequest() {
 
 void HttpServerConn::enterTunnel() {
   state_ = State::kTunnel;
-  uv_timer_stop(&timer_);   // a tunnel lasts as long as both sides want
+  conn_.stopTimer();   // a tunnel lasts as long as both sides want
   std::string_view rest(buf_.get() + parsed_, used_ - parsed_);
   if (!rest.empty()) call([&] { handler_->onTunnelData(*this, rest); });
   used_ = parsed_ = 0;
@@ -390,8 +373,8 @@ void HttpServerConn::write(std::string prefix, std::string_view borrowed, std::s
 
 void HttpServerConn::queue(std::string prefix, std::string_view borrowed, std::string suffix) {
   if (prefix.empty() && borrowed.empty() && suffix.empty()) return;
-  auto* w = new HttpServerConnWrite{{}, this, std::move(prefix), std::move(suffix)};
-  w->req.data = w;
+  auto* w = new HttpServerConnWrite{{}, std::move(prefix), std::move(suffix)};
+  w->w.user = w;
   uv_buf_t bufs[3];
   unsigned n = 0;
   if (!w->prefix.empty())
@@ -401,33 +384,26 @@ void HttpServerConn::queue(std::string prefix, std::string_view borrowed, std::s
                             static_cast<unsigned>(borrowed.size()));
   if (!w->suffix.empty())
     bufs[n++] = uv_buf_init(w->suffix.data(), static_cast<unsigned>(w->suffix.size()));
-  if (uv_write(&w->req, reinterpret_cast<uv_stream_t*>(&tcp_), bufs, n, onWrite) != 0) {
+  // Always queued (no try-write first): every write completes in onWritten on a later loop
+  // turn, so a handler that writes again from onWritten never recurses into itself.
+  if (conn_.write(&w->w, bufs, n, /*try_first=*/false) < 0) {
     delete w;
     close();
-    return;
   }
-  ++writes_in_flight_;
 }
 
-void HttpServerConn::onWrite(uv_write_t* req, int status) {
-  auto* w = static_cast<HttpServerConnWrite*>(req->data);
-  HttpServerConn* c = w->conn;
-  delete w;
-  c->handleWrite(status);
-}
-
-void HttpServerConn::handleWrite(int status) {
-  --writes_in_flight_;
+void HttpServerConn::onWritten(ConnectionWrite* cw, int status) noexcept {
+  delete static_cast<HttpServerConnWrite*>(cw->user);
   if (status == UV_ECANCELED || state_ == State::kClosed) return;   // close() runs
   if (status < 0) {   // the client went away
     close();
     return;
   }
   if (state_ == State::kFlushing) {
-    if (writes_in_flight_ == 0) startLinger();
+    if (conn_.writesInFlight() == 0) startLinger();
     return;
   }
-  if (writes_in_flight_ == 0 && answering()) call([this] { handler_->onWritten(*this); });
+  if (conn_.writesInFlight() == 0 && answering()) call([this] { handler_->onWritten(*this); });
   drive();   // reading, or an answer held back by the write queue, may go on
 }
 

@@ -9,8 +9,14 @@
 // was read to its end. A handler answers at once or later (a timer, a stream it feeds as
 // writes drain), and sees the request body as it arrives unless it pauses the connection.
 //
-// Loop thread only. The connection owns its uv handles and its handler; it frees both in its
-// last close callback, and nothing else may delete it.
+// The socket's life (accept, reads, writes, the FIN, the lingering read, the counted close)
+// is lb/net's Connection, as for every proxy session; what stays here is the HTTP state
+// machine above it, the request/linger timer being the Connection's and the handler's timer
+// one of its own. Reads land in the connection's own buffer (owner-supplied, not pool
+// blocks): a head is parsed in place there, and must fit in it.
+//
+// Loop thread only. The connection owns its Connection, its handler timer and its handler;
+// it frees them after the last close callback, and nothing else may delete it.
 #pragma once
 
 #include <uv.h>
@@ -23,6 +29,7 @@
 
 #include "lb/http/parser.h"
 #include "lb/http/server_options.h"
+#include "lb/net/connection.h"
 
 namespace lb {
 
@@ -88,7 +95,7 @@ class HttpHandler {
   virtual void onTunnelData(HttpServerConn&, std::string_view /*data*/) {}
 };
 
-class HttpServerConn final : private HttpBodySink {
+class HttpServerConn final : private HttpBodySink, private ConnectionOwner {
  public:
   HttpServerConn(const HttpServerConn&) = delete;
   HttpServerConn& operator=(const HttpServerConn&) = delete;
@@ -154,18 +161,21 @@ class HttpServerConn final : private HttpBodySink {
   bool accept(uv_stream_t* listener);
   void start(std::unique_ptr<HttpHandler> handler);
 
-  static void onAlloc(uv_handle_t* h, size_t suggested, uv_buf_t* buf);
-  static void onRead(uv_stream_t* s, ssize_t n, const uv_buf_t* buf);
-  static void onWrite(uv_write_t* req, int status);
-  static void onShutdown(uv_shutdown_t* req, int status);
-  static void onTimeout(uv_timer_t* t);
   static void onHandlerTimer(uv_timer_t* t);
-  static void onClosed(uv_handle_t* h);
+  static void onHandlerTimerClosed(uv_handle_t* h);
   void onBody(const char* data, size_t len) noexcept override;
 
-  void handleRead(ssize_t n);
-  void handleEof();
-  void handleWrite(int status);
+  // ConnectionOwner
+  void onAlloc(uv_buf_t* buf) noexcept override;
+  void onRead(char* p, size_t n) noexcept override;
+  void onEof() noexcept override;
+  void onError(int status) noexcept override;
+  void onWritten(ConnectionWrite* w, int status) noexcept override;
+  void onTimer() noexcept override;   // the request time ran out
+  void onLingerDone() noexcept override;
+  void onClosed() noexcept override;
+  void closeDone() noexcept;          // one of the two closes (Connection, handler timer) ended
+
   void drive();             // parses buffered input while the state allows it
   void beginExchange();     // a head is complete: hand it to the handler
   bool nextRequest();       // the exchange is over; false when the connection cannot go on
@@ -188,18 +198,14 @@ class HttpServerConn final : private HttpBodySink {
   State state_ = State::kHead;
   Exchange ex_;
   bool keep_alive_ = true;
-  uv_tcp_t tcp_;            // tcp_.data = this
-  uv_timer_t timer_;        // request time, then linger time; timer_.data = this
-  uv_timer_t handler_timer_;
-  uv_shutdown_t shutdown_;
+  Connection conn_;         // its timer: the request time, then the linger time
+  uv_timer_t handler_timer_;   // handler_timer_.data = this
   HttpParser parser_;
   size_t cap_;
   std::unique_ptr<char[]> buf_;   // input, cap_ bytes; a head starts at offset 0 and must fit
   size_t used_ = 0;         // bytes in buf_
   size_t parsed_ = 0;       // of which the parser has consumed
-  size_t writes_in_flight_ = 0;
   int pending_closes_ = 0;
-  bool reading_ = false;
   bool read_eof_ = false;
   bool driving_ = false;
 };

@@ -7,7 +7,7 @@
 //
 // Owning thread only. The pool may grow past max_free under load; beyond it a returned
 // object is freed, so a burst does not pin its peak for ever (the BufferPool rule,
-// lb/runtime/buffer_pool.h).
+// lb/net/buffer_pool.h).
 #pragma once
 
 #include <cstddef>

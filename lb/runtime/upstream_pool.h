@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "lb/routing/backend_state.h"
-#include "lb/runtime/connection.h"
+#include "lb/net/connection.h"
 
 namespace lb {
 

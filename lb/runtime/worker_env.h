@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "lb/routing/snapshot.h"
-#include "lb/runtime/buffer_pool.h"
+#include "lb/net/buffer_pool.h"
 #include "lb/runtime/protocols.h"
 #include "lb/runtime/session.h"
 #include "lb/runtime/upstream_pool.h"

@@ -33,7 +33,7 @@
 #include "lb/proxy/redis/redis_replies.h"
 #include "lb/proxy/redis/resp.h"
 #include "lb/proxy/cache/cache_worker.h"
-#include "lb/runtime/buffer_pool.h"
+#include "lb/net/buffer_pool.h"
 #include "lb/proxy/cache/byte_chain.h"
 #include "tests/fuzz/fuzz_support.h"
 #include "tests/fuzz/strict_resp.h"

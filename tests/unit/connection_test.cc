@@ -1,7 +1,7 @@
 // lb::Connection against real sockets on 127.0.0.1: the loop runs on the test's thread, the
 // peers are plain blocking or non-blocking sockets, and every wait is for a condition with a
 // deadline. One behaviour per test; each ends with the loop holding no live handle.
-#include "lb/runtime/connection.h"
+#include "lb/net/connection.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>

@@ -51,7 +51,7 @@ TEST(LayersTest, RuntimeIncludingAProtocolIsReportedWithFileLineAndRule) {
   ASSERT_EQ(v.size(), 1u);
   EXPECT_EQ(describe(v[0]),
             "lb/runtime/listener.cc:4: includes lb/proxy/http/http_session.h: runtime may "
-            "include core, plugins, http, config, routing, health");
+            "include core, plugins, net, http, config, routing, health");
 }
 
 TEST(LayersTest, CoreMayIncludeNothingOfLbs) {
@@ -104,7 +104,7 @@ TEST(LayersTest, RuntimeIncludingTheCacheEngineIsReported) {
   ASSERT_EQ(v.size(), 1u);
   EXPECT_EQ(describe(v[0]),
             "lb/runtime/worker_env.h:2: includes lb/proxy/cache/cache_worker.h: runtime may "
-            "include core, plugins, http, config, routing, health");
+            "include core, plugins, net, http, config, routing, health");
 }
 
 TEST(LayersTest, LowerLayersAreReachableThroughTheChain) {
@@ -116,14 +116,23 @@ TEST(LayersTest, LowerLayersAreReachableThroughTheChain) {
   EXPECT_TRUE(checkTree(t.root()).empty());
 }
 
-TEST(LayersTest, TheOriginStandsOnCoreAndHttpOnly) {
+TEST(LayersTest, TheOriginStandsOnCoreNetAndHttpOnly) {
   Tree t;
   t.write("tools/origin/respond.cc",
           "#include \"lb/http/parser.h\"\n#include \"plugins/keys/key_plugins.h\"\n");
   auto v = checkTree(t.root());
   ASSERT_EQ(v.size(), 1u);
   EXPECT_EQ(v[0].included, "plugins/keys/key_plugins.h");
-  EXPECT_EQ(v[0].rule, "tools/origin may include core, http");
+  EXPECT_EQ(v[0].rule, "tools/origin may include core, net, http");
+}
+
+TEST(LayersTest, NetIncludingHttpIsReported) {
+  Tree t;
+  t.write("lb/net/connection.cc", "#include \"lb/net/connection.h\"\n#include \"lb/http/parser.h\"\n");
+  auto v = checkTree(t.root());
+  ASSERT_EQ(v.size(), 1u);
+  EXPECT_EQ(describe(v[0]),
+            "lb/net/connection.cc:2: includes lb/http/parser.h: net may include core");
 }
 
 TEST(LayersTest, AFileDirectlyUnderLbIsReported) {

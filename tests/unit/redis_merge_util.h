@@ -11,7 +11,7 @@
 #include "lb/proxy/cache/byte_chain.h"
 #include "lb/proxy/cache/cache_worker.h"
 #include "lb/proxy/redis/redis_replies.h"
-#include "lb/runtime/buffer_pool.h"
+#include "lb/net/buffer_pool.h"
 
 namespace lb {
 

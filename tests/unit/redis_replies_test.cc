@@ -10,7 +10,7 @@
 
 #include "lb/proxy/redis/redis_replies.h"
 #include "lb/proxy/redis/resp.h"
-#include "lb/runtime/buffer_pool.h"
+#include "lb/net/buffer_pool.h"
 #include "tests/unit/redis_merge_util.h"
 
 namespace lb {

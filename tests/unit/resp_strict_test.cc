@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "lb/proxy/redis/resp.h"
-#include "lb/runtime/buffer_pool.h"
+#include "lb/net/buffer_pool.h"
 
 namespace lb::resp {
 namespace {

@@ -15,7 +15,8 @@ const std::map<std::string, std::vector<std::string>>& directDeps() {
   static const std::map<std::string, std::vector<std::string>> deps = {
       {"core", {}},
       {"plugins", {"core"}},
-      {"http", {"core"}},
+      {"net", {"core"}},
+      {"http", {"core", "net"}},
       {"config", {"plugins"}},
       {"routing", {"config"}},
       {"health", {"routing", "http"}},
@@ -23,7 +24,7 @@ const std::map<std::string, std::vector<std::string>>& directDeps() {
       {"proxy", {"runtime", "http"}},
       {"admin", {"routing", "config", "http"}},
       {"analyze", {"routing", "config"}},
-      {"tools/origin", {"core", "http"}},
+      {"tools/origin", {"core", "net", "http"}},
   };
   return deps;
 }
@@ -43,9 +44,10 @@ void closure(const std::string& layer, std::set<std::string>* out) {
 
 // Layers in bottom-up order, for messages that read the same every time.
 const std::vector<std::string>& order() {
-  static const std::vector<std::string> o = {"core",    "plugins", "http",  "config",
-                                             "routing", "health",  "runtime", "proxy",
-                                             "admin",   "analyze", "app",   "tools/origin"};
+  static const std::vector<std::string> o = {"core",    "plugins", "net",     "http",
+                                             "config",  "routing", "health",  "runtime",
+                                             "proxy",   "admin",   "analyze", "app",
+                                             "tools/origin"};
   return o;
 }
 

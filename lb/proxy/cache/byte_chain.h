@@ -13,7 +13,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "lb/runtime/buffer_pool.h"
+#include "lb/net/buffer_pool.h"
 
 namespace lb {
 

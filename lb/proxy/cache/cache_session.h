@@ -28,7 +28,7 @@
 //
 // Reading and input buffering are in cache_session_input.cc, the rest in cache_session.cc.
 //
-// Lifetime: owns the client's Connection (lb/runtime/connection.h: the socket, its idle
+// Lifetime: owns the client's Connection (lb/net/connection.h: the socket, its idle
 // timer, the lingering close); neither copied nor moved; frees itself when the connection
 // reports its last callback (onClosed). Loop thread only.
 #pragma once
@@ -47,7 +47,7 @@
 #include "lb/proxy/cache/flush_list.h"
 #include "lb/runtime/protocols.h"
 #include "lb/proxy/cache/reply_arena.h"
-#include "lb/runtime/connection.h"
+#include "lb/net/connection.h"
 #include "lb/runtime/session.h"
 
 namespace lb {

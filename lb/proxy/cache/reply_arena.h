@@ -14,7 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "lb/runtime/buffer_pool.h"
+#include "lb/net/buffer_pool.h"
 
 namespace lb {
 

@@ -104,7 +104,7 @@
 // (request heads, keys, request bodies, keep-alive), http_session_upstream.cc (pick, connect,
 // retry, the response), http_session_tunnel.cc (after a 101).
 //
-// Lifetime: owns the client's Connection (lb/runtime/connection.h: socket, timer, lingering
+// Lifetime: owns the client's Connection (lb/net/connection.h: socket, timer, lingering
 // close) and the UpstreamConn and the HttpExchange while it uses them; neither copied nor
 // moved; deletes itself when the connection reports its last callback (onClosed).
 #pragma once
@@ -118,7 +118,7 @@
 #include "lb/proxy/http/http_exchange.h"
 #include "lb/routing/snapshot.h"
 #include "lb/runtime/backend_attempt.h"
-#include "lb/runtime/connection.h"
+#include "lb/net/connection.h"
 #include "lb/runtime/upstream_pool.h"
 #include "lb/runtime/worker_env.h"
 #include "plugins/key.h"

@@ -18,7 +18,7 @@
 // so that a client of a frozen backend gets a closed connection within the checks' time
 // rather than waiting on it for timeouts.idle, and its next connection goes elsewhere.
 //
-// Lifetime: owns the client's Connection (lb/runtime/connection.h: the socket and the idle
+// Lifetime: owns the client's Connection (lb/net/connection.h: the socket and the idle
 // timer) and (while it has one) the UpstreamConn; neither copied nor moved. It deletes
 // itself once the client connection has closed (onClosed) and every write it queued on the
 // backend's connection has called back (up_writes_: each carries one of its pool blocks).
@@ -32,7 +32,7 @@
 
 #include "lb/routing/snapshot.h"
 #include "lb/runtime/backend_attempt.h"
-#include "lb/runtime/connection.h"
+#include "lb/net/connection.h"
 #include "lb/runtime/protocols.h"
 #include "lb/runtime/session.h"
 #include "lb/runtime/upstream_pool.h"

@@ -23,8 +23,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "lb/runtime/buffer_pool.h"
-#include "lb/runtime/transport.h"
+#include "lb/net/buffer_pool.h"
+#include "lb/net/transport.h"
 
 namespace lb {
 

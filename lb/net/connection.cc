@@ -1,4 +1,4 @@
-#include "lb/runtime/connection.h"
+#include "lb/net/connection.h"
 
 #include <cstring>
 

@@ -1,4 +1,4 @@
-#include "lb/runtime/buffer_pool.h"
+#include "lb/net/buffer_pool.h"
 
 namespace lb {
 
