@@ -440,6 +440,45 @@ TEST_F(EtcdClientTest, AWatchMessageSplitAcrossChunksIsReadWhole) {
   EXPECT_EQ(log.batches[0].events[0].kv.value, "v");
 }
 
+TEST_F(EtcdClientTest, AWatchRefusedWithAStatusEndsWithHttpStatus) {
+  // What etcd 3.4 answers to a watch request body it cannot read.
+  test::BlockingServer fake(test::BlockingServer::answering(
+      "HTTP/1.1 500 Internal Server Error\r\nContent-Type: application/json\r\n"
+      "Content-Length: 62\r\n\r\n"
+      "{\"error\":\"unexpected EOF\",\"message\":\"unexpected EOF\",\"code\":2}"));
+  auto& c = client({urlOfPort(fake.port())});
+  WatchLog log;
+  watchInto(c, "/lb-test/k", 1, &log);
+  ASSERT_TRUE(runUntil([&] { return log.end.has_value(); }));
+  EXPECT_EQ(log.end->kind, EtcdFailure::kHttpStatus);
+  EXPECT_EQ(log.end->http_status, 500);
+  EXPECT_NE(log.end->message.find("unexpected EOF"), std::string::npos) << log.end->message;
+  EXPECT_FALSE(c.watching());
+}
+
+TEST_F(EtcdClientTest, AWatchNeverCreatedTimesOut) {
+  test::BlockingServer silent([](int fd) { test::BlockingServer::readToEof(fd); });
+  auto& c = client({urlOfPort(silent.port())}, 200ms);
+  WatchLog log;
+  const auto t0 = Clock::now();
+  watchInto(c, "/lb-test/k", 1, &log);
+  ASSERT_TRUE(runUntil([&] { return log.end.has_value(); }));
+  EXPECT_EQ(log.end->kind, EtcdFailure::kTimeout) << log.end->message;
+  EXPECT_GE(Clock::now() - t0, 190ms);
+}
+
+TEST_F(EtcdClientTest, ACreatedWatchOutlivesTheRequestTimeout) {
+  auto& c = client({etcd_->clientUrl()}, 200ms);
+  WatchLog log;
+  watchInto(c, "/lb-test/watch-long", etcd_->revision() + 1, &log);
+  ASSERT_TRUE(runUntil([&] { return log.created; }));
+  runUntil([] { return false; }, 400ms);   // twice the request timeout, idle
+  EXPECT_FALSE(log.end) << log.end->message;
+  const int64_t rev = etcd_->put("/lb-test/watch-long", "late");
+  ASSERT_TRUE(runUntil([&] { return !log.batches.empty(); }));
+  EXPECT_EQ(log.batches[0].revision, rev);
+}
+
 TEST_F(EtcdClientTest, CancelWatchCallsNoCallbackAgain) {
   auto& c = client();
   auto start = rangeOf(c, "/lb-test/watch-cancel");
