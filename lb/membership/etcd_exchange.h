@@ -56,6 +56,9 @@ class EtcdExchange final : public ConnectionOwner, public HttpBodySink {
         conn_(*this, loop) {}
 
   void start(const sockaddr* address) noexcept {
+    // The loop's clock is as old as its last turn: a caller that spent time since (a
+    // blocking test, a slow callback) would otherwise get a deadline that much too early.
+    uv_update_time(loop_);
     start_ms_ = uv_now(loop_);
     const int rc = conn_.connect(address, timeout_ms_);
     if (rc != 0) {
