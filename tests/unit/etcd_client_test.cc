@@ -5,6 +5,7 @@
 #include "lb/membership/etcd_client.h"
 
 #include <gtest/gtest.h>
+#include <netinet/tcp.h>
 #include <uv.h>
 
 #include <chrono>
@@ -32,6 +33,21 @@ EtcdEndpoint endpointOf(const std::string& url) {
 }
 
 std::string urlOfPort(uint16_t port) { return "http://127.0.0.1:" + std::to_string(port); }
+
+// A fake server's handler: after the request, `reply` one byte per segment (TCP_NODELAY and
+// a pause between writes), so that every read the client makes splits it somewhere new.
+test::BlockingServer::Handler trickling(std::string reply) {
+  return [reply = std::move(reply)](int fd) {
+    char buf[4096];
+    if (read(fd, buf, sizeof buf) <= 0) return;
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    for (char c : reply) {
+      if (!test::BlockingServer::writeAll(fd, std::string(1, c))) return;
+      usleep(100);
+    }
+  };
+}
 
 // A loop on the test's thread and the client under test; TearDown closes the client and
 // checks that nothing of it is left in the loop.
@@ -514,6 +530,45 @@ TEST_F(EtcdClientTest, EveryPutOfASequenceIsARevisionOfItsOwn) {
   EXPECT_EQ(log.batches.back().events[0].kv.value, values.back());
   RecordProperty("put_sequence_ms_per_put",
                  static_cast<int>(std::chrono::duration_cast<std::chrono::microseconds>(took).count() / 50 / 1000));
+}
+
+TEST_F(EtcdClientTest, AReplyArrivingByteByByteIsReadWhole) {
+  // The head split over many reads: the parser's checks of it must see it whole.
+  const std::string body =
+      "{\"header\":{\"revision\":\"3\"},\"kvs\":[{\"key\":\"L2s=\",\"mod_revision\":\"3\","
+      "\"value\":\"djI=\"}]}";
+  char size[16];
+  snprintf(size, sizeof size, "%zx", body.size());
+  const std::string reply = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                            "Transfer-Encoding: chunked\r\n\r\n" +
+                            std::string(size) + "\r\n" + body + "\r\n0\r\n\r\n";
+  test::BlockingServer trickle(trickling(reply));
+  auto& c = client({urlOfPort(trickle.port())});
+  auto out = rangeOf(c, "/k");
+  ASSERT_TRUE(out.reply) << out.error->message;
+  ASSERT_TRUE(out.reply->kv);
+  EXPECT_EQ(out.reply->kv->value, "v2");
+}
+
+TEST_F(EtcdClientTest, AWatchArrivingByteByByteIsReadWhole) {
+  const std::string created = "{\"result\":{\"header\":{\"revision\":\"5\"},\"created\":true}}\n";
+  const std::string event =
+      "{\"result\":{\"header\":{\"revision\":\"6\"},\"events\":[{\"kv\":{\"key\":\"L2s=\","
+      "\"mod_revision\":\"6\",\"value\":\"dg==\"}}]}}\n";
+  auto chunk = [](const std::string& m) {
+    char size[16];
+    snprintf(size, sizeof size, "%zx\r\n", m.size());
+    return size + m + "\r\n";
+  };
+  test::BlockingServer trickle(
+      trickling("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + chunk(created) + chunk(event)));
+  auto& c = client({urlOfPort(trickle.port())});
+  WatchLog log;
+  watchInto(c, "/k", 6, &log);
+  ASSERT_TRUE(runUntil([&] { return !log.batches.empty() || log.end; }));
+  EXPECT_TRUE(log.created);
+  ASSERT_EQ(log.batches.size(), 1u);
+  EXPECT_EQ(log.batches[0].events[0].kv.value, "v");
 }
 
 TEST_F(EtcdClientTest, CancelWatchCallsNoCallbackAgain) {
