@@ -449,6 +449,21 @@ TEST_F(EtcdClientTest, AMalformedChunkIsAProtocolError) {
   EXPECT_EQ(out.error->kind, EtcdFailure::kProtocol) << out.error->message;
 }
 
+TEST_F(EtcdClientTest, AReplyEndedByTheServerClosingIsReadWhole) {
+  // No Content-Length and no chunking: HTTP/1.1 lets the close end the body.
+  test::BlockingServer fake([](int fd) {
+    char buf[4096];
+    if (read(fd, buf, sizeof buf) <= 0) return;
+    test::BlockingServer::writeAll(
+        fd, "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n{\"header\":{\"revision\":\"7\"}}");
+  });
+  auto& c = client({urlOfPort(fake.port())});
+  auto out = rangeOf(c, "/k");
+  ASSERT_TRUE(out.reply) << out.error->message;
+  EXPECT_EQ(out.reply->revision, 7);
+  EXPECT_FALSE(out.reply->kv);
+}
+
 TEST_F(EtcdClientTest, AReplyCutShortIsAConnectionFailure) {
   // etcd dying in the middle of a reply: another member may answer, so it is kConnect.
   test::BlockingServer fake([](int fd) {
