@@ -32,7 +32,8 @@ struct MembershipDocument {
 // host:port hash_keys, twemproxy's name length; maglev's table_size against the count; the
 // ring's total points for ring_hash's vnodes) come from `cluster`, whose own `backends` are
 // ignored. Checks, all reported at once in text order:
-//   - JSON syntax (with the byte offset nlohmann::json reports, as line:column);
+//   - JSON syntax (with the byte offset nlohmann::json reports, as line:column), and a key
+//     written twice in one object (which nlohmann would take silently, the last one);
 //   - the top level is an object with exactly the key "backends" (an array);
 //   - each entry is an object with only name, address, weight, hash_key (an unknown key is
 //     reported with a did-you-mean, as the TOML loader does); their types; name required and
@@ -61,10 +62,5 @@ std::string membershipJson(const std::vector<BackendConfig>& backends);
 // membership yet) allows anything. Replacing the only backend of a cluster removes 100% of it.
 std::string checkRemoval(const std::vector<BackendConfig>& current,
                          const std::vector<BackendConfig>& next, uint32_t max_remove_percent);
-
-// 1-based line and column (in bytes) of byte `offset` in `text`; an offset past the end is
-// the position just after the last byte. Used for JSON syntax errors, which nlohmann::json
-// reports as a byte offset.
-SourcePos positionOfOffset(std::string_view text, size_t offset);
 
 }  // namespace lb
