@@ -204,7 +204,9 @@ void validateConfig(const Config& config, WalkContext& ctx) {
   checkListenAddresses(config, ctx);
   for (const auto& c : config.clusters) {
     std::string path = "clusters." + c.name;
-    checkBackendList(c, c.backends, {path + ".backends", path}, ctx);
+    // A membership cluster's backends are a fallback: none means none until etcd answers.
+    if (!c.backends.empty() || !c.membership)
+      checkBackendList(c, c.backends, {path + ".backends", path}, ctx);
     checkSelector(c, path, ctx);
     checkHealth(c, path, ctx);
   }
