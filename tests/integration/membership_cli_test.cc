@@ -231,6 +231,34 @@ TEST_F(MembershipCliTest, PutValidatesUnderTheConfiguredClustersSelector) {
   EXPECT_EQ(etcd_->get(key_), std::nullopt);
 }
 
+// A cluster with a membership table names its etcd, its key and its limit: `--config` alone
+// is enough, and the instances' max_remove_percent (25 here) is the one put holds to.
+TEST_F(MembershipCliTest, ConfigsMembershipTableGivesEtcdKeyAndLimit) {
+  ASSERT_GT(etcd_->put(key_, kFour), 0);
+  const std::string config = writeFile(
+      "lb.toml", "[clusters.cache]\nmembership = { etcd = [\"" + etcd_->clientUrl() +
+                     "\"], key = \"" + key_ + "\", max_remove_percent = 25 }\n");
+  const std::string two = writeFile("two.json",
+                                    "{\"backends\": [\n"
+                                    "  {\"name\": \"a\", \"address\": \"127.0.0.1:9001\"},\n"
+                                    "  {\"name\": \"b\", \"address\": \"127.0.0.1:9002\"}\n"
+                                    "]}\n");
+  const auto refused = test::runCommand(
+      {test::builtBinary("lb"), "membership", "put", "--config", config, two},
+      std::chrono::seconds(60));
+  EXPECT_EQ(refused.exit_code, 1) << refused.err;
+  EXPECT_NE(refused.err.find("removes 2 of 4 backends (50%) at once; max_remove_percent is 25"),
+            std::string::npos)
+      << refused.err;
+  EXPECT_EQ(etcd_->get(key_), std::string(kFour));
+
+  const auto get = test::runCommand(
+      {test::builtBinary("lb"), "membership", "get", "--config", config, "--cluster", "cache"},
+      std::chrono::seconds(60));
+  EXPECT_EQ(get.exit_code, 0) << get.err;
+  EXPECT_EQ(get.out, kFour);
+}
+
 TEST_F(MembershipCliTest, GetOfAnAbsentKeyFails) {
   const auto r = run("get", {});
   EXPECT_EQ(r.exit_code, 1);
