@@ -142,7 +142,8 @@ std::optional<std::vector<BackendConfig>> readFile(const MembershipOptions& o,
     return std::nullopt;
   }
   const std::string& t = text.value();
-  const size_t first = t.find_first_not_of(" \t\r\n");
+  const size_t bom = t.compare(0, 3, "\xEF\xBB\xBF") == 0 ? 3 : 0;
+  const size_t first = t.find_first_not_of(" \t\r\n", bom);
   // A TOML file cannot start with '{'; a membership document must.
   if (first != std::string::npos && t[first] == '{') {
     auto doc = parseMembershipDocument(t, o.file, settings);
