@@ -127,6 +127,27 @@ TEST_F(MembershipCliTest, TomlBackendListIsWrittenAsCanonicalJson) {
             "\"weight\": 2}\n]}\n");
 }
 
+// FILE may be a whole lb config: its cluster's backends are the membership, judged under that
+// cluster's own settings (ketama here: host:port hash_keys).
+TEST_F(MembershipCliTest, LbConfigFileGivesItsClustersBackendsAndRules) {
+  const std::string config = writeFile(
+      "lb.toml",
+      "[clusters.web]\nbackends = [ { name = \"w\", address = \"127.0.0.1:9000\" } ]\n"
+      "[clusters.cache]\nselector = \"ketama\"\nbackends = [\n"
+      "  { name = \"a\", address = \"127.0.0.1:9001\", hash_key = \"127.0.0.1:9001\" },\n]\n");
+  const auto put = run("put", {"--cluster", "cache", config});
+  ASSERT_EQ(put.exit_code, 0) << put.err;
+  EXPECT_EQ(etcd_->get(key_),
+            "{\"backends\": [\n  {\"name\": \"a\", \"address\": \"127.0.0.1:9001\", "
+            "\"hash_key\": \"127.0.0.1:9001\"}\n]}\n");
+
+  const auto ambiguous = run("put", {config});
+  EXPECT_EQ(ambiguous.exit_code, 2) << ambiguous.err;
+  EXPECT_NE(ambiguous.err.find("name the cluster with --cluster (clusters: web, cache)"),
+            std::string::npos)
+      << ambiguous.err;
+}
+
 // The hook writes the key after put read it and before its compare-and-swap: a second
 // operator, without a timing race.
 TEST_F(MembershipCliTest, WriteBetweenReadAndSwapIsAConflictAndOverwritesNothing) {
