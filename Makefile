@@ -34,7 +34,7 @@ endif
 DEB_PACKAGES := build-essential pkg-config libuv1-dev node-llhttp libtomlplusplus-dev \
   prometheus-cpp-dev libxxhash-dev zlib1g-dev libgtest-dev libgmock-dev libbenchmark-dev \
   libsystemd-dev systemd curl wrk redis-server redis-tools memcached prometheus nutcracker \
-  nettle-dev
+  nettle-dev etcd-server etcd-client nlohmann-json3-dev
 
 CXX ?= g++
 CC ?= gcc
@@ -79,7 +79,7 @@ deps:
 	  echo "make deps: installing:" $$missing; \
 	  export DEBIAN_FRONTEND=noninteractive; \
 	  apt-get update -qq && apt-get install -y -qq --no-install-recommends $$missing >/dev/null || exit 1; \
-	  for s in redis-server memcached prometheus nutcracker; do \
+	  for s in redis-server memcached prometheus nutcracker etcd; do \
 	    (systemctl disable --now $$s 2>/dev/null || service $$s stop 2>/dev/null) >/dev/null 2>&1 || true; done; \
 	fi
 

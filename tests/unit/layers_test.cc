@@ -135,6 +135,33 @@ TEST(LayersTest, NetIncludingHttpIsReported) {
             "lb/net/connection.cc:2: includes lb/http/parser.h: net may include core");
 }
 
+TEST(LayersTest, MembershipStandsOnCoreNetHttpAndConfig) {
+  Tree t;
+  t.write("lb/membership/etcd_client.cc",
+          "#include \"lb/net/connection.h\"\n#include \"lb/http/parser.h\"\n"
+          "#include \"lb/config/config.h\"\n#include \"lb/core/log.h\"\n");
+  t.write("lb/app/run.cc", "#include \"lb/membership/etcd_client.h\"\n");
+  EXPECT_TRUE(checkTree(t.root()).empty());
+}
+
+TEST(LayersTest, AdminIncludingMembershipIsReported) {
+  Tree t;
+  t.write("lb/admin/routes.cc", "#include \"lb/admin/routes.h\"\n#include \"lb/membership/etcd_client.h\"\n");
+  auto v = checkTree(t.root());
+  ASSERT_EQ(v.size(), 1u);
+  EXPECT_EQ(describe(v[0]),
+            "lb/admin/routes.cc:2: includes lb/membership/etcd_client.h: admin may include "
+            "core, plugins, net, http, config, routing");
+}
+
+TEST(LayersTest, MembershipIncludingRoutingIsReported) {
+  Tree t;
+  t.write("lb/membership/membership_source.cc", "#include \"lb/routing/snapshot.h\"\n");
+  auto v = checkTree(t.root());
+  ASSERT_EQ(v.size(), 1u);
+  EXPECT_EQ(v[0].rule, "membership may include core, plugins, net, http, config");
+}
+
 TEST(LayersTest, AFileDirectlyUnderLbIsReported) {
   Tree t;
   t.write("lb/stray.cc", "int x;\n");

@@ -24,6 +24,9 @@ const std::map<std::string, std::vector<std::string>>& directDeps() {
       {"proxy", {"runtime", "http"}},
       {"admin", {"routing", "config", "http"}},
       {"analyze", {"routing", "config"}},
+      // Fleet membership from etcd: the gateway client speaks HTTP over lb's sockets, the
+      // document is validated as the config's backends are. Only app includes it.
+      {"membership", {"config", "http"}},
       {"tools/origin", {"core", "net", "http"}},
   };
   return deps;
@@ -46,8 +49,8 @@ void closure(const std::string& layer, std::set<std::string>* out) {
 const std::vector<std::string>& order() {
   static const std::vector<std::string> o = {"core",    "plugins", "net",     "http",
                                              "config",  "routing", "health",  "runtime",
-                                             "proxy",   "admin",   "analyze", "app",
-                                             "tools/origin"};
+                                             "proxy",   "admin",   "analyze", "membership",
+                                             "app",     "tools/origin"};
   return o;
 }
 
