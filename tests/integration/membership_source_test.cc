@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <string>
 #include <thread>
 
@@ -161,6 +162,116 @@ TEST(MembershipSourceTest, ARejectedDocumentKeepsTheOldTableAndIsShown) {
   EXPECT_TRUE(waitCluster(admin, [&](const JsonValue& c) {
     return c["membership"]["revision"].asNumber() == static_cast<double>(next);
   })) << lb.output();
+  EXPECT_EQ(lb.process().stop(SIGTERM, 10s), 0) << lb.output();
+}
+
+// etcd lost: lb keeps its table and says it is reconnecting; an lb started meanwhile serves
+// the state file's membership; etcd back, both follow the next put.
+TEST(MembershipSourceTest, WithoutEtcdAnLbStartsOnItsStateFileAndFollowsEtcdOnceItIsBack) {
+  EtcdProcess etcd;
+  ASSERT_TRUE(etcd.ok()) << etcd.output();
+  const int64_t first = etcd.put(kKey, document({{"a", 9001}, {"b", 9002}}));
+  const std::string state = tempPath("state");
+  unlink(state.c_str());
+  const uint16_t admin = freePort(), web = freePort();
+  const std::string toml =
+      config(etcd, admin, web).insert(config(etcd, admin, web).find("min_apply_interval"),
+                                      "state_file = \"" + state + "\", ");
+  auto running = std::make_unique<LbProcess>();
+  ASSERT_TRUE(running->start(toml, {web, admin})) << running->output();
+  ASSERT_TRUE(waitCluster(admin, [&](const JsonValue& c) {
+    return c["membership"]["revision"].asNumber() == static_cast<double>(first);
+  }));
+  EXPECT_NE(readWholeFile(state).find("\"revision\""), std::string::npos) << readWholeFile(state);
+
+  etcd.kill();
+  EXPECT_TRUE(waitCluster(admin, [&](const JsonValue& c) {
+    return c["membership"]["state"].asString() == "reconnecting" &&
+           !c["membership"]["watch_up"].asBool();
+  })) << running->output();
+  EXPECT_EQ(metric(admin, "lb_membership_watch_up"), 0);
+  EXPECT_EQ(metric(admin, "lb_membership_revision"), static_cast<double>(first));
+  EXPECT_EQ(running->process().stop(SIGTERM, 10s), 0) << running->output();
+  running.reset();
+
+  LbProcess restarted;
+  ASSERT_TRUE(restarted.start(toml, {web, admin})) << restarted.output();
+  JsonValue doc;
+  const JsonValue* c = cacheCluster(admin, &doc);
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ((*c)["membership"]["source"].asString(), "state_file");
+  EXPECT_EQ((*c)["membership"]["revision"].asNumber(), static_cast<double>(first));
+  EXPECT_EQ((*c)["backends"].items().size(), 2u);
+  EXPECT_EQ(httpGetLocal(admin, "/ready").status, 200);
+
+  ASSERT_TRUE(etcd.restart()) << etcd.output();
+  // The backoff is at most 5s; etcd's own restart takes some of it.
+  ASSERT_TRUE(waitCluster(admin, [&](const JsonValue& c) {
+    return c["membership"]["state"].asString() == "watching" && c["membership"]["watch_up"].asBool();
+  }, 15s)) << restarted.output();
+  const int64_t second = etcd.put(kKey, document({{"a", 9001}, {"b", 9002}, {"c", 9003}}));
+  EXPECT_TRUE(waitCluster(admin, [&](const JsonValue& c) {
+    return c["membership"]["revision"].asNumber() == static_cast<double>(second) &&
+           c["membership"]["source"].asString() == "etcd";
+  })) << restarted.output();
+  EXPECT_EQ(restarted.process().stop(SIGTERM, 10s), 0) << restarted.output();
+  unlink(state.c_str());
+}
+
+// A SIGHUP keeps what etcd gave the cluster: the file's backends are only its fallback.
+TEST(MembershipSourceTest, AReloadKeepsTheAppliedMembership) {
+  EtcdProcess etcd;
+  ASSERT_TRUE(etcd.ok()) << etcd.output();
+  const int64_t rev = etcd.put(kKey, document({{"a", 9001}, {"b", 9002}}));
+  const uint16_t admin = freePort(), web = freePort();
+  const std::string fallback = "backends = [ { name = \"fallback\", address = \"127.0.0.1:9009\" } ]\n";
+  LbProcess lb;
+  ASSERT_TRUE(lb.start(config(etcd, admin, web, fallback), {web, admin})) << lb.output();
+  ASSERT_TRUE(waitCluster(admin, [&](const JsonValue& c) {
+    return c["membership"]["revision"].asNumber() == static_cast<double>(rev);
+  }));
+  ASSERT_TRUE(lb.reload(config(etcd, admin, web, fallback + "retries = 1\n"))) << lb.output();
+  JsonValue doc;
+  const JsonValue* c = cacheCluster(admin, &doc);
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ((*c)["membership"]["source"].asString(), "etcd");
+  EXPECT_EQ((*c)["membership"]["revision"].asNumber(), static_cast<double>(rev));
+  ASSERT_EQ((*c)["backends"].items().size(), 2u);
+  EXPECT_EQ((*c)["backends"].items()[0]["name"].asString(), "a");
+  // The source kept watching across the reload.
+  const int64_t next = etcd.put(kKey, document({{"a", 9001}, {"b", 9002}, {"c", 9003}}));
+  EXPECT_TRUE(waitCluster(admin, [&](const JsonValue& c) {
+    return c["membership"]["revision"].asNumber() == static_cast<double>(next);
+  })) << lb.output();
+  EXPECT_EQ(lb.process().stop(SIGTERM, 10s), 0) << lb.output();
+}
+
+// A writer rewriting the key in a loop costs a few builds, and lb ends on the last revision.
+TEST(MembershipSourceTest, RapidWritesCoalesceIntoFewBuildsEndingOnTheLast) {
+  EtcdProcess etcd;
+  ASSERT_TRUE(etcd.ok()) << etcd.output();
+  etcd.put(kKey, document({{"a", 9001}, {"b", 9002}}));
+  const uint16_t admin = freePort(), web = freePort();
+  std::string toml = config(etcd, admin, web);
+  toml.replace(toml.find("min_apply_interval = \"0\""), 24, "min_apply_interval = \"500ms\"");
+  LbProcess lb;
+  ASSERT_TRUE(lb.start(toml, {web, admin})) << lb.output();
+  const auto began = std::chrono::steady_clock::now();
+  int64_t last = 0;
+  for (int i = 0; i < 100; ++i)
+    last = etcd.put(kKey, document({{"a", 9001}, {"b", static_cast<uint16_t>(9100 + i)}}));
+  ASSERT_GT(last, 0);
+  ASSERT_TRUE(waitCluster(admin, [&](const JsonValue& c) {
+    return c["membership"]["revision"].asNumber() == static_cast<double>(last);
+  })) << lb.output();
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                      std::chrono::steady_clock::now() - began).count();
+  // One build at start, then at most one per 500 ms while the writes lasted.
+  const double applied = metric(admin, "lb_membership_updates_total", "applied");
+  RecordProperty("applied_for_100_writes", std::to_string(applied));
+  RecordProperty("writes_ms", std::to_string(ms));
+  EXPECT_LE(applied, 2.0 + static_cast<double>(ms) / 500) << "builds for 100 writes in " << ms << " ms";
+  EXPECT_GE(applied, 2);
   EXPECT_EQ(lb.process().stop(SIGTERM, 10s), 0) << lb.output();
 }
 
