@@ -92,6 +92,7 @@ void Memberships::startSource(const std::string& cluster, const MembershipConfig
   MembershipSource::Hooks hooks;
   hooks.build = [this, cluster](const MembershipUpdate& u) { onBuild(cluster, u); };
   hooks.changed = [this, cluster] { onChanged(cluster); };
+  hooks.confirmed = [this, cluster](int64_t revision) { onConfirmed(cluster, revision); };
   std::string error;
   e->source = MembershipSource::start(loop_, cluster, config, served, std::move(hooks), &error);
   if (e->source == nullptr)
@@ -126,6 +127,22 @@ void Memberships::onChanged(const std::string& cluster) {
   st.endpoint = s.endpoint;
   st.watch_up = s.watch_up;
   st.last_sync = s.last_sync;
+}
+
+void Memberships::onConfirmed(const std::string& cluster, int64_t revision) {
+  if (!live_ || stopped_ || lifecycle_ == nullptr) return;
+  std::shared_ptr<const Snapshot> snap = server_.snapshot();
+  const ClusterSnapshot* c = snap ? snap->findCluster(cluster) : nullptr;
+  if (c == nullptr || c->origin != MembershipOrigin::kStateFile || c->revision != revision) return;
+  // The same backends, built again (the same table: no key moves, state kept) under etcd's name.
+  BackendOrigins origins;
+  for (const ClusterSnapshot& x : snap->clusters) origins[x.config->name] = {x.origin, x.revision};
+  origins[cluster] = {MembershipOrigin::kEtcd, revision};
+  Errors errors;
+  if (lifecycle_->applyConfig(snap->config, resolvedHostsOf(*snap), origins, &errors))
+    LB_INFO("membership: cluster %s: etcd holds revision %lld, the one served from the state "
+            "file: serving it as etcd's",
+            cluster.c_str(), static_cast<long long>(revision));
 }
 
 void Memberships::startAndWait(const Config& config, Duration wait) {
@@ -192,7 +209,7 @@ void Memberships::initialOverlay(Config& config, BackendOrigins& origins, Resolv
         e.initial_applied = true;
         ++e.state->membership.applied;
         writeState(c.name, m, u.revision, c.backends);
-        LB_INFO("membership: cluster %s: starting on etcd's revision %lld (%zu backends)",
+        LB_INFO("membership: cluster %s: applied revision %lld (%zu backends) at start",
                 c.name.c_str(), static_cast<long long>(u.revision), c.backends.size());
         continue;
       }
@@ -366,6 +383,9 @@ void Memberships::overlay(Config& config, BackendOrigins& origins, ResolvedHosts
 
 void Memberships::reloaded(const Snapshot& snapshot) {
   if (stopped_) return;
+  // Refusing the reload for it would keep an older config for a file written only later.
+  for (const ConfigError& e : checkStateFileDirs(snapshot.config))
+    LB_WARN("reload: %s (the state file will not be written)", e.format().c_str());
   for (auto it = entries_.begin(); it != entries_.end();) {
     const ClusterSnapshot* c = snapshot.findCluster(it->first);
     const MembershipConfig* m = c && c->config->membership ? &*c->config->membership : nullptr;

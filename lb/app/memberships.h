@@ -80,6 +80,7 @@ class Memberships {
   void stopEntry(Entry& e);
   void onBuild(const std::string& cluster, const MembershipUpdate& u);
   void onChanged(const std::string& cluster);
+  void onConfirmed(const std::string& cluster, int64_t revision);
   // The asynchronous half of judging: names answered, build and apply.
   void finishApply(const std::string& cluster, int64_t revision, std::string document,
                    std::vector<BackendConfig> backends, const ResolvedHosts& answers);

@@ -122,7 +122,9 @@ void MembershipSource::onRange(const EtcdRangeReply* reply, const EtcdError* err
   }
   failures_ = 0;
   synced();
-  if (reply->kv) {
+  if (reply->kv && reply->kv->mod_revision == plan_.served() && hooks_.confirmed) {
+    hooks_.confirmed(reply->kv->mod_revision);
+  } else if (reply->kv) {
     MembershipUpdate u;
     u.revision = reply->kv->mod_revision;
     u.document = reply->kv->value;

@@ -66,6 +66,9 @@ class MembershipSource {
     std::function<void(const MembershipUpdate&)> build;
     // Something of status() changed.
     std::function<void()> changed;
+    // etcd holds the revision served now (a start on the state file, then etcd answers with
+    // the same revision): nothing to build, but it now comes from etcd. May be empty.
+    std::function<void(int64_t revision)> confirmed;
   };
 
   // Starts at once (a Range). `served` is the revision the cluster serves now (0: none).

@@ -209,6 +209,11 @@ TEST(MembershipSourceTest, WithoutEtcdAnLbStartsOnItsStateFileAndFollowsEtcdOnce
   ASSERT_TRUE(waitCluster(admin, [&](const JsonValue& c) {
     return c["membership"]["state"].asString() == "watching" && c["membership"]["watch_up"].asBool();
   }, 15s)) << restarted.output();
+  // etcd holds the revision the state file gave: served on as etcd's, nothing rebuilt.
+  EXPECT_TRUE(waitCluster(admin, [&](const JsonValue& c) {
+    return c["membership"]["source"].asString() == "etcd" &&
+           c["membership"]["revision"].asNumber() == static_cast<double>(first);
+  })) << restarted.output();
   const int64_t second = etcd.put(kKey, document({{"a", 9001}, {"b", 9002}, {"c", 9003}}));
   EXPECT_TRUE(waitCluster(admin, [&](const JsonValue& c) {
     return c["membership"]["revision"].asNumber() == static_cast<double>(second) &&
