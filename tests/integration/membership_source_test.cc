@@ -280,6 +280,40 @@ TEST(MembershipSourceTest, RapidWritesCoalesceIntoFewBuildsEndingOnTheLast) {
   EXPECT_EQ(lb.process().stop(SIGTERM, 10s), 0) << lb.output();
 }
 
+// The member lb watches is killed: lb moves to another member, and a put made meanwhile is
+// served (the Range after the break reads it).
+TEST(MembershipSourceTest, AKilledMemberIsLeftForTheNextAndNoRevisionIsMissed) {
+  EtcdCluster etcd(3);
+  ASSERT_TRUE(etcd.ok()) << etcd.output();
+  const int64_t first = etcd.put(kKey, document({{"a", 9001}, {"b", 9002}}));
+  const uint16_t admin = freePort(), web = freePort();
+  std::string toml = config(etcd, admin, web);
+  std::string urls;
+  for (const std::string& u : etcd.clientUrls()) urls += (urls.empty() ? "\"" : ", \"") + u + "\"";
+  toml.replace(toml.find("\"" + etcd.clientUrl(0) + "\""), etcd.clientUrl(0).size() + 2, urls);
+  LbProcess lb;
+  ASSERT_TRUE(lb.start(toml, {web, admin})) << lb.output();
+  ASSERT_TRUE(waitCluster(admin, [&](const JsonValue& c) {
+    return c["membership"]["revision"].asNumber() == static_cast<double>(first) &&
+           c["membership"]["watch_up"].asBool();
+  })) << lb.output();
+  JsonValue doc;
+  const JsonValue* c = cacheCluster(admin, &doc);
+  ASSERT_NE(c, nullptr);
+  const std::string watched = (*c)["membership"]["endpoint"].asString();
+  size_t member = 0;
+  while (member < etcd.size() && etcd.clientUrl(member) != watched) ++member;
+  ASSERT_LT(member, etcd.size()) << watched;
+  etcd.kill(member);
+  const int64_t second = etcd.put(kKey, document({{"a", 9001}, {"b", 9002}, {"c", 9003}}));
+  ASSERT_GT(second, first) << etcd.output();
+  EXPECT_TRUE(waitCluster(admin, [&](const JsonValue& c) {
+    return c["membership"]["revision"].asNumber() == static_cast<double>(second) &&
+           c["membership"]["watch_up"].asBool() && c["membership"]["endpoint"].asString() != watched;
+  }, 10s)) << lb.output();
+  EXPECT_EQ(lb.process().stop(SIGTERM, 10s), 0) << lb.output();
+}
+
 // Without etcd, a state file or backends, the cluster serves nothing: /ready says which.
 TEST(MembershipSourceTest, WithNothingToServeReadyAnswers503NamingTheCluster) {
   const uint16_t admin = freePort(), web = freePort(), dead = freePort();
