@@ -152,7 +152,9 @@ void Lifecycle::finishReload(const std::string& text, AnsweredResolver resolver)
   // only its fallback.
   BackendOrigins origins;
   ResolvedHosts hosts = resolver.hosts();
-  if (membership_.overlay) membership_.overlay(config, origins, hosts);
+  if (membership_.overlay)
+    if (Errors kept = membership_.overlay(config, origins, hosts); !kept.empty())
+      return reloadFailed(kept);
   auto built = buildSnapshot(std::move(config), server_.registry(), generation_ + 1, &hosts,
                              &origins);
   if (!built.ok()) return reloadFailed(built.errors());

@@ -36,8 +36,9 @@ class WorkerGroup;
 // What a reload and a drain ask of the clusters' membership sources (lb/app/memberships.h).
 struct MembershipHooks {
   // Before a reload builds: each membership cluster of `config` keeps the backends it
-  // serves (its origins), with their names' addresses added to `hosts`.
-  std::function<void(Config& config, BackendOrigins& origins, ResolvedHosts& hosts)> overlay;
+  // serves (its origins), with their names' addresses added to `hosts`. Errors refuse the
+  // reload (a membership the new settings would not accept).
+  std::function<Errors(Config& config, BackendOrigins& origins, ResolvedHosts& hosts)> overlay;
   // After a reload went live: start, restart or stop each cluster's source.
   std::function<void(const Snapshot& snapshot)> reloaded;
   // A drain began: every source stops.

@@ -259,7 +259,9 @@ void Memberships::goLive(Lifecycle* lifecycle) {
 
 MembershipHooks Memberships::hooks() {
   MembershipHooks h;
-  h.overlay = [this](Config& c, BackendOrigins& o, ResolvedHosts& hosts) { overlay(c, o, hosts); };
+  h.overlay = [this](Config& c, BackendOrigins& o, ResolvedHosts& hosts) {
+    return overlay(c, o, hosts);
+  };
   h.reloaded = [this](const Snapshot& s) { reloaded(s); };
   h.stop = [this] { stop(); };
   return h;
@@ -358,9 +360,10 @@ void Memberships::finishApply(const std::string& cluster, int64_t revision, std:
   if (e.source != nullptr) e.source->done(true);
 }
 
-void Memberships::overlay(Config& config, BackendOrigins& origins, ResolvedHosts& hosts) {
+Errors Memberships::overlay(Config& config, BackendOrigins& origins, ResolvedHosts& hosts) {
+  Errors errors;
   std::shared_ptr<const Snapshot> running = server_.snapshot();
-  if (!running) return;
+  if (!running) return errors;
   ResolvedHosts known;
   bool known_filled = false;
   for (ClusterConfig& c : config.clusters) {
@@ -369,6 +372,16 @@ void Memberships::overlay(Config& config, BackendOrigins& origins, ResolvedHosts
     if (rc == nullptr || rc->origin == MembershipOrigin::kFile || !rc->config->membership ||
         rc->config->membership->key != c.membership->key)
       continue;
+    // The new settings judge the membership as they would judge it from etcd: a reload to
+    // selector jump, say, refuses weights the running membership has.
+    if (auto doc = parseMembershipDocument(membershipJson(rc->config->backends),
+                                           documentSource(*c.membership, rc->revision), c);
+        !doc.ok()) {
+      errors.push_back({config.file, c.membership->pos, pathOf(c.name),
+                        "the membership it serves (revision " + std::to_string(rc->revision) +
+                            ") would not pass the new settings: " + summary(doc.errors())});
+      continue;
+    }
     c.backends = rc->config->backends;
     origins[c.name] = {rc->origin, rc->revision};
     if (!known_filled) {
@@ -379,6 +392,7 @@ void Memberships::overlay(Config& config, BackendOrigins& origins, ResolvedHosts
       if (!hosts.count(n))
         if (auto k = known.find(n); k != known.end()) hosts.emplace(n, k->second);
   }
+  return errors;
 }
 
 void Memberships::reloaded(const Snapshot& snapshot) {

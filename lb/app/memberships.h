@@ -19,7 +19,8 @@
 //     without one: the state file (when it holds this cluster and key and passes the checks),
 //     else the file's backends, else none (the cluster serves nothing and /ready says so).
 //   - Reload: a membership cluster keeps the backends it serves (the file's are its
-//     fallback) unless its key changed; a source whose endpoints or key changed starts
+//     fallback) unless its key changed, and a reload whose settings would refuse them (a
+//     selector that wants what they lack) is refused; a source whose endpoints or key changed starts
 //     again, one whose cluster lost its membership stops, a new one starts.
 //   - Drain: every source stops.
 // Main thread only.
@@ -87,7 +88,7 @@ class Memberships {
   void reject(Entry& e, int64_t revision, const std::string& reason, bool tell_source = true);
   void noteApplied(Entry& e, int64_t revision, const std::string& document, size_t backends,
                    uint64_t fingerprint);
-  void overlay(Config& config, BackendOrigins& origins, ResolvedHosts& hosts);
+  Errors overlay(Config& config, BackendOrigins& origins, ResolvedHosts& hosts);
   void reloaded(const Snapshot& snapshot);
 
   uv_loop_t* loop_;

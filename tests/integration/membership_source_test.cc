@@ -251,6 +251,32 @@ TEST(MembershipSourceTest, AReloadKeepsTheAppliedMembership) {
   EXPECT_EQ(lb.process().stop(SIGTERM, 10s), 0) << lb.output();
 }
 
+// A reload whose settings the running membership would fail (selector jump has no weights)
+// is refused like any bad file: the cluster keeps its table and selector.
+TEST(MembershipSourceTest, AReloadWhoseSettingsTheMembershipWouldFailIsRefused) {
+  EtcdProcess etcd;
+  ASSERT_TRUE(etcd.ok()) << etcd.output();
+  const int64_t rev = etcd.put(kKey, "{\"backends\": [{\"name\": \"a\", \"address\": "
+                                     "\"127.0.0.1:9001\", \"weight\": 2}]}");
+  const uint16_t admin = freePort(), web = freePort();
+  LbProcess lb;
+  ASSERT_TRUE(lb.start(config(etcd, admin, web), {web, admin})) << lb.output();
+  ASSERT_TRUE(waitCluster(admin, [&](const JsonValue& c) {
+    return c["membership"]["revision"].asNumber() == static_cast<double>(rev);
+  }));
+  EXPECT_FALSE(lb.reload(config(etcd, admin, web, "selector = \"jump\"\n"))) << lb.output();
+  EXPECT_NE(lb.output().find("the membership it serves (revision " + std::to_string(rev) +
+                             ") would not pass the new settings"),
+            std::string::npos)
+      << lb.output();
+  JsonValue doc;
+  const JsonValue* c = cacheCluster(admin, &doc);
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ((*c)["selector"].asString(), "ring_hash");
+  EXPECT_EQ((*c)["membership"]["revision"].asNumber(), static_cast<double>(rev));
+  EXPECT_EQ(lb.process().stop(SIGTERM, 10s), 0) << lb.output();
+}
+
 // A reload that names another key watches that one (the file's backends serve meanwhile);
 // one that removes the membership stops the source and serves the file's backends.
 TEST(MembershipSourceTest, AReloadToAnotherKeyWatchesItAndOneWithoutMembershipStops) {
