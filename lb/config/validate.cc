@@ -205,7 +205,7 @@ void validateConfig(const Config& config, WalkContext& ctx) {
   for (const auto& c : config.clusters) {
     std::string path = "clusters." + c.name;
     // A membership cluster's backends are a fallback: none means none until etcd answers.
-    if (!c.backends.empty() || !c.membership)
+    if (!c.membership || !c.backends.empty())
       checkBackendList(c, c.backends, {path + ".backends", path}, ctx);
     checkSelector(c, path, ctx);
     checkHealth(c, path, ctx);
