@@ -9,6 +9,9 @@
 #include <cstdio>
 #include <map>
 #include <string>
+#include <thread>
+#include <utility>
+#include <vector>
 
 #include "tests/integration/membership_fleet.h"
 
@@ -34,28 +37,48 @@ TEST(MembershipCoalesceTest, AThousandRapidWritesCostAFewDozenBuildsAndEndOnTheL
                                     .value_or(-1);
   ASSERT_GE(applied_before, 1);
 
-  // Alternate between three and four members, so that every write is a real change.
+  // Four writers on their own keep-alive connections (etcd commits concurrent puts together,
+  // so a thousand take a second or two rather than one fsync each), each alternating between
+  // three and four members, so that every write is a change. The last revision's document
+  // is whichever write etcd ordered last.
   const std::string three = membershipDocument(origins, {0, 1, 2});
   const std::string four = membershipDocument(origins, {0, 1, 2, 3});
+  constexpr int kWriters = 4, kEach = 250;
+  std::vector<std::vector<std::pair<int64_t, size_t>>> written(kWriters);   // revision, members
+  std::vector<std::string> errors(kWriters);
   const auto start = Clock::now();
-  int64_t last = 0;
-  for (int i = 0; i < 1000; ++i) {
-    auto rev = gateway.put(key, i % 2 == 0 ? three : four);
-    ASSERT_TRUE(rev) << "write " << i << ": " << gateway.error();
-    last = *rev;
-  }
+  std::vector<std::thread> writers;
+  for (int w = 0; w < kWriters; ++w)
+    writers.emplace_back([&, w] {
+      EtcdGateway mine(etcd.clientUrl());
+      for (int i = 0; i < kEach; ++i) {
+        const bool odd = (w + i) % 2 == 1;
+        auto rev = mine.put(key, odd ? four : three);
+        if (!rev) {
+          errors[w] = mine.error();
+          return;
+        }
+        written[w].emplace_back(*rev, odd ? 4 : 3);
+      }
+    });
+  for (auto& t : writers) t.join();
   const double write_s = std::chrono::duration<double>(Clock::now() - start).count();
-  ASSERT_TRUE(waitForRevision(lb.admin(), last, 5s)) << lb.output();
+  std::pair<int64_t, size_t> last{0, 0};
+  for (int w = 0; w < kWriters; ++w) {
+    ASSERT_EQ(errors[w], "") << "writer " << w;
+    ASSERT_EQ(written[w].size(), static_cast<size_t>(kEach));
+    last = std::max(last, written[w].back());
+  }
+  ASSERT_TRUE(waitForRevision(lb.admin(), last.first, 5s)) << lb.output();
   const double total_s = std::chrono::duration<double>(Clock::now() - start).count();
 
-  // The last write (i = 999) is the four-member document.
-  EXPECT_EQ(lb.membership().backends.size(), 4u);
-  EXPECT_EQ(lb.membership().revision, last);
+  EXPECT_EQ(lb.membership().revision, last.first);
+  EXPECT_EQ(lb.membership().backends.size(), last.second);
   const double builds =
       metricValue(lb.admin(), "lb_membership_updates_total", kApplied).value_or(-1) -
       applied_before;
-  printf("[ membership ] 1000 writes in %.2f s, served the last after %.2f s: %.0f builds\n",
-         write_s, total_s, builds);
+  printf("[ membership ] %d writes in %.2f s, served the last after %.2f s: %.0f builds\n",
+         kWriters * kEach, write_s, total_s, builds);
   EXPECT_GE(builds, 1);
   // At most one per 100 ms while the writes last, plus the trailing one; and a few dozen.
   EXPECT_LE(builds, total_s / 0.1 + 2);
