@@ -3,44 +3,50 @@
 // (lb/http/parser.h): no gRPC stack, no thread. The membership source runs it on the main
 // loop; `lb membership get|put|diff` on a private loop of its own.
 //
-// What etcd 3.4.23 (Debian 12) answers, as seen with curl against a real server (the shapes
-// the parsers hold to; "..." is a header as in the first line). [First commit: written from
-// etcd's sources; each line is checked against a running etcd in the commits that follow.]
-//   - Every reply carries {"header": {"cluster_id": "...", "member_id": "...",
-//     "revision": "12", "raft_term": "2"}}. int64 and uint64 fields are JSON strings; a
-//     field at its default value (0, false, empty) is left out altogether, so an absent
-//     "kvs" is "no such key", an absent "succeeded" is false, an absent "value" is an empty
-//     value, and an absent "type" in a watch event is PUT.
-//   - Keys and values are base64 (Go's StdEncoding: padded, standard alphabet) both ways.
-//   - POST /v3/kv/range {"key": K} -> {"header": ..., "kvs": [{"key": K,
-//     "create_revision": "5", "mod_revision": "7", "version": "3", "value": V}],
-//     "count": "1"}; for an absent key {"header": ...} alone.
-//   - POST /v3/kv/txn, a compare on MOD that fails -> {"header": ..., "responses":
-//     [{"response_range": {"header": ..., "kvs": [...], "count": "1"}}]} (no "succeeded");
-//     one that holds -> {"header": ..., "succeeded": true, "responses": [{"response_put":
-//     {"header": ...}}]}. A missing key compares as mod_revision 0 (etcd's applyCompare), so
-//     "create only" is the same compare with 0.
-//   - POST /v3/kv/put -> {"header": ...}; /v3/kv/compaction {"revision": "N", "physical":
-//     true} -> {"header": ...}.
-//   - An error is a non-200 status with {"error": "...", "message": "...", "code": N}
-//     (grpc-gateway's form; code is the gRPC code: 11 OutOfRange for a compaction past the
-//     current revision is a 400).
-//   - POST /v3/watch {"create_request": {"key": K, "start_revision": "N"}} answers 200 with
-//     one chunked response that never ends by itself; each message is one JSON object
-//     followed by "\n", split over chunks in any way:
-//       {"result": {"header": ..., "created": true}}                    first
-//       {"result": {"header": ..., "events": [{"kv": {...}},            a PUT (no "type")
-//                                             {"type": "DELETE", "kv": {"key": K,
-//                                              "mod_revision": "9"}}]}}
-//     All events of one etcd revision (a txn's several puts) come in one message. A
-//     start_revision at or below the compacted revision gets the created message and then
-//     {"result": {"header": ..., "compact_revision": "7", "canceled": true}}; the stream
-//     stays open after it, so the client closes it. (See the Watch* tests, which pin each of
-//     these down against a real etcd.)
+// What etcd 3.4.23 (Debian 12) answers, as seen with curl against a real server; the readers
+// (etcd_json.h) hold to these shapes and the EtcdClientTest/EtcdJsonTest cases pin them down.
+// "H" stands for a header {"cluster_id": "15118495548433857066", "member_id": "...",
+// "revision": "3", "raft_term": "2"}.
+//   - int64 and uint64 fields are JSON strings. A field at its default (0, false, empty) is
+//     left out altogether: no "kvs" is no such key, no "succeeded" is false, no "value" is
+//     an empty value, no "type" in a watch event is PUT. Keys and values are base64 (Go's
+//     StdEncoding: padded, standard alphabet). Replies are Content-Type: application/json,
+//     with a Content-Length when they succeed.
+//   - /v3/kv/range {"key": K}: {"header": H, "kvs": [{"key": K, "create_revision": "2",
+//     "mod_revision": "3", "version": "2", "value": V}], "count": "1"}; an absent key:
+//     {"header": H} alone. header.revision is the store's, not the key's.
+//   - /v3/kv/txn, compare {"key": K, "target": "MOD", "result": "EQUAL", "mod_revision":
+//     "N"}: when it holds, {"header": H, "succeeded": true, "responses": [{"response_put":
+//     {"header": {"revision": "4"}}}]}; when not, no "succeeded" and [{"response_range":
+//     {"header": {"revision": "3"}, "kvs": [...], "count": "1"}}], whose range of an absent
+//     key has its header only. An absent key compares as mod_revision "0", so that is the
+//     create-only compare.
+//   - /v3/kv/put: {"header": H}. /v3/kv/compaction {"revision": "N", "physical": true}:
+//     {"header": H}.
+//   - Errors: a 4xx/5xx, chunked with a Grpc-Trailer-Content-Type trailer, body
+//     {"error": T, "message": T, "code": gRPC code}: a compaction past the store's revision
+//     is 400 "etcdserver: mvcc: required revision is a future revision" (code 11), one at or
+//     below the compacted revision 400 "... has been compacted"; a body that is not JSON is
+//     400 code 3 ("unexpected EOF"), on /v3/watch 500 code 2.
+//   - /v3/watch {"create_request": {"key": K, "start_revision": "N"}}: 200, Transfer-Encoding:
+//     chunked, never ending by itself; each message one JSON object and "\n" (3.4 writes one
+//     chunk per message; the client does not count on it):
+//       {"result": {"header": H, "created": true}}      first; H's revision: the store's now
+//       {"result": {"header": H, "events": [{"kv": {"key": K, "create_revision": "7",
+//         "mod_revision": "7", "version": "1", "value": V}}]}}                    a PUT
+//       {"result": {"header": H, "events": [{"type": "DELETE", "kv": {"key": K,
+//         "mod_revision": "9"}}]}}                                               a DELETE
+//     Every event of one revision comes in one message (a txn's puts to several watched
+//     keys: one "events" array), one message per revision. A start_revision at or below the
+//     compacted revision: the created message, then
+//       {"result": {"header": {"cluster_id": ..., "member_id": ..., "raft_term": "2"},
+//        "canceled": true, "compact_revision": "3"}}
+//     (no header revision), and the stream stays open: the client closes it.
 //
 // Rules: loop thread only; neither copied nor moved. Every callback runs from the loop,
-// never inline from the call that asked for it, and never after close(); callbacks run from
-// noexcept code (a throw from one terminates). Nothing throws out of this class: JSON is
+// never inline from the call that asked for it, and never after close(); each must be set
+// and must not throw (they run from noexcept code: a throw terminates). A callback may call
+// anything here, close() included. Nothing throws out of this class: JSON is
 // parsed with nlohmann::json inside a try, and anything it throws is kProtocol.
 #pragma once
 
@@ -57,104 +63,36 @@
 #include <vector>
 
 #include "lb/core/duration.h"
+#include "lb/membership/etcd_exchange.h"
+#include "lb/membership/etcd_types.h"
 
 namespace lb {
 
-// One etcd member's client URL, parsed.
-struct EtcdEndpoint {
-  std::string host;             // as written: "127.0.0.1", "::1" (no brackets)
-  uint16_t port = 0;
-  std::string url;              // as written, without a trailing '/': for messages
-  sockaddr_storage address{};   // ready for connect()
-  socklen_t address_len = 0;
-};
-
-// "http://127.0.0.1:2379", "http://[::1]:2379" (a trailing "/" is allowed; no path, query,
-// user or fragment) -> *out. The host must be an IP address: names are refused (nothing on
-// the main loop resolves them yet; the message says to write an address). The port defaults
-// to 2379, etcd's client port, when the URL has none. https is refused ("TLS comes with
-// issue 24"). On failure: false, *out untouched, *error a message quoting the URL that says
-// what to write instead. Pure; any thread (the config validation calls it).
-bool parseEtcdUrl(std::string_view url, EtcdEndpoint* out, std::string* error);
-
-struct EtcdKv {
-  std::string key;      // decoded bytes
-  std::string value;    // decoded bytes (empty for a DELETE event)
-  int64_t create_revision = 0;
-  int64_t mod_revision = 0;
-  int64_t version = 0;
-};
-
-struct EtcdRangeReply {
-  int64_t revision = 0;          // header.revision: the store's revision the read saw
-  std::optional<EtcdKv> kv;      // absent: no such key
-};
-
-struct EtcdWatchEvent {
-  bool deleted = false;          // "type": "DELETE"; false for PUT
-  EtcdKv kv;
-};
-
-// One watch message: every event of it (all of one etcd revision, or several), in order.
-struct EtcdWatchBatch {
-  int64_t revision = 0;          // header.revision of the message
-  std::vector<EtcdWatchEvent> events;   // never empty
-};
-
-struct EtcdTxnReply {
-  bool succeeded = false;
-  int64_t revision = 0;          // header.revision: on success the key's new mod_revision
-  std::optional<EtcdKv> current; // on failure: the key as it is now (absent: no such key)
-};
-
-enum class EtcdFailure {
-  kConnect,      // refused, reset, unreachable, or the connection closed before the reply
-  kTimeout,      // no whole reply within request_timeout (or no watch created within it)
-  kHttpStatus,   // a status other than 200; message holds etcd's error text
-  kProtocol,     // not HTTP, not JSON, or JSON without what the reply must hold
-  kCompacted,    // watch: the start revision was compacted; compact_revision is set
-  kCanceled,     // watch: etcd canceled it (another reason than compaction)
-  kClosed,       // watch: the stream ended (etcd went away, or ended the response)
-};
-
-// "connect", "timeout", ...: for logs and metrics labels.
-const char* etcdFailureName(EtcdFailure f) noexcept;
-
-struct EtcdError {
-  EtcdFailure kind = EtcdFailure::kProtocol;
-  std::string message;           // one line, for a log: "connect: Connection refused"
-  int64_t compact_revision = 0;  // kCompacted
-  int http_status = 0;           // kHttpStatus
-  std::string endpoint;          // the URL of the member that failed (the last one tried)
-};
-
-class EtcdExchange;   // one HTTP exchange (etcd_client.cc)
-
-class EtcdClient {
+class EtcdClient final : private EtcdExchangeOwner {
  public:
   // Bytes of one reply body (or one watch message) accepted; more is kProtocol. etcd's own
   // request limit is 1.5 MiB (--max-request-bytes), 2 MiB once base64.
-  static constexpr size_t kMaxReplyBytes = 8 * 1024 * 1024;
+  static constexpr size_t kMaxReplyBytes = EtcdExchange::kMaxBodyBytes;
 
   // `endpoints`: members of one etcd cluster, tried in this order; at least one.
   // `request_timeout` bounds each attempt of a request: connect plus the whole reply.
   EtcdClient(uv_loop_t* loop, std::vector<EtcdEndpoint> endpoints, Duration request_timeout);
-  // close() must have been called and its `closed` callback have run (or never have been
-  // needed: nothing was ever started).
+  // Only after close()'s `closed` callback has run: the client holds a handle from the start.
   ~EtcdClient();
   EtcdClient(const EtcdClient&) = delete;
   EtcdClient& operator=(const EtcdClient&) = delete;
 
   // --- Requests (one HTTP/1.1 connection each, Connection: close) ---------------------
-  // Each starts at the current endpoint. On kConnect, kTimeout or a 5xx status (a member
-  // without a leader answers 503 or times out) it tries the next endpoint, each at most
-  // once per call, and fails with the last error. The endpoint that answered becomes the
+  // Each starts at the current endpoint. A read (range, compact) that meets kConnect,
+  // kTimeout or a 5xx status (a member without a leader answers 503 or times out) goes on
+  // to the next endpoint, each at most once per call, and fails with the last error; a
+  // write (put, putIfModRevision) goes on only from an endpoint it could not connect to,
+  // since anywhere else it may have been applied. The endpoint that answered becomes the
   // current one. Exactly one of the two pointers is set, valid during the call only.
   void range(std::string key, std::function<void(const EtcdRangeReply*, const EtcdError*)> done);
   // A txn: put `value` at `key` if the key's mod_revision is `expected` (0: only if the key
   // does not exist); otherwise nothing is written and `current` is the key as it is now.
-  // Not retried on another endpoint after a timeout (the txn may have applied): that is
-  // kTimeout, and the caller reads the key again to find out.
+  // After a timeout the txn may or may not have applied: the caller reads the key again.
   void putIfModRevision(std::string key, std::string value, int64_t expected,
                         std::function<void(const EtcdTxnReply*, const EtcdError*)> done);
   // An unconditional put; `revision` is the reply's header revision (0 with an error).
@@ -196,33 +134,37 @@ class EtcdClient {
   void close(std::function<void()> closed);
 
  private:
-  friend class EtcdExchange;
-  struct Call;   // one request across its attempts
+  using Call = EtcdCall;   // one request across its attempts
+  struct Watch;            // the watch's key and callbacks
 
+  std::string httpRequest(size_t endpoint, const std::string& path, const std::string& body,
+                          bool keep) const;
+  EtcdExchange* open(size_t endpoint, std::string request, bool stream) noexcept;
   void start(std::unique_ptr<Call> call) noexcept;
   void attempt(Call* call) noexcept;
-  // An exchange of a request ended (status 200 and its body, or an error).
-  void exchangeDone(EtcdExchange* x, const EtcdError* error, int status,
-                    const std::string& body) noexcept;
-  // An exchange's handles are closed: it frees itself right after.
-  void exchangeClosed(EtcdExchange* x) noexcept;
-  // Runs fn from the loop's next turn (the defer timer), unless close() comes first.
-  void post(std::function<void()> fn) noexcept;
-  static void onDefer(uv_timer_t* t);
-  static void onDeferClosed(uv_handle_t* h);
+  void finish(Call* call, const std::string* body, const EtcdError* error) noexcept;
+  // What an exchange reports: a whole response (any status), a failure, one watch message,
+  // and (always, last) that its handles are closed and it is about to free itself.
+  void exchangeReplied(EtcdExchange* x, int status, const std::string& body) noexcept override;
+  void exchangeFailed(EtcdExchange* x, EtcdError error) noexcept override;
+  void watchLine(EtcdExchange* x, std::string_view line) noexcept override;
+  void exchangeClosed(EtcdExchange* x) noexcept override;
+  void endWatch(const EtcdError& error) noexcept;
+  static void onTimerClosed(uv_handle_t* h);
   void maybeClosed() noexcept;
-  EtcdExchange* open(const EtcdEndpoint& ep, std::string request, bool stream) noexcept;
 
   uv_loop_t* loop_;
   std::vector<EtcdEndpoint> endpoints_;
   Duration timeout_;
   size_t current_ = 0;
-  std::vector<std::unique_ptr<Call>> calls_;        // requests in flight
-  std::vector<EtcdExchange*> exchanges_;            // open, until their last close callback
+  std::vector<std::unique_ptr<Call>> calls_;   // requests in flight
+  std::vector<EtcdExchange*> exchanges_;       // open, until their last close callback
   EtcdExchange* watch_ = nullptr;
-  std::vector<std::function<void()>> deferred_;
-  uv_timer_t defer_;
-  bool defer_open_ = true;
+  std::shared_ptr<Watch> watch_state_;
+  // A handle of the client's own, never started: closing it is what makes `closed` come
+  // from the loop even when nothing else was open.
+  uv_timer_t close_timer_;
+  bool timer_open_ = true;
   bool closing_ = false;
   std::function<void()> closed_;
 };

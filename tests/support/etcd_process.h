@@ -76,6 +76,7 @@ class EtcdCluster {
   CommandResult etcdctl(std::vector<std::string> args, std::string_view stdin_data = {});
 
   std::vector<std::unique_ptr<Member>> members_;
+  std::string root_;              // the data directories' parent, removed at the end
   std::string initial_cluster_;
   std::string token_;
   bool ok_ = false;
