@@ -171,6 +171,9 @@ TEST_F(MembershipFleetTest, AllThreeReportTheSameRevisionAndFingerprint) {
     auto metric_fp = sampleValue(samples, "lb_cluster_table_fingerprint", {{"cluster", "cache"}});
     ASSERT_TRUE(metric_rev && metric_fp) << "instance " << i;
     EXPECT_EQ(*metric_rev, static_cast<double>(rev_a)) << "instance " << i;
+    // One number: the metric is the fingerprint's 48 bits, which /backends prints in hex.
+    EXPECT_EQ(*metric_fp, static_cast<double>(strtoull(v.fingerprint.c_str(), nullptr, 16)))
+        << "instance " << i << ": /backends " << v.fingerprint;
     if (i == 0) {
       fingerprint_a = v.fingerprint;
       metric_fingerprint_a = *metric_fp;
