@@ -122,6 +122,7 @@ TEST_F(MembershipEtcdLossTest, RestartWhileEtcdIsDownServesTheStateFile) {
   }, 5s))
       << "restarted without etcd, lb does not serve revision " << revision_ << ": "
       << after.error << " revision " << after.revision << "\n" << lbs_[0]->output();
+  EXPECT_EQ(after.source, "state_file");
   EXPECT_EQ(after.fingerprint, before.fingerprint);
   EXPECT_EQ(after.backends, before.backends);
   EXPECT_EQ(metricValue(lbs_[0]->admin(), "lb_membership_revision", kCluster),
