@@ -30,7 +30,18 @@ AdminResponse Admin::handle(const AdminRequest& req) {
     // Load balancers in front of lb poll this: 503 while draining takes lb out of rotation
     // before its listeners close.
     const bool draining = hooks_.draining && hooks_.draining();
-    return draining ? text(503, "draining\n") : text(200, "ready\n");
+    if (draining) return text(503, "draining\n");
+    // A membership cluster with no backend yet (etcd has not answered, and neither the state
+    // file nor the file gave it any) would answer every request with an error.
+    if (auto snap = hooks_.snapshot ? hooks_.snapshot() : nullptr) {
+      std::string waiting;
+      for (const ClusterSnapshot& c : snap->clusters)
+        if (c.config->membership && c.backends.empty())
+          waiting += (waiting.empty() ? "" : ", ") + ("'" + c.config->name + "'");
+      if (!waiting.empty())
+        return text(503, "no membership yet: cluster " + waiting + " (etcd has not answered)\n");
+    }
+    return text(200, "ready\n");
   }
   if (req.path == "/backends" || req.path == "/ring") {
     auto snap = hooks_.snapshot ? hooks_.snapshot() : nullptr;

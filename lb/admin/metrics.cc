@@ -166,6 +166,29 @@ std::vector<MetricFamily> collectSnapshotMetrics(const Snapshot& snap) {
                               "backends are healthy and picks ignore health.",
                               MetricType::Gauge, snap.clusters.size());
 
+  const size_t nc = snap.clusters.size();
+  MetricFamily fingerprint = family("lb_cluster_table_fingerprint",
+                                    "48 bits of a hash of the cluster's built table (its "
+                                    "backends and where keys go): instances showing the same "
+                                    "number route every key alike; 0 with no backend.",
+                                    MetricType::Gauge, nc);
+  MetricFamily revision = family("lb_membership_revision",
+                                 "The etcd mod_revision of the membership the cluster serves; 0 "
+                                 "while it serves its file's backends.",
+                                 MetricType::Gauge, nc);
+  MetricFamily updates = family("lb_membership_updates_total",
+                                "Membership revisions judged, by result: applied (built and "
+                                "live), rejected (the old table kept serving).",
+                                MetricType::Counter, nc * 2);
+  MetricFamily last_sync = family("lb_membership_last_sync_timestamp_seconds",
+                                  "When etcd last answered the cluster's membership source (a "
+                                  "Range or a watch message), in seconds since the epoch; 0 "
+                                  "before it ever did.",
+                                  MetricType::Gauge, nc);
+  MetricFamily watch_up = family("lb_membership_watch_up",
+                                 "1 while the cluster's watch on its etcd key runs, 0 otherwise.",
+                                 MetricType::Gauge, nc);
+
   std::vector<int64_t> live;
   for (size_t ci = 0; ci < snap.clusters.size(); ++ci) {
     const ClusterSnapshot& c = snap.clusters[ci];
@@ -227,6 +250,18 @@ std::vector<MetricFamily> collectSnapshotMetrics(const Snapshot& snap) {
     }
     const bool in_panic = c.state && c.state->panic.load(std::memory_order_relaxed);
     addGauge(panic, {{"cluster", cluster}}, in_panic ? 1 : 0);
+    addGauge(fingerprint, {{"cluster", cluster}}, static_cast<double>(c.fingerprint));
+    if (c.config->membership && c.state) {
+      // Main-thread fields: /metrics is served on the main loop (lb/routing/membership_status.h).
+      const MembershipStatus& m = c.state->membership;
+      addGauge(revision, {{"cluster", cluster}}, static_cast<double>(c.revision));
+      addCounter(updates, {{"cluster", cluster}, {"result", "applied"}},
+                 static_cast<double>(m.applied));
+      addCounter(updates, {{"cluster", cluster}, {"result", "rejected"}},
+                 static_cast<double>(m.rejected));
+      addGauge(last_sync, {{"cluster", cluster}}, m.last_sync);
+      addGauge(watch_up, {{"cluster", cluster}}, m.watch_up ? 1 : 0);
+    }
   }
 
   const size_t nl = snap.listeners.size();
@@ -285,10 +320,11 @@ std::vector<MetricFamily> collectSnapshotMetrics(const Snapshot& snap) {
   }
 
   std::vector<MetricFamily> out;
-  out.reserve(22);
+  out.reserve(26);
   for (MetricFamily* f : {&active, &conns, &requests, &picks, &bytes, &latency, &healthy, &weight,
                           &share, &cap, &commands, &connect_failures, &checks, &transitions,
-                          &ejections, &panic, &down_conns, &over_limit, &down_requests, &errors,
+                          &ejections, &panic, &fingerprint, &revision, &updates, &last_sync,
+                          &watch_up, &down_conns, &over_limit, &down_requests, &errors,
                           &cache_errors})
     if (!f->metric.empty()) out.push_back(std::move(*f));
   return out;

@@ -29,8 +29,10 @@ inline constexpr const char* kMetricsContentType = "text/plain; version=0.0.4; c
 // Backends appear in config order, clusters and listeners too; lb_backend_load_cap only for
 // clusters with bounded loads on, lb_backend_health_checks_total only for clusters with
 // active checks, lb_backend_ejections_total only with outlier detection, and
-// lb_backend_health_transitions_total with either. Any thread; reads the shared counters
-// with relaxed loads.
+// lb_backend_health_transitions_total with either; lb_cluster_table_fingerprint for every
+// cluster and the lb_membership_* families for membership clusters. Reads the shared
+// counters with relaxed loads; the membership families read main-thread fields, so with a
+// membership cluster only the main thread (the admin server's) may call it.
 std::vector<prometheus::MetricFamily> collectSnapshotMetrics(const Snapshot& snapshot);
 
 // Collectable over whatever snapshot is live when Prometheus scrapes. A null snapshot yields

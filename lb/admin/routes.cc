@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <cstdio>
+#include <ctime>
 #include <vector>
 
 #include "lb/core/address.h"
@@ -89,6 +90,64 @@ void appendHealth(std::string& o, const HealthRecord& h) {
   appendNumber(o, h.ejections.get());
   o += ",\"ejection_ms\":";
   appendNumber(o, h.ejection_ms);
+}
+
+// The fingerprint as /backends and /ring print it: 16 hex digits (its top 16 bits are 0).
+void appendFingerprint(std::string& o, uint64_t fingerprint) {
+  char hex[24];
+  snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(fingerprint));
+  o += '"';
+  o += hex;
+  o += '"';
+}
+
+// RFC 3339 in UTC with milliseconds: "2026-12-02T07:01:02.345Z".
+void appendRfc3339(std::string& o, double seconds) {
+  const time_t whole = static_cast<time_t>(seconds);
+  const int ms = static_cast<int>((seconds - static_cast<double>(whole)) * 1000);
+  tm t{};
+  gmtime_r(&whole, &t);
+  char buf[96];
+  snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", t.tm_year + 1900, t.tm_mon + 1,
+           t.tm_mday, t.tm_hour, t.tm_min, t.tm_sec, ms < 0 ? 0 : ms > 999 ? 999 : ms);
+  appendJsonString(o, buf);
+}
+
+// A cluster's "membership" of /backends: where its backends came from, the revision and
+// fingerprint it serves, and for a membership cluster what its source is doing.
+void appendMembership(std::string& o, const ClusterSnapshot& c) {
+  o += ",\"membership\":{\"source\":";
+  appendJsonString(o, membershipOriginName(c.origin));
+  o += ",\"revision\":" + std::to_string(c.revision);
+  o += ",\"fingerprint\":";
+  appendFingerprint(o, c.fingerprint);
+  if (c.config->membership && c.state) {
+    const MembershipStatus& m = c.state->membership;
+    o += ",\"key\":";
+    appendJsonString(o, c.config->membership->key);
+    o += ",\"state\":";
+    appendJsonString(o, m.state);
+    o += ",\"endpoint\":";
+    appendJsonString(o, m.endpoint);
+    o += ",\"watch_up\":";
+    o += m.watch_up ? "true" : "false";
+    o += ",\"last_sync\":";
+    if (m.last_sync > 0)
+      appendRfc3339(o, m.last_sync);
+    else
+      o += "null";
+    o += ",\"applied\":" + std::to_string(m.applied);
+    o += ",\"rejected\":" + std::to_string(m.rejected);
+    o += ",\"last_rejected\":";
+    if (m.last_rejected_revision == 0 && m.last_rejected_reason.empty()) {
+      o += "null";
+    } else {
+      o += "{\"revision\":" + std::to_string(m.last_rejected_revision) + ",\"reason\":";
+      appendJsonString(o, m.last_rejected_reason);
+      o += '}';
+    }
+  }
+  o += '}';
 }
 
 }  // namespace
@@ -182,6 +241,7 @@ AdminResponse backendsResponse(const Snapshot& snap) {
     o += ",\"panic_threshold\":" + std::to_string(c.config->panic_threshold);
     o += ",\"panic\":";
     o += c.state && c.state->panic.load(std::memory_order_relaxed) ? "true" : "false";
+    appendMembership(o, c);
     o += ",\"total_load\":" + std::to_string(total) + ",\"backends\":[";
     for (uint32_t i = 0; i < c.backends.size(); ++i) {
       const BackendSnapshot& b = c.backends[i];
@@ -251,6 +311,11 @@ AdminResponse ringResponse(const Snapshot& snap, std::string_view query) {
     o += "null";
   o += ",\"hashed\":";
   appendJsonString(o, hashed);
+  // Which membership answered: two instances with the same revision and fingerprint send
+  // this key to the same owner.
+  o += ",\"revision\":" + std::to_string(c->revision);
+  o += ",\"fingerprint\":";
+  appendFingerprint(o, c->fingerprint);
   const uint32_t hosts = c->table ? c->table->hostCount() : 0;
   if (hosts == 0) {
     o += ",\"hash\":null,\"hash_hex\":null,\"owner\":null,\"order\":[],\"pick\":null,"

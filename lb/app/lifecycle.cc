@@ -148,8 +148,13 @@ void Lifecycle::finishReload(const std::string& text, AnsweredResolver resolver)
   if (config.admin_listen != running.admin_listen)
     LB_WARN("reload: admin.listen changed (%s -> %s): takes effect on restart",
             running.admin_listen.c_str(), config.admin_listen.c_str());
-  auto built = buildSnapshot(std::move(config), server_.registry(), generation_ + 1,
-                             &resolver.hosts());
+  // A membership cluster keeps what etcd (or the state file) gave it: the file's backends are
+  // only its fallback.
+  BackendOrigins origins;
+  ResolvedHosts hosts = resolver.hosts();
+  if (membership_.overlay) membership_.overlay(config, origins, hosts);
+  auto built = buildSnapshot(std::move(config), server_.registry(), generation_ + 1, &hosts,
+                             &origins);
   if (!built.ok()) return reloadFailed(built.errors());
   std::shared_ptr<const Snapshot> snap = built.value();
   // Every listener the workers would open must be bindable before anything changes: a
@@ -159,6 +164,7 @@ void Lifecycle::finishReload(const std::string& text, AnsweredResolver resolver)
   ++generation_;
   setLogLevel(snap->config.log_level);
   apply(snap);
+  if (membership_.reloaded) membership_.reloaded(*snap);
   noteReload(admin_, true);
   LB_INFO("reloaded %s: generation %llu, %zu listener%s, %zu cluster%s", config_path_.c_str(),
           static_cast<unsigned long long>(generation_), snap->listeners.size(),
@@ -170,6 +176,23 @@ void Lifecycle::finishReload(const std::string& text, AnsweredResolver resolver)
 void Lifecycle::apply(std::shared_ptr<const Snapshot> snapshot) {
   server_.applySnapshot(snapshot);
   if (health_ != nullptr) health_->apply(std::move(snapshot));
+}
+
+bool Lifecycle::applyConfig(Config config, const ResolvedHosts& hosts,
+                            const BackendOrigins& origins, Errors* errors) {
+  if (draining_ || finished_) {
+    errors->push_back({config.file, {}, "", "lb is stopping"});
+    return false;
+  }
+  auto built = buildSnapshot(std::move(config), server_.registry(), generation_ + 1, &hosts,
+                             &origins);
+  if (!built.ok()) {
+    *errors = built.errors();
+    return false;
+  }
+  ++generation_;
+  apply(built.value());
+  return true;
 }
 
 void Lifecycle::dropReload() {
@@ -185,6 +208,7 @@ void Lifecycle::beginDrain() {
   draining_ = true;
   notifyStopping();
   dropReload();
+  if (membership_.stop) membership_.stop();
   const Duration timeout = server_.snapshot()->config.drain_timeout;
   server_.beginDrain();
   drain_deadline_ = uv_now(loop_) + static_cast<uint64_t>(timeout.count());
@@ -215,6 +239,7 @@ void Lifecycle::finish() {
   if (finished_) return;
   finished_ = true;
   dropReload();
+  if (membership_.stop) membership_.stop();
   stopAdmin(admin_);
   admin_ = nullptr;
   if (health_ != nullptr) health_->stop();

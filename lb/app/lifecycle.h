@@ -18,10 +18,12 @@
 #include <uv.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
 #include "lb/core/result.h"
+#include "lb/routing/snapshot.h"
 
 namespace lb {
 
@@ -30,7 +32,17 @@ class AnsweredResolver;
 class HealthManager;
 class ResolveBatch;
 class WorkerGroup;
-struct Snapshot;
+
+// What a reload and a drain ask of the clusters' membership sources (lb/app/memberships.h).
+struct MembershipHooks {
+  // Before a reload builds: each membership cluster of `config` keeps the backends it
+  // serves (its origins), with their names' addresses added to `hosts`.
+  std::function<void(Config& config, BackendOrigins& origins, ResolvedHosts& hosts)> overlay;
+  // After a reload went live: start, restart or stop each cluster's source.
+  std::function<void(const Snapshot& snapshot)> reloaded;
+  // A drain began: every source stops.
+  std::function<void()> stop;
+};
 
 class Lifecycle {
  public:
@@ -55,6 +67,14 @@ class Lifecycle {
   // Main thread. Puts `snapshot` live: to every worker, then to the health manager (a reload,
   // or DNS re-resolution moving backends to new addresses, lb/app/dns_refresh.h).
   void apply(std::shared_ptr<const Snapshot> snapshot);
+  // Main thread. Builds `config` as the next generation, as a reload does (the registry keeps
+  // the state of backends that stay), and puts it live: a cluster's new membership (lb/app/
+  // memberships.h). False with *errors, and nothing changed, when it does not build.
+  bool applyConfig(Config config, const ResolvedHosts& hosts, const BackendOrigins& origins,
+                   Errors* errors);
+  // Main thread. What reloads and the drain tell the membership sources.
+  void setMembershipHooks(MembershipHooks hooks) { membership_ = std::move(hooks); }
+  uint64_t generation() const { return generation_; }
   // Main thread. Starts the drain (idempotent).
   void beginDrain();
   bool draining() const { return draining_; }
@@ -78,6 +98,7 @@ class Lifecycle {
   uint64_t generation_;
   Admin* admin_ = nullptr;
   HealthManager* health_ = nullptr;
+  MembershipHooks membership_;
   ResolveBatch* batch_ = nullptr;   // a reload's names being looked up
   bool reload_again_ = false;       // a SIGHUP came meanwhile
   uv_signal_t sighup_;

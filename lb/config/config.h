@@ -106,6 +106,19 @@ struct OutlierConfig {
   uint32_t max_ejected_percent = 50;  // never more of the cluster ejected at once
 };
 
+// `membership = { ... }`: the cluster's backends come from one etcd key instead of the file
+// (docs/config.md, "membership"; lb/membership/membership_source.h). `backends`, if written,
+// are only the fallback when neither etcd nor the state file answers at start.
+struct MembershipConfig {
+  std::vector<std::string> etcd;      // "http://host:port" client URLs of one etcd cluster
+  std::string key;                    // the key whose value is the membership document
+  uint32_t max_remove_percent = 50;   // a document removing more of the hosts is refused
+  Duration min_apply_interval{100};   // at most one table build per interval
+  Duration reconcile_interval{30000}; // a Range this often, besides the watch
+  std::string state_file;             // the last applied document; "" = none
+  SourcePos pos;
+};
+
 struct ClusterConfig {
   std::string name;
   std::string selector = "ring_hash";
@@ -124,6 +137,7 @@ struct ClusterConfig {
   // redis, memcached listeners: pipelined connections each worker keeps to each backend.
   uint32_t server_connections = 1;
   std::vector<BackendConfig> backends;
+  std::optional<MembershipConfig> membership;   // absent: the backends above are the cluster's
   SourcePos pos;
 };
 

@@ -10,6 +10,7 @@
 
 #include "lb/core/address.h"
 #include "lb/config/config.h"
+#include "lb/config/membership_table.h"
 #include "lb/config/prescan.h"
 #include "lb/config/validate.h"
 #include "lb/config/walker.h"
@@ -419,7 +420,10 @@ void readCluster(WalkContext& ctx, const toml::key& key, const toml::node& node,
     readHealth(ctx, *ht, path + ".health", &c->health.emplace());
   if (const toml::table* ot = w.subtable("outlier"))
     readOutlier(ctx, *ot, path + ".outlier", &c->outlier.emplace());
-  if (const toml::array* a = w.array("backends", true)) {
+  if (const toml::table* mt = w.subtable("membership"))
+    readMembership(ctx, *mt, path + ".membership", &c->membership.emplace());
+  // With a membership the file's backends are only the fallback, so they may be left out.
+  if (const toml::array* a = w.array("backends", !t->contains("membership"))) {
     for (size_t i = 0; i < a->size(); ++i) {
       BackendConfig b;
       readBackend(ctx, *a->get(i), path + ".backends[" + std::to_string(i) + "]", &b);

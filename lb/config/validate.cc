@@ -131,7 +131,9 @@ void checkListenAddresses(const Config& config, WalkContext& ctx) {
 void checkBackends(const ClusterConfig& c, const std::string& path, WalkContext& ctx) {
   const std::string bpath = path + ".backends";
   if (c.backends.empty()) {
-    if (ctx.written(bpath)) ctx.error(ctx.positionOf(bpath), bpath, "lists no backends");
+    // A membership cluster's backends are a fallback: none means none until etcd answers.
+    if (ctx.written(bpath) && !c.membership)
+      ctx.error(ctx.positionOf(bpath), bpath, "lists no backends");
     return;
   }
   for (size_t i = 0; i < c.backends.size(); ++i) {

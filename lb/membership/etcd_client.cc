@@ -171,15 +171,7 @@ void EtcdClient::finish(Call* call, const std::string* body, const EtcdError* er
 }
 
 void EtcdClient::exchangeReplied(EtcdExchange* x, int status, const std::string& body) noexcept {
-  Call* call = x->call;
-  x->call = nullptr;
-  if (call == nullptr || closing_) return;
-  call->exchange = nullptr;
-  if (status == 200) {
-    current_ = x->endpoint();
-    finish(call, &body, nullptr);
-    return;
-  }
+  if (closing_) return;
   EtcdError e;
   e.kind = EtcdFailure::kHttpStatus;
   e.http_status = status;
@@ -187,6 +179,20 @@ void EtcdClient::exchangeReplied(EtcdExchange* x, int status, const std::string&
   try {
     e.message = "status " + std::to_string(status) + ": " + etcd_json::errorText(body);
   } catch (...) {
+  }
+  // A watch's 200 is a stream and never ends here: this is etcd refusing it.
+  if (x == watch_) {
+    endWatch(e);
+    return;
+  }
+  Call* call = x->call;
+  x->call = nullptr;
+  if (call == nullptr) return;
+  call->exchange = nullptr;
+  if (status == 200) {
+    current_ = x->endpoint();
+    finish(call, &body, nullptr);
+    return;
   }
   // A member that cannot serve (no leader, shutting down) answers 5xx: another may.
   if (status >= 500 && call->idempotent && call->tries < endpoints_.size()) {

@@ -17,6 +17,7 @@
 #include <string>
 
 #include "lb/core/stats.h"
+#include "lb/routing/membership_status.h"
 
 namespace lb {
 
@@ -139,6 +140,8 @@ struct ClusterState {
   // Fewer than panic_threshold percent of the backends are healthy: every pick ignores
   // health and routes by the table (lb_cluster_panic). Written by the main thread.
   std::atomic<bool> panic{false};
+  // The cluster's membership source, as /backends and the metrics show it. Main thread only.
+  MembershipStatus membership;
 };
 
 // Listener-side state that outlives snapshots, keyed by listener name.

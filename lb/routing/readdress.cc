@@ -62,6 +62,9 @@ std::shared_ptr<const Snapshot> withAddresses(const Snapshot& base,
         &cs.backends, from.loads ? from.loads->totalState() : std::make_shared<ClusterLoadState>(),
         cs.state ? &cs.state->panic : nullptr);
     cs.rotation = Rotation(from.rotation.workers());
+    cs.origin = from.origin;   // same table, same membership
+    cs.revision = from.revision;
+    cs.fingerprint = from.fingerprint;
   }
   for (const AddressChange& change : changes) {
     if (change.cluster >= snap->clusters.size()) continue;

@@ -1,6 +1,9 @@
 #include "lb/routing/snapshot.h"
 
+#include <algorithm>
+
 #include "lb/core/address.h"
+#include "lb/core/hash.h"
 #include "lb/core/log_sink.h"
 #include "lb/routing/cluster_table.h"
 #include "plugins/builtin.h"
@@ -93,6 +96,51 @@ std::vector<double> keyspaceShares(const SelectorTable& table, const KeyHash& ke
   return shares;
 }
 
+uint64_t tableFingerprint(const ClusterConfig& cluster, const SelectorTable* table,
+                          const KeyHash& key_hash) {
+  if (table == nullptr || table->hostCount() == 0) return 0;
+  // Each field ends with a NUL, so that "ab","c" and "a","bc" hash apart.
+  std::string bytes;
+  bytes.reserve(cluster.backends.size() * 48 + kFingerprintSamples * 4);
+  auto field = [&bytes](std::string_view s) {
+    bytes.append(s);
+    bytes.push_back('\0');
+  };
+  for (const BackendConfig& b : cluster.backends) {
+    field(b.name);
+    field(b.address);
+    field(std::to_string(b.weight));
+    field(b.hash_key.empty() ? b.name : b.hash_key);
+  }
+  // The owners, as keyspaceShares samples them: the midpoint of each of N equal intervals.
+  const int bits = key_hash.bits >= 64 ? 64 : key_hash.bits;
+  const uint64_t step =
+      bits == 64 ? (~0ull / kFingerprintSamples) + 1
+                 : std::max<uint64_t>((uint64_t{1} << bits) / kFingerprintSamples, 1);
+  for (uint64_t i = 0; i < kFingerprintSamples; ++i) {
+    const uint32_t owner = table->pick(i * step + step / 2, 0);
+    for (int k = 0; k < 4; ++k) bytes.push_back(static_cast<char>(owner >> (8 * k)));
+  }
+  return xxh64(bytes) & ((uint64_t{1} << 48) - 1);
+}
+
+ResolvedHosts resolvedHostsOf(const Snapshot& snap) {
+  ResolvedHosts hosts;
+  for (const ClusterSnapshot& c : snap.clusters)
+    for (const BackendSnapshot& b : c.backends) {
+      HostPort parsed;
+      std::string error;
+      if (b.config == nullptr || !parseHostPort(b.config->address, &parsed, &error) ||
+          parsed.numeric || hosts.count(parsed.host))
+        continue;
+      ResolvedAddress& a = hosts[parsed.host];
+      a.address = b.address;
+      a.len = b.address_len;
+      setAddressPort(&a.address, 0);
+    }
+  return hosts;
+}
+
 namespace {
 
 // The backend's socket address: its numeric address, or its host name's answer in `hosts`.
@@ -120,7 +168,8 @@ bool backendAddress(const BackendConfig& b, const ResolvedHosts* hosts, BackendS
 
 Result<std::shared_ptr<const Snapshot>> buildSnapshot(Config config, StateRegistry& registry,
                                                       uint64_t generation,
-                                                      const ResolvedHosts* resolved) {
+                                                      const ResolvedHosts* resolved,
+                                                      const BackendOrigins* origins) {
   auto snap = std::make_shared<Snapshot>();
   snap->config = std::move(config);
   snap->generation = generation;
@@ -132,6 +181,11 @@ Result<std::shared_ptr<const Snapshot>> buildSnapshot(Config config, StateRegist
     ClusterSnapshot& cs = snap->clusters.emplace_back();
     cs.config = &cc;
     cs.state = registry.cluster(cc.name);
+    if (origins != nullptr)
+      if (auto it = origins->find(cc.name); it != origins->end()) {
+        cs.origin = it->second.source;
+        cs.revision = it->second.revision;
+      }
     cs.selector = selectorOf(cc);
     if (cs.selector == nullptr) {
       errors.push_back({file, cc.pos, "clusters." + cc.name + ".selector",
@@ -163,6 +217,7 @@ Result<std::shared_ptr<const Snapshot>> buildSnapshot(Config config, StateRegist
     cs.loads = std::make_unique<ClusterLoads>(&cs.backends, registry.clusterLoad(cc.name),
                                               &cs.state->panic);
     cs.rotation = Rotation(registry.workers());
+    cs.fingerprint = tableFingerprint(cc, cs.table.get(), cs.selector->key_hash);
   }
 
   snap->listeners.reserve(snap->config.listeners.size());

@@ -71,6 +71,12 @@ struct ClusterSnapshot {
   // Each worker's place in the round-robin rotation for keyless requests (on_missing_key =
   // "round_robin"; lb/routing/rotation.h). Starts afresh with each snapshot.
   Rotation rotation;
+  // Where `backends` came from, and the etcd mod_revision that named them (0: from the file).
+  MembershipOrigin origin = MembershipOrigin::kFile;
+  int64_t revision = 0;
+  // tableFingerprint() of this cluster: two instances serving the same table show the same
+  // number (lb_cluster_table_fingerprint, /backends, /ring). 0 when there is no table.
+  uint64_t fingerprint = 0;
 
   // The whole pick: bounded loads when on, else the health-aware preference walk. With
   // Reserve::kYes a bounded pick may take the host's unit of live load (Pick::reserved).
@@ -125,11 +131,6 @@ class StateRegistry {
   std::map<std::string, std::weak_ptr<ListenerState>> listeners_;
 };
 
-// The fraction of the key space each host owns under `table`, by sampling evenly spaced
-// hashes over the key hash's range (key_hash.bits: 64 for XXH64, 32 for CRC32 and most of
-// twemproxy's hashes, 15 for its crc32).
-std::vector<double> keyspaceShares(const SelectorTable& table, const KeyHash& key_hash);
-
 // Host names of backend addresses and the address each resolved to (port 0: each backend
 // sets its own). Filled on the main thread by lb/app/resolver.h.
 struct ResolvedAddress {
@@ -138,11 +139,40 @@ struct ResolvedAddress {
 };
 using ResolvedHosts = std::map<std::string, ResolvedAddress, std::less<>>;
 
+// 48 bits (exact in a double, so Prometheus shows it unrounded) of a hash over what decides
+// where keys go: every backend's name, address (as configured, so that instances whose DNS
+// answers differ still agree), weight and hash_key in table order, and the owner of
+// kFingerprintSamples evenly spaced key hashes over the key hash's range. Equal tables give
+// equal numbers on every instance and every build; 0 for a cluster with no table. Pure.
+inline constexpr uint64_t kFingerprintSamples = 4096;
+uint64_t tableFingerprint(const ClusterConfig& cluster, const SelectorTable* table,
+                          const KeyHash& key_hash);
+
+// Where each cluster's backends came from, by cluster name, for buildSnapshot: a cluster not
+// listed is from the file, revision 0.
+struct BackendOrigin {
+  MembershipOrigin source = MembershipOrigin::kFile;
+  int64_t revision = 0;
+};
+using BackendOrigins = std::map<std::string, BackendOrigin, std::less<>>;
+
+// The host names of `snap`'s backend addresses with the address each is connected to now
+// (port 0): what a snapshot built from its config again, with some backends changed, needs
+// for the names it keeps. Main thread.
+ResolvedHosts resolvedHostsOf(const Snapshot& snap);
+
+// The fraction of the key space each host owns under `table`, by sampling evenly spaced
+// hashes over the key hash's range (key_hash.bits: 64 for XXH64, 32 for CRC32 and most of
+// twemproxy's hashes, 15 for its crc32).
+std::vector<double> keyspaceShares(const SelectorTable& table, const KeyHash& key_hash);
+
 // Builds tables, turns addresses into socket addresses and builds key plugins. A backend
 // address that names a host takes its answer from `resolved`; a name missing there is an
 // error (so is any name when `resolved` is null). The config itself was validated when loaded.
+// `origins` names the clusters whose backends came from a membership (null: all from the file).
 Result<std::shared_ptr<const Snapshot>> buildSnapshot(Config config, StateRegistry& registry,
                                                       uint64_t generation,
-                                                      const ResolvedHosts* resolved = nullptr);
+                                                      const ResolvedHosts* resolved = nullptr,
+                                                      const BackendOrigins* origins = nullptr);
 
 }  // namespace lb

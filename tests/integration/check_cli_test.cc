@@ -203,3 +203,32 @@ TEST_F(CheckCliTest, ConfigEqualsFormIsAccepted) {
 }
 
 }  // namespace
+
+// A membership cluster needs no backends of its own (etcd gives them), and its table is
+// checked with positions like every other key.
+TEST_F(CheckCliTest, AMembershipClusterWithoutBackendsIsAcceptedAndItsTableChecked) {
+  std::string good = writeFile("membership.toml", R"([listeners.web]
+listen = "127.0.0.1:8080"
+cluster = "cache"
+[clusters.cache]
+membership = { etcd = ["http://127.0.0.1:2379"], key = "/lb/prod/clusters/cache" }
+)");
+  CheckRun ok = runProcess({lbBinary(), "--check", "--config", good});
+  EXPECT_EQ(ok.status, 0) << ok.err;
+  EXPECT_EQ(ok.out, good + ": ok\n");
+  std::string bad = writeFile("membership_bad.toml", R"([listeners.web]
+listen = "127.0.0.1:8080"
+cluster = "cache"
+[clusters.cache]
+membership = { etcd = ["https://127.0.0.1:2379"], key = "", max_remove_percent = 0 }
+)");
+  CheckRun r = runProcess({lbBinary(), "--check", "--config", bad});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(r.err,
+            bad + ":5:24: clusters.cache.membership.etcd[0]: 'https://127.0.0.1:2379': lb speaks "
+                  "plain HTTP to etcd's gateway; https is not supported (write http://host:port)\n" +
+                bad + ":5:57: clusters.cache.membership.key: must not be empty (the etcd key "
+                      "holding the membership document)\n" +
+                bad + ":5:82: clusters.cache.membership.max_remove_percent: must be >= 1, got 0\n" +
+                bad + ": 3 errors\n");
+}

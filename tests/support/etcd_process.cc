@@ -199,6 +199,24 @@ std::optional<std::string> EtcdCluster::get(const std::string& key) {
   }
 }
 
+std::optional<size_t> EtcdCluster::leader() {
+  auto r = etcdctl({"endpoint", "status", "-w", "json"});
+  if (r.exit_code != 0) return std::nullopt;
+  try {
+    // [{"Endpoint": URL, "Status": {"header": {"member_id": N, ...}, "leader": N, ...}}, ...]
+    for (const auto& e : nlohmann::json::parse(r.out)) {
+      const auto& st = e.at("Status");
+      if (st.at("header").at("member_id").get<uint64_t>() != st.at("leader").get<uint64_t>())
+        continue;
+      const std::string url = e.at("Endpoint").get<std::string>();
+      for (size_t i = 0; i < members_.size(); ++i)
+        if (loopbackUrl(members_[i]->client_port) == url) return i;
+    }
+  } catch (...) {
+  }
+  return std::nullopt;
+}
+
 int64_t EtcdCluster::revision() {
   auto r = etcdctl({"get", "-w", "json", "/lb-test/revision-probe"});
   return r.exit_code == 0 ? headerRevision(r.out) : 0;

@@ -54,6 +54,9 @@ class EtcdCluster {
   bool running(size_t member) const;
   // True once member i answers /health with "health":"true" (has a leader), within timeout.
   bool waitHealthy(size_t member, Millis timeout = 10s) const;
+  // The member that leads now, as the running members report it (etcdctl endpoint status);
+  // nullopt when none does (an election under way, a quorum lost).
+  std::optional<size_t> leader();
 
   // --- The store, through etcdctl against the running members ---------------------------
   // Puts the value (any bytes but NUL); the header revision of the put, or 0 on failure.

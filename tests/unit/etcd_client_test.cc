@@ -440,6 +440,45 @@ TEST_F(EtcdClientTest, AWatchMessageSplitAcrossChunksIsReadWhole) {
   EXPECT_EQ(log.batches[0].events[0].kv.value, "v");
 }
 
+TEST_F(EtcdClientTest, AWatchRefusedWithAStatusEndsWithHttpStatus) {
+  // What etcd 3.4 answers to a watch request body it cannot read.
+  test::BlockingServer fake(test::BlockingServer::answering(
+      "HTTP/1.1 500 Internal Server Error\r\nContent-Type: application/json\r\n"
+      "Content-Length: 62\r\n\r\n"
+      "{\"error\":\"unexpected EOF\",\"message\":\"unexpected EOF\",\"code\":2}"));
+  auto& c = client({urlOfPort(fake.port())});
+  WatchLog log;
+  watchInto(c, "/lb-test/k", 1, &log);
+  ASSERT_TRUE(runUntil([&] { return log.end.has_value(); }));
+  EXPECT_EQ(log.end->kind, EtcdFailure::kHttpStatus);
+  EXPECT_EQ(log.end->http_status, 500);
+  EXPECT_NE(log.end->message.find("unexpected EOF"), std::string::npos) << log.end->message;
+  EXPECT_FALSE(c.watching());
+}
+
+TEST_F(EtcdClientTest, AWatchNeverCreatedTimesOut) {
+  test::BlockingServer silent([](int fd) { test::BlockingServer::readToEof(fd); });
+  auto& c = client({urlOfPort(silent.port())}, 200ms);
+  WatchLog log;
+  const auto t0 = Clock::now();
+  watchInto(c, "/lb-test/k", 1, &log);
+  ASSERT_TRUE(runUntil([&] { return log.end.has_value(); }));
+  EXPECT_EQ(log.end->kind, EtcdFailure::kTimeout) << log.end->message;
+  EXPECT_GE(Clock::now() - t0, 190ms);
+}
+
+TEST_F(EtcdClientTest, ACreatedWatchOutlivesTheRequestTimeout) {
+  auto& c = client({etcd_->clientUrl()}, 200ms);
+  WatchLog log;
+  watchInto(c, "/lb-test/watch-long", etcd_->revision() + 1, &log);
+  ASSERT_TRUE(runUntil([&] { return log.created; }));
+  runUntil([] { return false; }, 400ms);   // twice the request timeout, idle
+  EXPECT_FALSE(log.end) << log.end->message;
+  const int64_t rev = etcd_->put("/lb-test/watch-long", "late");
+  ASSERT_TRUE(runUntil([&] { return !log.batches.empty(); }));
+  EXPECT_EQ(log.batches[0].revision, rev);
+}
+
 TEST_F(EtcdClientTest, CancelWatchCallsNoCallbackAgain) {
   auto& c = client();
   auto start = rangeOf(c, "/lb-test/watch-cancel");
@@ -499,17 +538,20 @@ class EtcdClusterClientTest : public ::testing::Test {
   uv_loop_t loop_;
 };
 
-TEST_F(EtcdClusterClientTest, ARangeGoesOnToTheNextMemberWhenTheFirstIsKilled) {
+TEST_F(EtcdClusterClientTest, ARangeGoesOnToTheNextMemberWhenTheLeaderIsKilled) {
   test::EtcdCluster cluster(3);
   ASSERT_TRUE(cluster.ok()) << cluster.output();
   const int64_t rev = cluster.put("/lb-test/cluster", "v");
   ASSERT_GT(rev, 0);
-  std::vector<EtcdEndpoint> eps;
-  for (const auto& u : cluster.clientUrls()) eps.push_back(endpointOf(u));
+  const auto leader = cluster.leader();
+  ASSERT_TRUE(leader);
+  // The leader first: the worst case, where the others must elect a new one before they
+  // can answer a linearizable read.
+  std::vector<EtcdEndpoint> eps = {endpointOf(cluster.clientUrl(*leader))};
+  for (size_t i = 0; i < cluster.size(); ++i)
+    if (i != *leader) eps.push_back(endpointOf(cluster.clientUrl(i)));
   EtcdClient c(&loop_, eps, 1000ms);
-  cluster.kill(0);
-  // Whether member 0 led or not, the others answer: at once, or once they have elected a
-  // leader (a 250 ms election timeout), within the request timeout of the next member.
+  cluster.kill(*leader);
   const auto t0 = Clock::now();
   std::optional<EtcdRangeReply> reply;
   std::optional<EtcdError> error;
@@ -518,13 +560,19 @@ TEST_F(EtcdClusterClientTest, ARangeGoesOnToTheNextMemberWhenTheFirstIsKilled) {
     if (e != nullptr) error = *e;
   });
   ASSERT_TRUE(runUntil([&] { return reply || error; }, 5s));
+  const auto took = Clock::now() - t0;
   ASSERT_TRUE(reply) << error->message;
   ASSERT_TRUE(reply->kv);
   EXPECT_EQ(reply->kv->mod_revision, rev);
-  EXPECT_NE(c.currentEndpoint().url, cluster.clientUrl(0));
-  EXPECT_LT(Clock::now() - t0, 2s);
-  // The member comes back on its data directory and serves the same store.
-  ASSERT_TRUE(cluster.restart(0)) << cluster.output();
+  EXPECT_NE(c.currentEndpoint().url, cluster.clientUrl(*leader));
+  // A new leader in about a second at most (heartbeat 25 ms, election timeout 250 ms,
+  // randomized by raft up to twice that, and a split vote now and then: 250-810 ms
+  // measured on 2 busy cores), with room for a loaded machine.
+  EXPECT_LT(took, 1500ms);
+  RecordProperty("range_after_leader_kill_ms",
+                 static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(took).count()));
+  // The old leader comes back on its data directory and serves the same store.
+  ASSERT_TRUE(cluster.restart(*leader)) << cluster.output();
   bool closed = false;
   c.close([&] { closed = true; });
   ASSERT_TRUE(runUntil([&] { return closed; }, 5s));

@@ -50,6 +50,8 @@ std::map<std::string, std::set<std::string>> exportedSeries() {
   Config config = testing::metricsTestConfig();
   config.clusters[0].health = HealthConfig{};
   config.clusters[0].outlier = OutlierConfig{};
+  // A membership: the lb_membership_* families.
+  config.clusters[0].membership = MembershipConfig{};
   // A redis listener: the cache families (commands by result, lb's own cache errors).
   ListenerConfig redis;
   redis.name = "redis";
@@ -322,6 +324,21 @@ TEST_F(GrafanaDashboardTest, HasACacheRowOfTheCacheFamilies) {
   EXPECT_EQ(below, (std::set<std::string>{"lb_backend_commands_total",
                                            "lb_backend_response_seconds_bucket",
                                            "lb_cache_errors_total"}));
+}
+
+TEST_F(GrafanaDashboardTest, HasAMembershipRowOfRevisionSyncAgeAndUpdates) {
+  // The Membership row: the revision per instance, the last sync's age (and the watch), the
+  // updates by result (and how many distinct tables the fleet serves).
+  const auto panels = rowPanels("Membership");
+  EXPECT_EQ(panels.size(), 3u) << "the Membership row is missing or changed";
+  std::set<std::string> below;
+  for (const JsonValue* p : panels)
+    for (const auto& t : (*p)["targets"].items())
+      for (const auto& [m, _] : scanPromql(t["expr"].asString()).selectors) below.insert(m);
+  EXPECT_EQ(below, (std::set<std::string>{"lb_membership_revision",
+                                           "lb_membership_last_sync_timestamp_seconds",
+                                           "lb_membership_watch_up", "lb_membership_updates_total",
+                                           "lb_cluster_table_fingerprint"}));
 }
 
 TEST_F(GrafanaDashboardTest, HasAHealthRowWithStateTimelines) {
