@@ -50,18 +50,6 @@ std::vector<const SelectorInfo*> chosenSelectors(const std::string& name) {
   return out;
 }
 
-// Hashes of "key:0".."key:{count-1}" under one key hash.
-std::vector<uint64_t> keyHashes(const KeyHash& kind, uint64_t count) {
-  std::vector<uint64_t> hashes;
-  hashes.reserve(count);
-  std::string key;
-  for (uint64_t i = 0; i < count; ++i) {
-    key = "key:" + std::to_string(i);
-    hashes.push_back(hashKeyBytes(kind, key));
-  }
-  return hashes;
-}
-
 int simulate(const AnalyzeOptions& o) {
   const auto selectors = chosenSelectors(o.selector);
   if (selectors.empty())
@@ -79,7 +67,7 @@ int simulate(const AnalyzeOptions& o) {
     auto it = std::find_if(hashes.begin(), hashes.end(),
                            [&](const auto& e) { return e.first == s->key_hash; });
     if (it == hashes.end())
-      it = hashes.insert(hashes.end(), {s->key_hash, keyHashes(s->key_hash, o.keys)});
+      it = hashes.insert(hashes.end(), {s->key_hash, sampleKeyHashes(s->key_hash, o.keys)});
     const std::vector<uint64_t>& h = it->second;
     const SelectorOptions options = o.selector_options;
     const SelectorBuilder builder = s->build;

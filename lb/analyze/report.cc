@@ -174,6 +174,73 @@ std::optional<SelectorFigures> analyzeSelector(const std::string& selector,
   return f;
 }
 
+std::optional<MoveFigures> analyzeChange(const std::string& selector,
+                                         const AnalyzeTableBuilder& build,
+                                         std::span<const ChangeHost> before,
+                                         std::span<const ChangeHost> after,
+                                         std::span<const uint64_t> key_hashes,
+                                         std::string& error) {
+  if (before.empty() || after.empty() || key_hashes.empty()) {
+    error = selector + ": need hosts before and after, and 1 key";
+    return std::nullopt;
+  }
+  std::vector<HostSpec> old_specs, new_specs;
+  for (const auto& h : before) old_specs.push_back(h.spec);
+  for (const auto& h : after) new_specs.push_back(h.spec);
+  auto old_table = buildChecked(selector, build, old_specs, error);
+  if (!old_table) return std::nullopt;
+  auto new_table = buildChecked(selector, build, new_specs, error);
+  if (!new_table) return std::nullopt;
+
+  // The lists need not be prefixes of each other: owners compare by name, through each
+  // host's index in the other list (-1 when it is not there).
+  auto indexIn = [](std::span<const ChangeHost> list, const std::string& name) {
+    for (size_t i = 0; i < list.size(); ++i)
+      if (list[i].name == name) return static_cast<int64_t>(i);
+    return int64_t{-1};
+  };
+  std::vector<int64_t> old_in_new, new_in_old;
+  for (const auto& h : before) old_in_new.push_back(indexIn(after, h.name));
+  for (const auto& h : after) new_in_old.push_back(indexIn(before, h.name));
+
+  uint64_t moved = 0, collateral = 0;
+  for (const uint64_t h : key_hashes) {
+    const uint32_t o = old_table->pick(h, 0);
+    const uint32_t n = new_table->pick(h, 0);
+    if (o >= before.size() || n >= after.size()) {
+      error = selector + ": pick returned a host index outside the table";
+      return std::nullopt;
+    }
+    if (old_in_new[o] == static_cast<int64_t>(n)) continue;
+    ++moved;
+    // Between two hosts that are in both lists: a move no change of membership called for.
+    if (old_in_new[o] >= 0 && new_in_old[n] >= 0) ++collateral;
+  }
+
+  double w_before = 0, w_after = 0;
+  for (const auto& h : before) w_before += h.spec.weight;
+  for (const auto& h : after) w_after += h.spec.weight;
+  double ideal = 0;
+  for (size_t i = 0; i < before.size(); ++i) {
+    const double share = before[i].spec.weight / w_before;
+    const double share_after =
+        old_in_new[i] >= 0 ? after[static_cast<size_t>(old_in_new[i])].spec.weight / w_after : 0;
+    if (share > share_after) ideal += share - share_after;
+  }
+  return moveFigures("", moved, collateral, ideal, key_hashes.size());
+}
+
+std::vector<uint64_t> sampleKeyHashes(const KeyHash& kind, uint64_t count) {
+  std::vector<uint64_t> hashes;
+  hashes.reserve(count);
+  std::string key;
+  for (uint64_t i = 0; i < count; ++i) {
+    key = "key:" + std::to_string(i);
+    hashes.push_back(hashKeyBytes(kind, key));
+  }
+  return hashes;
+}
+
 std::unique_ptr<SelectorTable> buildModNTable(std::span<const HostSpec> hosts,
                                               const SelectorOptions&) {
   if (hosts.empty()) return nullptr;

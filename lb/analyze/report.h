@@ -66,6 +66,13 @@ struct AnalyzeHost {
   uint32_t weight = 1;
 };
 
+// One host of a membership change: its name (owners compare by name) and what the selector
+// builds from (its hash_key, which may differ from the name, and weight).
+struct ChangeHost {
+  std::string name;
+  HostSpec spec;
+};
+
 // Analyses one selector on `hosts` (at least 2), removing the last and, separately, adding
 // `added` after the last, over the keys whose hashes are `key_hashes` (at least one; hashed
 // already with the selector's key hash). Uses only pick(hash, 0). Returns nullopt with
@@ -76,6 +83,25 @@ std::optional<SelectorFigures> analyzeSelector(const std::string& selector,
                                                const AnalyzeHost& added,
                                                std::span<const uint64_t> key_hashes,
                                                std::string& error);
+
+// Key movement of any one-step membership change, `before` to `after` (hosts added, removed,
+// reweighted or re-keyed at once; `lb membership put|diff`), with the meanings above: moved,
+// keys whose owner (by name) changed; collateral, keys that moved between two hosts present
+// both before and after; ideal, the least any selector must move, the total variation
+// between the two weight distributions (sum over hosts of the share they lose), which is
+// w_last / W for one host leaving and w_new / (W + w_new) for one joining, as above.
+// `backend` is left empty. Both lists non-empty, names unique in each. Returns nullopt with
+// `error` set when a table cannot be built or answers outside its host list.
+std::optional<MoveFigures> analyzeChange(const std::string& selector,
+                                         const AnalyzeTableBuilder& build,
+                                         std::span<const ChangeHost> before,
+                                         std::span<const ChangeHost> after,
+                                         std::span<const uint64_t> key_hashes,
+                                         std::string& error);
+
+// Hashes of "key:0".."key:{count-1}" under one key hash: the keys `lb analyze` and
+// `lb membership` measure with.
+std::vector<uint64_t> sampleKeyHashes(const KeyHash& kind, uint64_t count);
 
 // Balance figures from keys owned per host and the hosts' weights (same length, > 0 keys in
 // total). Exposed for tests of the weight-normalised arithmetic.

@@ -76,13 +76,18 @@ CommandLine parseCommandLine(int argc, char** argv) {
 }
 
 const char* usageText() {
-  return "usage: lb [-t] -c FILE | lb analyze [options] | lb -v | lb -h\n";
+  return "usage: lb [-t] -c FILE | lb analyze [options] | lb membership get|put|diff ... | "
+         "lb -v | lb -h\n";
 }
 
 const char* helpText() {
   return "usage: lb [-t] -c FILE\n"
          "       lb analyze [options]      offline: how each selector balances and moves keys\n"
          "                                 (lb analyze --help)\n"
+         "       lb membership get|put|diff --etcd URL --key KEY [FILE]\n"
+         "                                 a cluster's membership in etcd: show it, or\n"
+         "                                 validate, diff and compare-and-swap a new one\n"
+         "                                 (lb membership --help, docs/membership.md)\n"
          "       lb -v | -h\n"
          "\n"
          "lb balances HTTP and TCP traffic over a cache fleet with consistent hashing.\n"

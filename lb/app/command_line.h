@@ -6,6 +6,7 @@
 //   lb -v | -h            version, help
 //   lb analyze ...        a subcommand with its own options (lb/analyze/options.h); main()
 //                         hands it over before this parser sees anything
+//   lb membership ...     likewise (lb/app/membership_cli.h)
 #pragma once
 
 #include <string>

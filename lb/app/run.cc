@@ -7,6 +7,7 @@
 #include "lb/admin/admin.h"
 #include "lb/app/dns_refresh.h"
 #include "lb/app/lifecycle.h"
+#include "lb/app/memberships.h"
 #include "lb/app/resolver.h"
 #include "lb/app/service_notify.h"
 #include "lb/app/worker_group.h"
@@ -29,22 +30,41 @@ int runServer(const std::string& config_path) {
     return 1;
   }
   Config config = std::move(loaded.value());
+  // The state file is written next to where it says; a directory that is missing would fail
+  // only at the first apply, long after the operator has looked away.
+  if (Errors dirs = checkStateFileDirs(config); !dirs.empty()) {
+    for (const auto& e : dirs) fprintf(stderr, "%s\n", e.format().c_str());
+    return 1;
+  }
   setLogLevel(config.log_level);
   signal(SIGPIPE, SIG_IGN);
   const unsigned workers = resolveWorkerCount(config.workers);
   WorkerGroup server(workers);
   const std::string admin_listen = config.admin_listen;
-  auto snap = buildSnapshot(std::move(config), server.registry(), 1, &resolver.hosts());
+  uv_loop_t loop;
+  uv_loop_init(&loop);
+  // Membership clusters read etcd first (at most kStartWait), so that an instance with etcd
+  // up starts on the fleet's membership rather than on its file's fallback. No port is open
+  // yet; a SIGHUP meanwhile is ignored rather than taken with its default action.
+  signal(SIGHUP, SIG_IGN);
+  Memberships memberships(&loop, server);
+  memberships.startAndWait(config, kStartWait);
+  BackendOrigins origins;
+  ResolvedHosts hosts = resolver.hosts();
+  memberships.initialOverlay(config, origins, hosts);
+  auto snap = buildSnapshot(std::move(config), server.registry(), 1, &hosts, &origins);
   if (!snap.ok()) {
     for (const auto& e : snap.errors()) fprintf(stderr, "%s\n", e.format().c_str());
+    memberships.stop();
+    uv_run(&loop, UV_RUN_DEFAULT);
+    uv_loop_close(&loop);
     return 1;
   }
   // SIGHUP reload and SIGTERM/SIGINT drain (lb/app/lifecycle.h); the loop ends with the drain.
   // Handlers go in before any port opens, so a signal sent as soon as lb answers is never
   // taken with its default action (SIGHUP would kill the process).
-  uv_loop_t loop;
-  uv_loop_init(&loop);
   Lifecycle lifecycle(&loop, server, config_path, 1);
+  lifecycle.setMembershipHooks(memberships.hooks());
   lifecycle.start();
   // clusters' resolve_interval
   DnsRefresh dns(&loop, server, [&lifecycle](std::shared_ptr<const Snapshot> s) {
@@ -53,13 +73,14 @@ int runServer(const std::string& config_path) {
   std::string error;
   if (!server.start(snap.value(), &error)) {
     LB_ERROR("%s", error.c_str());
-    lifecycle.finish();
+    lifecycle.finish();   // stops the membership sources too
     dns.stop();
     uv_run(&loop, UV_RUN_DEFAULT);
     uv_loop_close(&loop);
     return 1;
   }
   LB_INFO("lb %s: %u worker%s", LB_VERSION, workers, workers == 1 ? "" : "s");
+  memberships.goLive(&lifecycle);
 
   // Active checks and outlier detection on this loop; a backend its checks take down has the
   // workers end the connections that wait on it.
@@ -85,8 +106,9 @@ int runServer(const std::string& config_path) {
   // admin socket listens: only now may systemd count lb as started.
   notifyReady(1);
   uv_run(&loop, UV_RUN_DEFAULT);
+  memberships.stop();
   dns.stop();
-  uv_run(&loop, UV_RUN_DEFAULT);   // the close dns.stop() began
+  uv_run(&loop, UV_RUN_DEFAULT);   // the closes dns.stop() and memberships.stop() began
   server.stop();
   for (unsigned i = 0; i < workers; ++i)
     LB_INFO("worker %u accepted %llu connections", i,

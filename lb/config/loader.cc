@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "lb/core/address.h"
+#include "lb/config/backends.h"
 #include "lb/config/config.h"
 #include "lb/config/membership_table.h"
 #include "lb/config/prescan.h"
@@ -51,23 +52,11 @@ namespace {
 constexpr size_t kMaxFileBytes = 16 << 20;
 // Envoy's upper bound for a Maglev table; far beyond what any fleet needs.
 constexpr int64_t kMaxTableSize = 5000011;
-constexpr size_t kMaxNameLength = 64;
 
 bool isPrime(int64_t n) {
   if (n < 2) return false;
   for (int64_t d = 2; d * d <= n; ++d)
     if (n % d == 0) return false;
-  return true;
-}
-
-// Listener and cluster names end up in metric labels and key paths: keep them plain.
-bool isPlainName(std::string_view name, std::string_view extra) {
-  if (name.empty() || name.size() > kMaxNameLength) return false;
-  for (char c : name) {
-    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-              c == '_' || c == '-' || extra.find(c) != std::string_view::npos;
-    if (!ok) return false;
-  }
   return true;
 }
 
@@ -97,13 +86,6 @@ void checkListenAddress(TableWalker& w, std::string_view key, const std::string&
                    "addresses, and lb binds one): write e.g. 127.0.0.1:" + port + ", [::1]:" +
                    port + " or 0.0.0.0:" + port);
   }
-}
-
-// Backend addresses may name a host; whether it resolves is the NameResolver's question.
-void checkBackendAddress(TableWalker& w, std::string_view key, const std::string& text) {
-  HostPort parsed;
-  std::string error;
-  if (!parseHostPort(text, &parsed, &error)) w.errorAt(key, error);
 }
 
 void readLb(WalkContext& ctx, TableWalker& root, Config* c) {
@@ -249,30 +231,6 @@ void readListener(WalkContext& ctx, const toml::key& key, const toml::node& node
                           "got '" + l->hash_tag + "'");
   if (w.string("password", &l->password) && l->password.empty())
     w.errorAt("password", "must not be empty (leave it out for no AUTH)");
-  w.checkUnknownKeys();
-}
-
-void readBackend(WalkContext& ctx, const toml::node& node, const std::string& path,
-                 BackendConfig* b) {
-  b->pos = posOf(node);
-  const toml::table* t = node.as_table();
-  if (!t) {
-    ctx.error(posOf(node), path,
-              "must be a table such as { name = \"cache-a\", address = \"127.0.0.1:9001\" }, "
-              "got " + typeName(node));
-    return;
-  }
-  TableWalker w(ctx, *t, path);
-  // Backend names may also hold '.' and ':' (host names, "10.0.0.1:11211").
-  if (w.string("name", &b->name, true) && !isPlainName(b->name, ".:"))
-    w.errorAt("name", "'" + b->name + "' is not a valid backend name (use letters, digits, "
-                                      "'_', '-', '.' and ':', at most 64)");
-  if (w.string("address", &b->address, true))
-    checkBackendAddress(w, "address", b->address);
-  // 1000: a weight ratio beyond that is a typo, and keeps ring sizes in range.
-  w.integer("weight", 1, 1000, &b->weight);
-  if (w.string("hash_key", &b->hash_key) && b->hash_key.empty())
-    w.errorAt("hash_key", "must not be empty (leave it out to use the name)");
   w.checkUnknownKeys();
 }
 
@@ -426,7 +384,7 @@ void readCluster(WalkContext& ctx, const toml::key& key, const toml::node& node,
   if (const toml::array* a = w.array("backends", !t->contains("membership"))) {
     for (size_t i = 0; i < a->size(); ++i) {
       BackendConfig b;
-      readBackend(ctx, *a->get(i), path + ".backends[" + std::to_string(i) + "]", &b);
+      readTomlBackend(ctx, *a->get(i), path + ".backends[" + std::to_string(i) + "]", &b);
       c->backends.push_back(std::move(b));
     }
   }

@@ -2,24 +2,13 @@
 
 #include <algorithm>
 
+#include "lb/config/backends.h"
 #include "lb/core/address.h"
 #include "plugins/builtin.h"
 
 namespace lb {
 
 namespace {
-
-// A ring larger than this costs more memory than any fleet justifies (Envoy caps its ring at
-// 8M entries); it almost always means a stray zero in vnodes or a weight.
-constexpr uint64_t kMaxRingPoints = 10000000;
-// Points per unit of weight in nginx's `hash ... consistent` (ngx_http_upstream_hash_module).
-constexpr uint64_t kKetamaPointsPerWeight = 160;
-// Points per server in nutcracker's continuum, shared out by weight (nc_ketama.c).
-constexpr uint64_t kTwemproxyPointsPerServer = 160;
-// nutcracker formats each point's name "NAME-i" into an 86-byte buffer and hashes as many
-// bytes as the name would need: a longer name hashes bytes it never wrote. Names up to 64
-// bytes leave room for i's digits with any ring lb accepts.
-constexpr size_t kTwemproxyMaxName = 64;
 
 std::string at(const std::string& path, size_t i) { return path + "[" + std::to_string(i) + "]"; }
 
@@ -128,69 +117,9 @@ void checkListenAddresses(const Config& config, WalkContext& ctx) {
   }
 }
 
-void checkBackends(const ClusterConfig& c, const std::string& path, WalkContext& ctx) {
-  const std::string bpath = path + ".backends";
-  if (c.backends.empty()) {
-    // A membership cluster's backends are a fallback: none means none until etcd answers.
-    if (ctx.written(bpath) && !c.membership)
-      ctx.error(ctx.positionOf(bpath), bpath, "lists no backends");
-    return;
-  }
-  for (size_t i = 0; i < c.backends.size(); ++i) {
-    const BackendConfig& b = c.backends[i];
-    std::string p = at(bpath, i);
-    bool own_key = ctx.written(p + ".hash_key");
-    const std::string& key = own_key ? b.hash_key : b.name;
-    for (size_t j = 0; j < i; ++j) {
-      const BackendConfig& e = c.backends[j];
-      if (!b.name.empty() && b.name == e.name) {
-        ctx.error(ctx.positionOf(p + ".name"), p + ".name",
-                  "backend name '" + b.name + "' is already used by " + at("backends", j));
-        break;
-      }
-      const std::string& other = e.hash_key.empty() ? e.name : e.hash_key;
-      if (!key.empty() && key == other) {
-        // Two hosts with one identity would share every position in every table.
-        std::string what = own_key ? ".hash_key" : ".name";
-        ctx.error(ctx.positionOf(p + what), p + what,
-                  "hash_key '" + key + "' is already the hash_key of " + at("backends", j) +
-                      (own_key ? "" : " (a backend's hash_key defaults to its name)"));
-        break;
-      }
-    }
-  }
-}
-
+// The checks on the backend list itself are shared with membership documents
+// (lb/config/backends.h); what is left here concerns the cluster's own settings.
 void checkSelector(const ClusterConfig& c, const std::string& path, WalkContext& ctx) {
-  const std::string bpath = path + ".backends";
-  uint64_t total_weight = 0;
-  for (const auto& b : c.backends) total_weight += b.weight;
-  if (c.selector == "maglev" && c.table_size < c.backends.size()) {
-    std::string p = path + ".maglev.table_size";
-    ctx.error(ctx.positionOf(p), p,
-              "table size " + std::to_string(c.table_size) + " is smaller than the " +
-                  std::to_string(c.backends.size()) + " backends");
-  }
-  if (c.selector == "jump") {
-    for (size_t i = 0; i < c.backends.size(); ++i) {
-      std::string p = at(bpath, i) + ".weight";
-      if (c.backends[i].weight != 1)
-        ctx.error(ctx.positionOf(p), p,
-                  "jump has no weights (shards are numbered); remove weight or use rendezvous");
-    }
-  }
-  if (c.selector == "ketama") {
-    for (size_t i = 0; i < c.backends.size(); ++i) {
-      const BackendConfig& b = c.backends[i];
-      const std::string& key = b.hash_key.empty() ? b.name : b.hash_key;
-      std::string p = at(bpath, i) + ".hash_key";
-      if (!key.empty() && key.find(':') == std::string::npos)
-        ctx.error(ctx.positionOf(p), p,
-                  "ketama places hosts by nginx's server string host:port; set hash_key = \"" +
-                      (b.address.empty() ? std::string("10.0.0.1:11211") : b.address) +
-                      "\" (got '" + key + "')");
-    }
-  }
   if (c.selector != "twemproxy" && ctx.written(path + ".twemproxy")) {
     std::string tp = path + ".twemproxy";
     // Name the key that would be ignored: `distribution` reads as a general setting, and a
@@ -200,37 +129,6 @@ void checkSelector(const ClusterConfig& c, const std::string& path, WalkContext&
               "applies only to selector = \"twemproxy\" (this cluster's selector is '" +
                   c.selector + "')");
   }
-  if (c.selector == "twemproxy") {
-    for (size_t i = 0; i < c.backends.size(); ++i) {
-      const BackendConfig& b = c.backends[i];
-      const std::string& key = b.hash_key.empty() ? b.name : b.hash_key;
-      std::string p = at(bpath, i) + ".hash_key";
-      if (key.size() > kTwemproxyMaxName)
-        ctx.error(ctx.positionOf(p), p,
-                  "twemproxy names points NAME-i in a fixed buffer; a hash_key of " +
-                      std::to_string(key.size()) + " bytes is longer than " +
-                      std::to_string(kTwemproxyMaxName));
-    }
-  }
-  uint64_t points = 0;
-  std::string p;
-  if (c.selector == "ring_hash") {
-    points = uint64_t{c.vnodes} * total_weight;
-    p = path + ".ring_hash.vnodes";
-  } else if (c.selector == "ketama") {
-    points = kKetamaPointsPerWeight * total_weight;
-    p = bpath;
-  } else if (c.selector == "twemproxy" && c.twemproxy_distribution == "modula") {
-    points = total_weight;   // nc_modula.c: one point per unit of weight
-    p = bpath;
-  } else if (c.selector == "twemproxy") {
-    points = kTwemproxyPointsPerServer * c.backends.size();
-    p = bpath;
-  }
-  if (points > kMaxRingPoints)
-    ctx.error(ctx.positionOf(p), p,
-              "the ring would hold " + std::to_string(points) + " points (at most " +
-                  std::to_string(kMaxRingPoints) + "); lower vnodes or the weights");
 }
 
 // path and expect say what an HTTP check sends and accepts; on another type they would be
@@ -306,7 +204,9 @@ void validateConfig(const Config& config, WalkContext& ctx) {
   checkListenAddresses(config, ctx);
   for (const auto& c : config.clusters) {
     std::string path = "clusters." + c.name;
-    checkBackends(c, path, ctx);
+    // A membership cluster's backends are a fallback: none means none until etcd answers.
+    if (!c.membership || !c.backends.empty())
+      checkBackendList(c, c.backends, {path + ".backends", path}, ctx);
     checkSelector(c, path, ctx);
     checkHealth(c, path, ctx);
   }

@@ -88,7 +88,7 @@ TEST(CommandLineTest, HelpNamesFlagsSignalsEndpointsFilesAndExitCodes) {
        {"-c, --config FILE", "-t, --check", "-v, --version", "-h, --help", "HUP", "TERM, INT",
         "a second TERM or INT", "/metrics", "/ready", "/backends", "/ring?cluster=C&key=K",
         "lb.access_log", "/etc/lb/lb.toml", "Exit codes", "  0  ", "  1  ", "  2  ",
-        "lb analyze"})
+        "lb analyze", "lb membership"})
     EXPECT_NE(help.find(needle), std::string::npos) << needle;
 }
 

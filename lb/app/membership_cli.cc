@@ -1,0 +1,560 @@
+#include "lb/app/membership_cli.h"
+
+#include <uv.h>
+
+#include <charconv>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <toml++/toml.h>
+
+#include "lb/analyze/format.h"
+#include "lb/analyze/report.h"
+#include "lb/config/backends.h"
+#include "lb/config/config.h"
+#include "lb/config/prescan.h"
+#include "lb/membership/document.h"
+#include "lb/membership/etcd_client.h"
+#include "lb/routing/cluster_table.h"
+
+namespace lb {
+
+namespace {
+
+constexpr int kExitOk = 0;
+constexpr int kExitFailure = 1;
+constexpr int kExitUsage = 2;
+// As `lb analyze` samples: enough for figures to two decimals of a percent, under a second.
+constexpr uint64_t kSampleKeys = 100000;
+
+// One etcd client on a private loop, driven to completion per request: the command line has
+// nothing else to do while it waits.
+class EtcdSession {
+ public:
+  EtcdSession(std::vector<EtcdEndpoint> endpoints, Duration timeout) {
+    uv_loop_init(&loop_);
+    client_ = std::make_unique<EtcdClient>(&loop_, std::move(endpoints), timeout);
+  }
+  ~EtcdSession() {
+    bool closed = false;
+    client_->close([&closed] { closed = true; });
+    runUntil(closed);
+    client_.reset();
+    uv_run(&loop_, UV_RUN_NOWAIT);
+    uv_loop_close(&loop_);
+  }
+  EtcdSession(const EtcdSession&) = delete;
+  EtcdSession& operator=(const EtcdSession&) = delete;
+
+  // Either *reply or *error is filled.
+  bool range(const std::string& key, EtcdRangeReply* reply, EtcdError* error) {
+    bool done = false, ok = false;
+    client_->range(key, [&](const EtcdRangeReply* r, const EtcdError* e) {
+      done = true;
+      if (r) *reply = *r, ok = true;
+      if (e) *error = *e;
+    });
+    if (!runUntil(done)) *error = stalled();
+    return ok;
+  }
+
+  bool putIf(const std::string& key, const std::string& value, int64_t expected,
+             EtcdTxnReply* reply, EtcdError* error) {
+    bool done = false, ok = false;
+    client_->putIfModRevision(key, value, expected,
+                              [&](const EtcdTxnReply* r, const EtcdError* e) {
+                                done = true;
+                                if (r) *reply = *r, ok = true;
+                                if (e) *error = *e;
+                              });
+    if (!runUntil(done)) *error = stalled();
+    return ok;
+  }
+
+ private:
+  // False when the loop ran dry before `done` (a bug: every request ends in a callback).
+  bool runUntil(const bool& done) {
+    while (!done)
+      if (uv_run(&loop_, UV_RUN_ONCE) == 0 && !done) return false;
+    return true;
+  }
+  static EtcdError stalled() {
+    EtcdError e;
+    e.message = "the request ended without an answer";
+    return e;
+  }
+
+  uv_loop_t loop_;
+  std::unique_ptr<EtcdClient> client_;
+};
+
+int usage(const std::string& error) {
+  fprintf(stderr, "lb membership: %s\n%s", error.c_str(), membershipUsage());
+  return kExitUsage;
+}
+
+int failure(const std::string& message) {
+  fprintf(stderr, "lb membership: %s\n", message.c_str());
+  return kExitFailure;
+}
+
+int printErrors(const Errors& errors, const std::string& file) {
+  for (const auto& e : errors) fprintf(stderr, "%s\n", e.format().c_str());
+  fprintf(stderr, "%s: %zu error%s; nothing written\n", file.c_str(), errors.size(),
+          errors.size() == 1 ? "" : "s");
+  return kExitFailure;
+}
+
+// The cluster settings a document is judged under.
+std::optional<ClusterConfig> settingsOf(const MembershipOptions& o, int* exit_code) {
+  ClusterConfig c;
+  c.name = o.cluster.empty() ? "default" : o.cluster;
+  if (o.config.empty()) return c;
+  auto config = loadConfigFile(o.config);
+  if (!config.ok()) {
+    *exit_code = printErrors(config.errors(), o.config);
+    return std::nullopt;
+  }
+  const ClusterConfig* found = nullptr;
+  if (!o.cluster.empty()) found = config->findCluster(o.cluster);
+  else if (config->clusters.size() == 1) found = &config->clusters.front();
+  if (found == nullptr) {
+    std::string known;
+    for (const auto& k : config->clusters) known += (known.empty() ? "" : ", ") + k.name;
+    *exit_code = usage(o.config + ": " +
+                       (o.cluster.empty() ? std::string("name the cluster with --cluster")
+                                          : "no cluster '" + o.cluster + "'") +
+                       " (clusters: " + (known.empty() ? "none" : known) + ")");
+    return std::nullopt;
+  }
+  return *found;
+}
+
+// FILE's backends, validated under `settings` exactly as lb validates a membership document:
+// JSON goes through parseMembershipDocument; TOML through the loader's own backend reader
+// (a bare `backends = [...]`) or the whole loader (an lb config, whose cluster then also
+// gives the settings unless --config did).
+std::optional<std::vector<BackendConfig>> readFile(const MembershipOptions& o,
+                                                   ClusterConfig& settings, int* exit_code) {
+  Result<std::string> text = readConfigFile(o.file);
+  if (!text.ok()) {
+    *exit_code = printErrors(text.errors(), o.file);
+    return std::nullopt;
+  }
+  const std::string& t = text.value();
+  const size_t first = t.find_first_not_of(" \t\r\n");
+  // A TOML file cannot start with '{'; a membership document must.
+  if (first != std::string::npos && t[first] == '{') {
+    auto doc = parseMembershipDocument(t, o.file, settings);
+    if (!doc.ok()) {
+      *exit_code = printErrors(doc.errors(), o.file);
+      return std::nullopt;
+    }
+    return doc->backends;
+  }
+  bool whole_config = false;
+  if (!prescanToml(t)) {
+    try {
+      whole_config = toml::parse(std::string_view(t), std::string_view(o.file)).contains("clusters");
+    } catch (const toml::parse_error&) {
+      // loadBackendListToml reports it, at its position.
+    }
+  }
+  if (!whole_config) {
+    auto list = loadBackendListToml(t, o.file, settings);
+    if (!list.ok()) {
+      *exit_code = printErrors(list.errors(), o.file);
+      return std::nullopt;
+    }
+    return list.value();
+  }
+  MembershipOptions as_config = o;
+  as_config.config = o.file;
+  auto found = settingsOf(as_config, exit_code);
+  if (!found) return std::nullopt;
+  if (o.config.empty()) {
+    settings = *found;   // the loader has judged its backends under its own settings
+    return found->backends;
+  }
+  // --config names another file's settings: judge the list again under those. The positions
+  // are then those of the list's canonical JSON, which the label says.
+  const std::string label = o.file + " (cluster " + found->name + "'s backends as JSON)";
+  auto doc = parseMembershipDocument(membershipJson(found->backends), label, settings);
+  if (!doc.ok()) {
+    *exit_code = printErrors(doc.errors(), o.file);
+    return std::nullopt;
+  }
+  return found->backends;
+}
+
+bool sameBackend(const BackendConfig& a, const BackendConfig& b) {
+  return a.name == b.name && a.address == b.address && a.weight == b.weight &&
+         a.hash_key == b.hash_key;
+}
+
+bool sameList(const std::vector<BackendConfig>& a, const std::vector<BackendConfig>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (!sameBackend(a[i], b[i])) return false;
+  return true;
+}
+
+const BackendConfig* byName(const std::vector<BackendConfig>& list, const std::string& name) {
+  for (const auto& b : list)
+    if (b.name == name) return &b;
+  return nullptr;
+}
+
+std::string percent(double fraction) { return fixedDecimal(100 * fraction, 2) + "%"; }
+
+// The lines of a diff: "+ name address", "- name address", "~ name what changed", then the
+// movement figures of lb analyze for the whole change.
+std::string describeChange(const std::vector<BackendConfig>& current,
+                           const std::vector<BackendConfig>& next,
+                           const ClusterConfig& settings) {
+  std::string out;
+  size_t added = 0, removed = 0, changed = 0;
+  for (const auto& b : next) {
+    const BackendConfig* was = byName(current, b.name);
+    if (was == nullptr) {
+      out += "  + " + b.name + "  " + b.address +
+             (b.weight != 1 ? "  weight " + std::to_string(b.weight) : "") +
+             (b.hash_key.empty() ? "" : "  hash_key " + b.hash_key) + "\n";
+      ++added;
+      continue;
+    }
+    std::string what;
+    auto note = [&what](const std::string& field, const std::string& from, const std::string& to) {
+      if (from != to) what += (what.empty() ? "" : ", ") + field + " " + from + " -> " + to;
+    };
+    note("address", was->address, b.address);
+    note("weight", std::to_string(was->weight), std::to_string(b.weight));
+    note("hash_key", was->hash_key.empty() ? "(name)" : was->hash_key,
+         b.hash_key.empty() ? "(name)" : b.hash_key);
+    if (!what.empty()) {
+      out += "  ~ " + b.name + "  " + what + "\n";
+      ++changed;
+    }
+  }
+  for (const auto& b : current)
+    if (byName(next, b.name) == nullptr) {
+      out += "  - " + b.name + "  " + b.address + "\n";
+      ++removed;
+    }
+  out += "backends: " + std::to_string(current.size()) + " -> " + std::to_string(next.size()) +
+         " (" + std::to_string(added) + " added, " + std::to_string(removed) + " removed, " +
+         std::to_string(changed) + " changed)\n";
+  if (current.empty()) return out;
+
+  const SelectorInfo* info = selectorOf(settings);
+  if (info == nullptr) return out + "moved: unknown (selector '" + settings.selector + "')\n";
+  const SelectorOptions options = selectorOptionsOf(settings);
+  auto hosts = [](const std::vector<BackendConfig>& list) {
+    std::vector<ChangeHost> h;
+    for (const auto& b : list)
+      h.push_back({b.name, {b.hash_key.empty() ? b.name : b.hash_key, b.weight}});
+    return h;
+  };
+  std::string error;
+  const auto f = analyzeChange(
+      settings.selector,
+      [&](std::span<const HostSpec> specs) { return info->build(specs, options); },
+      hosts(current), hosts(next), sampleKeyHashes(info->key_hash, kSampleKeys), error);
+  if (!f) return out + "moved: unknown (" + error + ")\n";
+  out += "moved: " + percent(f->moved) + " of keys (ideal " + percent(f->ideal) +
+         "), collateral " + percent(f->collateral) + "  [" + settings.selector + ", " +
+         std::to_string(kSampleKeys) + " sample keys]\n";
+  return out;
+}
+
+std::optional<std::vector<EtcdEndpoint>> endpointsOf(const MembershipOptions& o,
+                                                     std::string& error) {
+  std::vector<EtcdEndpoint> out;
+  for (const auto& url : o.etcd) {
+    EtcdEndpoint ep;
+    if (!parseEtcdUrl(url, &ep, &error)) return std::nullopt;
+    out.push_back(ep);
+  }
+  return out;
+}
+
+// What etcd holds at the key now: its backends (empty when absent or invalid), mod_revision.
+struct Current {
+  bool present = false;
+  int64_t mod_revision = 0;
+  int64_t store_revision = 0;
+  std::string value;
+  std::vector<BackendConfig> backends;
+  bool valid = true;
+};
+
+std::optional<Current> readCurrent(EtcdSession& etcd, const MembershipOptions& o,
+                                   const ClusterConfig& settings) {
+  EtcdRangeReply reply;
+  EtcdError error;
+  if (!etcd.range(o.key, &reply, &error)) {
+    failure("cannot read " + o.key + " from " + error.endpoint + ": " + error.message);
+    return std::nullopt;
+  }
+  Current c;
+  c.store_revision = reply.revision;
+  if (!reply.kv) return c;
+  c.present = true;
+  c.mod_revision = reply.kv->mod_revision;
+  c.value = reply.kv->value;
+  auto doc = parseMembershipDocument(c.value, "etcd:" + o.key + "@" +
+                                                  std::to_string(c.mod_revision), settings);
+  if (doc.ok()) {
+    c.backends = doc->backends;
+  } else {
+    // What lb would reject is no baseline for a diff: every backend of the file is new.
+    c.valid = false;
+    fprintf(stderr, "warning: the value etcd holds does not validate (lb keeps serving the "
+                    "membership before it):\n");
+    for (const auto& e : doc.errors()) fprintf(stderr, "  %s\n", e.format().c_str());
+  }
+  return c;
+}
+
+std::string header(const MembershipOptions& o, const Current& c, size_t next_count) {
+  std::string from = c.present ? o.key + " at mod_revision " + std::to_string(c.mod_revision) +
+                                     " (" + std::to_string(c.backends.size()) + " backends)"
+                               : o.key + " (not set)";
+  return from + " -> " + o.file + " (" + std::to_string(next_count) + " backends)\n";
+}
+
+int get(const MembershipOptions& o, EtcdSession& etcd) {
+  EtcdRangeReply reply;
+  EtcdError error;
+  if (!etcd.range(o.key, &reply, &error))
+    return failure("cannot read " + o.key + " from " + error.endpoint + ": " + error.message);
+  if (!reply.kv)
+    return failure(o.key + " is not set (etcd revision " + std::to_string(reply.revision) + ")");
+  const EtcdKv& kv = *reply.kv;
+  if (o.json) {
+    printf("{\"key\": %s, \"mod_revision\": %lld, \"create_revision\": %lld, \"version\": %lld, "
+           "\"revision\": %lld, \"value\": %s}\n",
+           jsonString(kv.key).c_str(), static_cast<long long>(kv.mod_revision),
+           static_cast<long long>(kv.create_revision), static_cast<long long>(kv.version),
+           static_cast<long long>(reply.revision), jsonString(kv.value).c_str());
+    return kExitOk;
+  }
+  // stdout is the value byte for byte, so `get > f.json; edit; put f.json` works; the
+  // revisions go to stderr.
+  fprintf(stderr, "%s: mod_revision %lld, version %lld (etcd revision %lld)\n", o.key.c_str(),
+          static_cast<long long>(kv.mod_revision), static_cast<long long>(kv.version),
+          static_cast<long long>(reply.revision));
+  fwrite(kv.value.data(), 1, kv.value.size(), stdout);
+  return kExitOk;
+}
+
+int diffOrPut(const MembershipOptions& o, EtcdSession& etcd) {
+  int code = kExitFailure;
+  auto settings = settingsOf(o, &code);
+  if (!settings) return code;
+  auto next = readFile(o, *settings, &code);
+  if (!next) return code;
+  auto current = readCurrent(etcd, o, *settings);
+  if (!current) return kExitFailure;
+
+  const bool put = o.command == MembershipOptions::Command::kPut;
+  fputs(header(o, *current, next->size()).c_str(), stdout);
+  if (current->valid && current->present && sameList(current->backends, *next)) {
+    puts(put ? "no change: etcd holds this membership already; nothing written"
+             : "no change");
+    return kExitOk;
+  }
+  fputs(describeChange(current->backends, *next, *settings).c_str(), stdout);
+  const std::string refusal = checkRemoval(current->backends, *next, o.max_remove_percent);
+  if (!put) {
+    if (!refusal.empty())
+      printf("put would refuse this: %s (--force writes it, and lb rejects it)\n",
+             refusal.c_str());
+    return kExitOk;
+  }
+  if (!refusal.empty() && !o.force)
+    return failure("refusing: " + refusal + "; lb would reject it too. Remove fewer backends "
+                   "per put, or raise the cluster's max_remove_percent (--force writes it "
+                   "anyway); nothing written");
+  if (!refusal.empty())
+    fprintf(stderr, "warning: --force: %s; lb instances whose max_remove_percent is %u reject "
+                    "it\n", refusal.c_str(), o.max_remove_percent);
+
+  if (const char* hook = getenv(kMembershipAfterReadHook); hook != nullptr && *hook != '\0')
+    if (system(hook) != 0) fprintf(stderr, "warning: %s failed\n", kMembershipAfterReadHook);
+
+  const int64_t expected = current->present ? current->mod_revision : 0;
+  EtcdTxnReply reply;
+  EtcdError error;
+  if (!etcd.putIf(o.key, membershipJson(*next), expected, &reply, &error)) {
+    if (error.kind == EtcdFailure::kTimeout)
+      return failure("the write to " + o.key + " timed out: it may or may not have applied; "
+                     "`lb membership get` shows which");
+    return failure("cannot write " + o.key + " to " + error.endpoint + ": " + error.message);
+  }
+  if (!reply.succeeded) {
+    const std::string was = current->present
+                                ? "read at mod_revision " + std::to_string(expected)
+                                : "read as not set (etcd revision " +
+                                      std::to_string(current->store_revision) + ")";
+    const std::string now = reply.current
+                                ? "it is now at mod_revision " +
+                                      std::to_string(reply.current->mod_revision)
+                                : "it is now deleted";
+    return failure("conflict: " + o.key + " was written by someone else since it was " + was +
+                   "; " + now + ". Nothing was written: run `lb membership put` again to see "
+                   "the change against the new value");
+  }
+  printf("wrote %s at mod_revision %lld (%s)\n", o.key.c_str(),
+         static_cast<long long>(reply.revision),
+         current->present ? ("was " + std::to_string(expected)).c_str() : "created");
+  return kExitOk;
+}
+
+bool parseUint(const std::string& s, uint64_t lo, uint64_t hi, uint64_t& out) {
+  if (s.empty() || s.front() < '0' || s.front() > '9') return false;
+  const auto r = std::from_chars(s.data(), s.data() + s.size(), out);
+  return r.ec == std::errc() && r.ptr == s.data() + s.size() && out >= lo && out <= hi;
+}
+
+}  // namespace
+
+const char* membershipUsage() {
+  return "usage: lb membership get  --etcd URL[,URL...] --key KEY [--json]\n"
+         "       lb membership diff --etcd URL[,URL...] --key KEY [--config FILE --cluster NAME]\n"
+         "                          FILE\n"
+         "       lb membership put  --etcd URL[,URL...] --key KEY [--config FILE --cluster NAME]\n"
+         "                          [--max-remove-percent N] [--force] FILE\n"
+         "  get   print the key's value as etcd holds it (stdout) and its mod_revision\n"
+         "        (stderr); --json: one object with both on stdout\n"
+         "  diff  what put would change: backends added, removed, changed, and the keys that\n"
+         "        move (lb analyze's moved / ideal / collateral); writes nothing\n"
+         "  put   validate FILE as lb will, show the diff, refuse a removal of more than\n"
+         "        --max-remove-percent (50) of the backends unless --force, and write with a\n"
+         "        compare-and-swap on the mod_revision read (another writer in between: a\n"
+         "        conflict, nothing written)\n"
+         "  FILE  a JSON document {\"backends\": [...]}, or TOML: `backends = [...]`, or an lb\n"
+         "        config (--cluster NAME picks its cluster)\n"
+         "  --config FILE --cluster NAME  the cluster settings (selector, vnodes, ...) that\n"
+         "        validation and the figures use; default: ring_hash with its defaults\n"
+         "  --timeout D  each etcd request (default 5s)\n"
+         "  exit: 0 done, 1 invalid file / etcd error / refused / conflict, 2 usage\n";
+}
+
+std::optional<MembershipOptions> parseMembershipArgs(std::span<char* const> args,
+                                                     std::string& error) {
+  MembershipOptions o;
+  if (args.empty()) {
+    error = "missing command: get, put or diff";
+    return std::nullopt;
+  }
+  const std::string command = args[0];
+  if (command == "-h" || command == "--help") {
+    o.help = true;
+    return o;
+  }
+  if (command == "get") o.command = MembershipOptions::Command::kGet;
+  else if (command == "put") o.command = MembershipOptions::Command::kPut;
+  else if (command == "diff") o.command = MembershipOptions::Command::kDiff;
+  else {
+    error = "unknown command '" + command + "' (get, put or diff)";
+    return std::nullopt;
+  }
+  const bool get = o.command == MembershipOptions::Command::kGet;
+  const bool put = o.command == MembershipOptions::Command::kPut;
+  for (size_t i = 1; i < args.size(); ++i) {
+    std::string arg = args[i];
+    std::string value;
+    bool has_value = false;
+    if (const size_t eq = arg.find('='); arg.rfind("--", 0) == 0 && eq != std::string::npos) {
+      value = arg.substr(eq + 1);
+      arg.resize(eq);
+      has_value = true;
+    }
+    auto takeValue = [&]() -> bool {
+      if (has_value) return true;
+      if (i + 1 >= args.size()) {
+        error = arg + ": missing value";
+        return false;
+      }
+      value = args[++i];
+      return true;
+    };
+    auto only = [&](bool allowed) {
+      if (!allowed) error = arg + ": not an option of `lb membership " + command + "`";
+      return allowed;
+    };
+    if (arg == "-h" || arg == "--help") {
+      o.help = true;
+    } else if (arg == "--etcd") {
+      if (!takeValue()) return std::nullopt;
+      size_t start = 0;
+      while (start <= value.size()) {
+        const size_t comma = value.find(',', start);
+        const std::string url = value.substr(start, comma - start);
+        if (!url.empty()) o.etcd.push_back(url);
+        if (comma == std::string::npos) break;
+        start = comma + 1;
+      }
+    } else if (arg == "--key") {
+      if (!takeValue()) return std::nullopt;
+      o.key = value;
+    } else if (arg == "--config" || arg == "--cluster") {
+      if (!only(!get) || !takeValue()) return std::nullopt;
+      (arg == "--config" ? o.config : o.cluster) = value;
+    } else if (arg == "--max-remove-percent") {
+      if (!only(put) || !takeValue()) return std::nullopt;
+      uint64_t n = 0;
+      if (!parseUint(value, 0, 100, n)) {
+        error = arg + ": must be an integer in [0, 100], got '" + value + "'";
+        return std::nullopt;
+      }
+      o.max_remove_percent = static_cast<uint32_t>(n);
+    } else if (arg == "--force") {
+      if (!only(put)) return std::nullopt;
+      o.force = true;
+    } else if (arg == "--json") {
+      if (!only(get)) return std::nullopt;
+      o.json = true;
+    } else if (arg == "--timeout") {
+      if (!takeValue()) return std::nullopt;
+      std::string why;
+      if (!parseDuration(value, &o.timeout, &why) || o.timeout.count() <= 0) {
+        error = arg + ": " + (why.empty() ? "must be more than 0" : why);
+        return std::nullopt;
+      }
+    } else if (arg.rfind("-", 0) == 0 && arg.size() > 1) {
+      error = "unknown option '" + arg + "'";
+      return std::nullopt;
+    } else if (!get && o.file.empty()) {
+      o.file = arg;
+    } else {
+      error = "unexpected argument '" + arg + "'";
+      return std::nullopt;
+    }
+  }
+  if (o.help) return o;
+  if (o.etcd.empty()) error = "--etcd URL is required";
+  else if (o.key.empty()) error = "--key KEY is required";
+  else if (!get && o.file.empty()) error = "FILE is required (the membership to " + command + ")";
+  if (!error.empty()) return std::nullopt;
+  return o;
+}
+
+int runMembership(int argc, char** argv) {
+  std::string error;
+  const auto o = parseMembershipArgs(std::span<char* const>(argv, static_cast<size_t>(argc)),
+                                     error);
+  if (!o) return usage(error);
+  if (o->help) {
+    fputs(membershipUsage(), stdout);
+    return kExitOk;
+  }
+  auto endpoints = endpointsOf(*o, error);
+  if (!endpoints) return usage(error);
+  EtcdSession etcd(std::move(*endpoints), o->timeout);
+  if (o->command == MembershipOptions::Command::kGet) return get(*o, etcd);
+  return diffOrPut(*o, etcd);
+}
+
+}  // namespace lb
