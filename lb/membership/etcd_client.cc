@@ -1,9 +1,6 @@
 #include "lb/membership/etcd_client.h"
 
-#include <llhttp.h>
-
 #include <algorithm>
-#include <cstring>
 #include <utility>
 
 #include "lb/core/address.h"

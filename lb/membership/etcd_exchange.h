@@ -44,6 +44,8 @@ class EtcdExchange final : public ConnectionOwner, public HttpBodySink {
   // Bytes of one reply body (or one watch message) accepted; more is kProtocol. etcd's own
   // request limit is 1.5 MiB (--max-request-bytes), 2 MiB once base64.
   static constexpr size_t kMaxBodyBytes = 8 * 1024 * 1024;
+  // etcd's heads are a few hundred bytes.
+  static constexpr size_t kMaxHeadBytes = 64 * 1024;
 
   EtcdExchange(EtcdExchangeOwner* client, uv_loop_t* loop, size_t endpoint, std::string request,
                bool stream, uint64_t timeout_ms)
@@ -56,6 +58,9 @@ class EtcdExchange final : public ConnectionOwner, public HttpBodySink {
         conn_(*this, loop) {}
 
   void start(const sockaddr* address) noexcept {
+    // The loop's clock is as old as its last turn: a caller that spent time since (a
+    // blocking test, a slow callback) would otherwise get a deadline that much too early.
+    uv_update_time(loop_);
     start_ms_ = uv_now(loop_);
     const int rc = conn_.connect(address, timeout_ms_);
     if (rc != 0) {
@@ -109,7 +114,25 @@ class EtcdExchange final : public ConnectionOwner, public HttpBodySink {
 
   void onRead(char* p, size_t n) noexcept override {
     if (n == 0 || done_) return;
-    feed(p, n);
+    if (parser_.headDone()) {
+      feed(p, p, n);
+      return;
+    }
+    // The parser's checks of the head (reason phrase, Transfer-Encoding) read its spans as
+    // offsets from one base: the head stays whole in head_ until it is complete, however the
+    // reads split it. The body after it needs no such care.
+    if (head_.size() + n > kMaxHeadBytes) {
+      fail(EtcdFailure::kProtocol, "a response head over 64 KiB");
+      return;
+    }
+    const size_t from = head_.size();
+    try {
+      head_.append(p, n);
+    } catch (...) {
+      fail(EtcdFailure::kProtocol, "out of memory for the response head");
+      return;
+    }
+    feed(head_.data(), head_.data() + from, n);
   }
 
   void onEof() noexcept override {
@@ -159,10 +182,11 @@ class EtcdExchange final : public ConnectionOwner, public HttpBodySink {
     body_.append(data, len);
   }
 
-  void feed(const char* p, size_t n) noexcept {
+  // [p, p + n) inside the buffer that starts at `base`.
+  void feed(const char* base, const char* p, size_t n) noexcept {
     while (!done_) {
       size_t consumed = 0;
-      const HttpParser::Result r = parser_.feed(p, p, n, &consumed);
+      const HttpParser::Result r = parser_.feed(base, p, n, &consumed);
       p += consumed;
       n -= consumed;
       if (overflow_) {
@@ -250,6 +274,7 @@ class EtcdExchange final : public ConnectionOwner, public HttpBodySink {
   bool done_ = false;        // the outcome is out (or abandoned): nothing more is reported
   bool overflow_ = false;
   std::optional<EtcdError> early_;   // a connect that could not start
+  std::string head_;         // the response's bytes until its head is complete
   std::string body_;
   size_t line_start_ = 0;    // stream: where the next message starts in body_
   char read_[16 * 1024];

@@ -178,6 +178,32 @@ int64_t EtcdCluster::putInOneTxn(const std::vector<std::pair<std::string, std::s
   return r.exit_code == 0 ? headerRevision(r.out) : 0;
 }
 
+int64_t EtcdCluster::putSequence(const std::string& key, const std::vector<std::string>& values) {
+  size_t member = 0;
+  while (member < members_.size() && !running(member)) ++member;
+  if (member == members_.size()) return 0;
+  TcpClient c;
+  if (!c.connect(members_[member]->client_port)) return 0;
+  int64_t revision = 0;
+  const std::string k = base64Encode(key);
+  for (const auto& v : values) {
+    const std::string body = nlohmann::json{{"key", k}, {"value", base64Encode(v)}}.dump();
+    const std::string request = "POST /v3/kv/put HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                                "Content-Type: application/json\r\nContent-Length: " +
+                                std::to_string(body.size()) + "\r\n\r\n" + body;
+    if (!c.send(request)) return 0;
+    auto r = readHttpResponse(c);
+    if (!r.ok || r.status != 200) return 0;
+    try {
+      // The gateway writes int64 as strings.
+      revision = std::stoll(nlohmann::json::parse(r.body).at("header").at("revision").get<std::string>());
+    } catch (...) {
+      return 0;
+    }
+  }
+  return revision;
+}
+
 int64_t EtcdCluster::del(const std::string& key) {
   auto r = etcdctl({"del", "-w", "json", "--", key});
   return r.exit_code == 0 ? headerRevision(r.out) : 0;

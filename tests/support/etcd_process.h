@@ -7,7 +7,8 @@
 // under a second, and quiet (--log-level error). Test-thread only.
 //
 // The helpers that write and read the store go through etcdctl (ETCDCTL_API=3, gRPC), not
-// the JSON gateway lb speaks, so a test checks lb's client against an independent path.
+// the JSON gateway lb speaks, so a test checks lb's client against an independent path
+// (putSequence alone, built for speed, uses the gateway).
 //
 //   lb::test::EtcdProcess etcd;
 //   ASSERT_TRUE(etcd.ok()) << etcd.output();
@@ -61,8 +62,13 @@ class EtcdCluster {
   // --- The store, through etcdctl against the running members ---------------------------
   // Puts the value (any bytes but NUL); the header revision of the put, or 0 on failure.
   int64_t put(const std::string& key, const std::string& value);
-  // Puts every pair in one transaction (one revision): its revision, or 0.
+  // Puts every pair in one transaction (one revision): its revision, or 0. Keys and values
+  // without spaces or quotes (etcdctl txn reads them from lines).
   int64_t putInOneTxn(const std::vector<std::pair<std::string, std::string>>& kvs);
+  // Puts each value in turn at `key`, one revision each, as fast as etcd takes them: over
+  // one kept-alive connection to the first running member's JSON gateway (an etcdctl
+  // process per write would cost ~10 ms each). The last put's revision, or 0 if any failed.
+  int64_t putSequence(const std::string& key, const std::vector<std::string>& values);
   // Deletes the key; the header revision, or 0.
   int64_t del(const std::string& key);
   // The value, or nullopt when absent or on failure.
