@@ -80,6 +80,10 @@ TEST(MembershipCoalesceTest, AThousandRapidWritesCostAFewDozenBuildsAndEndOnTheL
   printf("[ membership ] %d writes in %.2f s, served the last after %.2f s: %.0f builds\n",
          kWriters * kEach, write_s, total_s, builds);
   EXPECT_GE(builds, 1);
+  // The log says the same: one "applied revision" line per build, the last one the last write.
+  const auto applied = appliedRevisions(lb.output());
+  EXPECT_EQ(static_cast<double>(applied.size()), builds + applied_before);
+  EXPECT_EQ(applied.empty() ? 0 : applied.back(), last.first);
   // At most one per 100 ms while the writes last, plus the trailing one; and a few dozen.
   EXPECT_LE(builds, total_s / 0.1 + 2);
   EXPECT_LE(builds, 60);

@@ -251,6 +251,17 @@ inline std::optional<double> metricValue(uint16_t admin, const std::string& name
   return sampleValue(scrape(admin), name, labels);
 }
 
+// The revisions an lb's log says it applied to `cluster`, in log order: lb logs each build it
+// puts live as "membership: cluster C: applied revision R (...)" (at start too).
+inline std::vector<int64_t> appliedRevisions(const std::string& log,
+                                             const std::string& cluster = "cache") {
+  std::vector<int64_t> out;
+  const std::string needle = "membership: cluster " + cluster + ": applied revision ";
+  for (size_t at = log.find(needle); at != std::string::npos; at = log.find(needle, at + 1))
+    out.push_back(atoll(log.c_str() + at + needle.size()));
+  return out;
+}
+
 // Polls /backends until the cluster serves `revision` (or a later one) and returns when it
 // first saw it; nullopt at the deadline. Polls every 2 ms: the spread test measures with it.
 inline std::optional<Clock::time_point> waitForRevision(uint16_t admin, int64_t revision,

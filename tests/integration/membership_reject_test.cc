@@ -129,6 +129,9 @@ TEST_P(MembershipRejectTest, LeavesEveryInstanceOnItsTableCountedLoggedAndShown)
     EXPECT_EQ(now.fingerprint, before[i].fingerprint) << "instance " << i;
     EXPECT_EQ(now.backends, before[i].backends) << "instance " << i;
     EXPECT_FALSE(now.rejected_reason.empty()) << "instance " << i;
+    if (i == 0)
+      printf("[ membership ] %s: revision %lld rejected: %s\n", GetParam().name,
+             static_cast<long long>(*bad_revision), now.rejected_reason.c_str());
 
     auto samples = scrape(lb.admin());
     EXPECT_EQ(sampleValue(samples, "lb_membership_updates_total",
