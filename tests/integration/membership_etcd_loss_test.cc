@@ -174,7 +174,13 @@ TEST(MembershipEtcdAbsentTest, WithoutEtcdOrStateFileTheClusterServesNothingAndR
       << "/ready does not name the cluster that serves nothing: " << ready.body;
   MembershipView v = lb.membership();
   EXPECT_TRUE(v.backends.empty());
+  EXPECT_EQ(v.revision, 0);
   EXPECT_EQ(lb.answer("k").rfind("error: status 5", 0), 0u) << lb.answer("k");
+  // docs/metrics.md: revision 0 and fingerprint 0 for a cluster that serves no backend.
+  auto samples = scrape(lb.admin());
+  EXPECT_EQ(sampleValue(samples, "lb_membership_revision", kCluster), 0.0);
+  EXPECT_EQ(sampleValue(samples, "lb_cluster_table_fingerprint", kCluster), 0.0);
+  EXPECT_EQ(sampleValue(samples, "lb_membership_watch_up", kCluster), 0.0);
 }
 
 TEST(MembershipEtcdAbsentTest, WithoutEtcdOrStateFileTheTomlBackendsServe) {
@@ -186,6 +192,10 @@ TEST(MembershipEtcdAbsentTest, WithoutEtcdOrStateFileTheTomlBackendsServe) {
   EXPECT_EQ(lb.answer("k"), "origin-a");
   HttpResponse ready = httpGetLocal(lb.admin(), "/ready");
   EXPECT_EQ(ready.status, 200) << ready.body;
+  MembershipView v = lb.membership();
+  EXPECT_EQ(v.source, "file");
+  EXPECT_EQ(v.revision, 0);
+  EXPECT_EQ(metricValue(lb.admin(), "lb_membership_revision", kCluster), 0.0);
 }
 
 }  // namespace
