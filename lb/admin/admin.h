@@ -5,15 +5,23 @@
 // What it serves (GET or HEAD; any other method 405 with Allow; unknown paths 404):
 //   /metrics   Prometheus text format 0.0.4: every metric of docs/architecture.md's table plus
 //              lb_build_info, lb_config_last_reload_success_timestamp_seconds and process_*.
-//   /ready     200 "ready", or 503 "draining" once a drain began (take lb out of rotation).
+//   /ready     200 "ready", or 503 "draining" once a drain began (take lb out of rotation),
+//              or 503 "no membership yet: cluster 'c'" while a membership cluster has no
+//              backend (etcd has not answered, and neither the state file nor the file gave
+//              it any).
 //   /backends  {"generation":N,"clusters":[{"name","selector","hash_balance_factor",
-//              "panic_threshold","panic","total_load","backends":[{"name","address" (as
+//              "panic_threshold","panic","membership":{"source" (file, state_file, etcd),
+//              "revision" (the etcd mod_revision served; 0 from the file),"fingerprint" (16
+//              hex digits), and for a membership cluster "key","state","endpoint","watch_up",
+//              "last_sync" (RFC 3339 or null),"applied","rejected","last_rejected" (null, or
+//              {"revision","reason"})},"total_load","backends":[{"name","address" (as
 //              configured),"resolved" (the IP:port connections go to),"weight","healthy",
 //              "load","cap" (null when bounded loads are off),"keyspace_share","health" (up,
 //              down, ejected),"reason" (null before any health event),"last_check" (null, or
 //              {"result","at","latency_ms"}),"ejections","ejection_ms"}]}]}
 //   /ring?cluster=C&key=K
-//              {"cluster","key","hash","owner","order":[every backend, preference order],
+//              {"cluster","key","revision","fingerprint","hash","owner","order":[every
+//               backend, preference order],
 //               "pick","reason"}: owner and order come from the table alone (as `lb analyze`
 //              prints them); pick and reason are where a request would go right now, given
 //              health and live loads. Query values are percent-decoded, '+' as a space (as

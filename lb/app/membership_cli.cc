@@ -142,7 +142,8 @@ std::optional<std::vector<BackendConfig>> readFile(const MembershipOptions& o,
     return std::nullopt;
   }
   const std::string& t = text.value();
-  const size_t first = t.find_first_not_of(" \t\r\n");
+  const size_t bom = t.compare(0, 3, "\xEF\xBB\xBF") == 0 ? 3 : 0;
+  const size_t first = t.find_first_not_of(" \t\r\n", bom);
   // A TOML file cannot start with '{'; a membership document must.
   if (first != std::string::npos && t[first] == '{') {
     auto doc = parseMembershipDocument(t, o.file, settings);
@@ -348,12 +349,15 @@ int get(const MembershipOptions& o, EtcdSession& etcd) {
   return kExitOk;
 }
 
-int diffOrPut(const MembershipOptions& o, EtcdSession& etcd) {
+int diffOrPut(const MembershipOptions& o, ClusterConfig settings_in, EtcdSession& etcd) {
   int code = kExitFailure;
-  auto settings = settingsOf(o, &code);
-  if (!settings) return code;
+  std::optional<ClusterConfig> settings = std::move(settings_in);
   auto next = readFile(o, *settings, &code);
   if (!next) return code;
+  // As the instances judge it: their cluster's limit, unless the command line gave one.
+  const uint32_t max_remove = !o.max_remove_percent_given && settings->membership
+                                  ? settings->membership->max_remove_percent
+                                  : o.max_remove_percent;
   auto current = readCurrent(etcd, o, *settings);
   if (!current) return kExitFailure;
 
@@ -365,7 +369,7 @@ int diffOrPut(const MembershipOptions& o, EtcdSession& etcd) {
     return kExitOk;
   }
   fputs(describeChange(current->backends, *next, *settings).c_str(), stdout);
-  const std::string refusal = checkRemoval(current->backends, *next, o.max_remove_percent);
+  const std::string refusal = checkRemoval(current->backends, *next, max_remove);
   if (!put) {
     if (!refusal.empty())
       printf("put would refuse this: %s (--force writes it, and lb rejects it)\n",
@@ -378,7 +382,7 @@ int diffOrPut(const MembershipOptions& o, EtcdSession& etcd) {
                    "anyway); nothing written");
   if (!refusal.empty())
     fprintf(stderr, "warning: --force: %s; lb instances whose max_remove_percent is %u reject "
-                    "it\n", refusal.c_str(), o.max_remove_percent);
+                    "it\n", refusal.c_str(), max_remove);
 
   if (const char* hook = getenv(kMembershipAfterReadHook); hook != nullptr && *hook != '\0')
     if (system(hook) != 0) fprintf(stderr, "warning: %s failed\n", kMembershipAfterReadHook);
@@ -436,7 +440,9 @@ const char* membershipUsage() {
          "  FILE  a JSON document {\"backends\": [...]}, or TOML: `backends = [...]`, or an lb\n"
          "        config (--cluster NAME picks its cluster)\n"
          "  --config FILE --cluster NAME  the cluster settings (selector, vnodes, ...) that\n"
-         "        validation and the figures use; default: ring_hash with its defaults\n"
+         "        validation and the figures use; default: ring_hash with its defaults.\n"
+         "        A cluster with a membership table also gives --etcd, --key and\n"
+         "        --max-remove-percent unless they are written\n"
          "  --timeout D  each etcd request (default 5s)\n"
          "  exit: 0 done, 1 invalid file / etcd error / refused / conflict, 2 usage\n";
 }
@@ -500,7 +506,7 @@ std::optional<MembershipOptions> parseMembershipArgs(std::span<char* const> args
       if (!takeValue()) return std::nullopt;
       o.key = value;
     } else if (arg == "--config" || arg == "--cluster") {
-      if (!only(!get) || !takeValue()) return std::nullopt;
+      if (!takeValue()) return std::nullopt;
       (arg == "--config" ? o.config : o.cluster) = value;
     } else if (arg == "--max-remove-percent") {
       if (!only(put) || !takeValue()) return std::nullopt;
@@ -510,6 +516,7 @@ std::optional<MembershipOptions> parseMembershipArgs(std::span<char* const> args
         return std::nullopt;
       }
       o.max_remove_percent = static_cast<uint32_t>(n);
+      o.max_remove_percent_given = true;
     } else if (arg == "--force") {
       if (!only(put)) return std::nullopt;
       o.force = true;
@@ -534,8 +541,9 @@ std::optional<MembershipOptions> parseMembershipArgs(std::span<char* const> args
     }
   }
   if (o.help) return o;
-  if (o.etcd.empty()) error = "--etcd URL is required";
-  else if (o.key.empty()) error = "--key KEY is required";
+  // With --config, the cluster's membership table may name both (runMembership).
+  if (o.etcd.empty() && o.config.empty()) error = "--etcd URL is required";
+  else if (o.key.empty() && o.config.empty()) error = "--key KEY is required";
   else if (!get && o.file.empty()) error = "FILE is required (the membership to " + command + ")";
   if (!error.empty()) return std::nullopt;
   return o;
@@ -550,11 +558,22 @@ int runMembership(int argc, char** argv) {
     fputs(membershipUsage(), stdout);
     return kExitOk;
   }
-  auto endpoints = endpointsOf(*o, error);
+  MembershipOptions options = *o;
+  int code = kExitFailure;
+  auto settings = settingsOf(options, &code);
+  if (!settings) return code;
+  if (settings->membership) {
+    if (options.etcd.empty()) options.etcd = settings->membership->etcd;
+    if (options.key.empty()) options.key = settings->membership->key;
+  }
+  const std::string why_not = " (or --config with a cluster whose membership table names it)";
+  if (options.etcd.empty()) return usage("--etcd URL is required" + why_not);
+  if (options.key.empty()) return usage("--key KEY is required" + why_not);
+  auto endpoints = endpointsOf(options, error);
   if (!endpoints) return usage(error);
-  EtcdSession etcd(std::move(*endpoints), o->timeout);
-  if (o->command == MembershipOptions::Command::kGet) return get(*o, etcd);
-  return diffOrPut(*o, etcd);
+  EtcdSession etcd(std::move(*endpoints), options.timeout);
+  if (options.command == MembershipOptions::Command::kGet) return get(options, etcd);
+  return diffOrPut(options, std::move(*settings), etcd);
 }
 
 }  // namespace lb

@@ -8,6 +8,9 @@
 //   lb membership put  --etcd URL[,URL...] --key KEY [--config FILE --cluster NAME]
 //                      [--max-remove-percent N] [--force] FILE
 //
+// With --config naming a cluster that has a `membership` table, --etcd and --key default to
+// its etcd and key, and --max-remove-percent to its max_remove_percent.
+//
 // FILE is a membership document (JSON, {"backends": [...]}) or TOML: `backends = [...]` at
 // its top level, or a whole lb config (then --cluster NAME picks the cluster, unless it has
 // only one). It is validated as lb validates a membership (lb/membership/document.h) under
@@ -38,7 +41,10 @@ struct MembershipOptions {
   std::string file;                 // put, diff
   std::string config;               // --config: whose cluster settings validation uses
   std::string cluster;              // --cluster
-  uint32_t max_remove_percent = 50; // lb's default (docs/config.md, `membership`)
+  // lb's default (docs/config.md, `membership`); unless given, the cluster's own
+  // membership.max_remove_percent when --config (or FILE, an lb config) has one.
+  uint32_t max_remove_percent = 50;
+  bool max_remove_percent_given = false;
   bool force = false;               // put: write a removal past max_remove_percent anyway
   bool json = false;                // get: one JSON object on stdout
   Duration timeout{5000};           // each etcd request

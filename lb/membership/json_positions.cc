@@ -130,6 +130,9 @@ std::string childPath(const std::string& parent, const std::string& key) {
 
 JsonPositions indexJsonPositions(std::string_view text) {
   JsonPositions out;
+  // nlohmann skips a UTF-8 byte order mark before the text; editors do not show it, so it
+  // takes no column either.
+  if (text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);
   Cursor c(text);
   std::vector<Frame> stack;
   std::string path;   // of the value about to be read
@@ -206,6 +209,10 @@ JsonPositions indexJsonPositions(std::string_view text) {
 }
 
 SourcePos positionOfOffset(std::string_view text, size_t offset) {
+  if (text.substr(0, 3) == "\xEF\xBB\xBF" && offset >= 3) {
+    text.remove_prefix(3);
+    offset -= 3;
+  }
   Cursor c(text.substr(0, std::min(offset, text.size())));
   while (!c.done()) c.advance();
   return c.pos();

@@ -39,7 +39,8 @@ inline constexpr size_t kJsonIndexMaxDepth = 64;
 JsonPositions indexJsonPositions(std::string_view text);
 
 // 1-based line and column (in characters, as above) of byte `offset` in `text`; an offset at
-// or past the end is the position just after the last character.
+// or past the end is the position just after the last character. A leading UTF-8 byte order
+// mark takes no column, here and in the index.
 SourcePos positionOfOffset(std::string_view text, size_t offset);
 
 }  // namespace lb

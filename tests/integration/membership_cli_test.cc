@@ -127,6 +127,27 @@ TEST_F(MembershipCliTest, TomlBackendListIsWrittenAsCanonicalJson) {
             "\"weight\": 2}\n]}\n");
 }
 
+// FILE may be a whole lb config: its cluster's backends are the membership, judged under that
+// cluster's own settings (ketama here: host:port hash_keys).
+TEST_F(MembershipCliTest, LbConfigFileGivesItsClustersBackendsAndRules) {
+  const std::string config = writeFile(
+      "lb.toml",
+      "[clusters.web]\nbackends = [ { name = \"w\", address = \"127.0.0.1:9000\" } ]\n"
+      "[clusters.cache]\nselector = \"ketama\"\nbackends = [\n"
+      "  { name = \"a\", address = \"127.0.0.1:9001\", hash_key = \"127.0.0.1:9001\" },\n]\n");
+  const auto put = run("put", {"--cluster", "cache", config});
+  ASSERT_EQ(put.exit_code, 0) << put.err;
+  EXPECT_EQ(etcd_->get(key_),
+            "{\"backends\": [\n  {\"name\": \"a\", \"address\": \"127.0.0.1:9001\", "
+            "\"hash_key\": \"127.0.0.1:9001\"}\n]}\n");
+
+  const auto ambiguous = run("put", {config});
+  EXPECT_EQ(ambiguous.exit_code, 2) << ambiguous.err;
+  EXPECT_NE(ambiguous.err.find("name the cluster with --cluster (clusters: web, cache)"),
+            std::string::npos)
+      << ambiguous.err;
+}
+
 // The hook writes the key after put read it and before its compare-and-swap: a second
 // operator, without a timing race.
 TEST_F(MembershipCliTest, WriteBetweenReadAndSwapIsAConflictAndOverwritesNothing) {
@@ -229,6 +250,34 @@ TEST_F(MembershipCliTest, PutValidatesUnderTheConfiguredClustersSelector) {
             std::string::npos)
       << r.err;
   EXPECT_EQ(etcd_->get(key_), std::nullopt);
+}
+
+// A cluster with a membership table names its etcd, its key and its limit: `--config` alone
+// is enough, and the instances' max_remove_percent (25 here) is the one put holds to.
+TEST_F(MembershipCliTest, ConfigsMembershipTableGivesEtcdKeyAndLimit) {
+  ASSERT_GT(etcd_->put(key_, kFour), 0);
+  const std::string config = writeFile(
+      "lb.toml", "[clusters.cache]\nmembership = { etcd = [\"" + etcd_->clientUrl() +
+                     "\"], key = \"" + key_ + "\", max_remove_percent = 25 }\n");
+  const std::string two = writeFile("two.json",
+                                    "{\"backends\": [\n"
+                                    "  {\"name\": \"a\", \"address\": \"127.0.0.1:9001\"},\n"
+                                    "  {\"name\": \"b\", \"address\": \"127.0.0.1:9002\"}\n"
+                                    "]}\n");
+  const auto refused = test::runCommand(
+      {test::builtBinary("lb"), "membership", "put", "--config", config, two},
+      std::chrono::seconds(60));
+  EXPECT_EQ(refused.exit_code, 1) << refused.err;
+  EXPECT_NE(refused.err.find("removes 2 of 4 backends (50%) at once; max_remove_percent is 25"),
+            std::string::npos)
+      << refused.err;
+  EXPECT_EQ(etcd_->get(key_), std::string(kFour));
+
+  const auto get = test::runCommand(
+      {test::builtBinary("lb"), "membership", "get", "--config", config, "--cluster", "cache"},
+      std::chrono::seconds(60));
+  EXPECT_EQ(get.exit_code, 0) << get.err;
+  EXPECT_EQ(get.out, kFour);
 }
 
 TEST_F(MembershipCliTest, GetOfAnAbsentKeyFails) {

@@ -251,6 +251,41 @@ TEST(MembershipSourceTest, AReloadKeepsTheAppliedMembership) {
   EXPECT_EQ(lb.process().stop(SIGTERM, 10s), 0) << lb.output();
 }
 
+// A reload that names another key watches that one (the file's backends serve meanwhile);
+// one that removes the membership stops the source and serves the file's backends.
+TEST(MembershipSourceTest, AReloadToAnotherKeyWatchesItAndOneWithoutMembershipStops) {
+  EtcdProcess etcd;
+  ASSERT_TRUE(etcd.ok()) << etcd.output();
+  etcd.put(kKey, document({{"a", 9001}, {"b", 9002}}));
+  const std::string other = std::string(kKey) + "-2";
+  const int64_t other_rev = etcd.put(other, document({{"x", 9101}}));
+  const uint16_t admin = freePort(), web = freePort();
+  const std::string fallback = "backends = [ { name = \"fallback\", address = \"127.0.0.1:9009\" } ]\n";
+  LbProcess lb;
+  std::string toml = config(etcd, admin, web, fallback);
+  ASSERT_TRUE(lb.start(toml, {web, admin})) << lb.output();
+  toml.replace(toml.find(kKey), std::string(kKey).size(), other);
+  ASSERT_TRUE(lb.reload(toml)) << lb.output();
+  ASSERT_TRUE(waitCluster(admin, [&](const JsonValue& c) {
+    return c["membership"]["revision"].asNumber() == static_cast<double>(other_rev) &&
+           c["membership"]["key"].asString() == other && c["backends"].items().size() == 1 &&
+           c["backends"].items()[0]["name"].asString() == "x";
+  })) << lb.output();
+  ASSERT_TRUE(lb.reload("[lb]\nworkers = 1\naccess_log = \"\"\n[admin]\nlisten = \"127.0.0.1:" +
+                        std::to_string(admin) + "\"\n[listeners.web]\nlisten = \"127.0.0.1:" +
+                        std::to_string(web) + "\"\ncluster = \"cache\"\n[clusters.cache]\n" +
+                        fallback))
+      << lb.output();
+  JsonValue doc;
+  const JsonValue* c = cacheCluster(admin, &doc);
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ((*c)["membership"]["source"].asString(), "file");
+  EXPECT_FALSE((*c)["membership"].has("state"));
+  ASSERT_EQ((*c)["backends"].items().size(), 1u);
+  EXPECT_EQ((*c)["backends"].items()[0]["name"].asString(), "fallback");
+  EXPECT_EQ(lb.process().stop(SIGTERM, 10s), 0) << lb.output();
+}
+
 // A writer rewriting the key in a loop costs a few builds, and lb ends on the last revision.
 TEST(MembershipSourceTest, RapidWritesCoalesceIntoFewBuildsEndingOnTheLast) {
   EtcdProcess etcd;
@@ -277,6 +312,45 @@ TEST(MembershipSourceTest, RapidWritesCoalesceIntoFewBuildsEndingOnTheLast) {
   RecordProperty("writes_ms", std::to_string(ms));
   EXPECT_LE(applied, 2.0 + static_cast<double>(ms) / 500) << "builds for 100 writes in " << ms << " ms";
   EXPECT_GE(applied, 2);
+  EXPECT_EQ(lb.process().stop(SIGTERM, 10s), 0) << lb.output();
+}
+
+// The member lb watches is killed: lb moves to another member, and a put made meanwhile is
+// served (the Range after the break reads it).
+TEST(MembershipSourceTest, AKilledMemberIsLeftForTheNextAndNoRevisionIsMissed) {
+  EtcdCluster etcd(3);
+  ASSERT_TRUE(etcd.ok()) << etcd.output();
+  const int64_t first = etcd.put(kKey, document({{"a", 9001}, {"b", 9002}}));
+  const uint16_t admin = freePort(), web = freePort();
+  std::string toml = config(etcd, admin, web);
+  std::string urls;
+  for (const std::string& u : etcd.clientUrls()) urls += (urls.empty() ? "\"" : ", \"") + u + "\"";
+  toml.replace(toml.find("\"" + etcd.clientUrl(0) + "\""), etcd.clientUrl(0).size() + 2, urls);
+  LbProcess lb;
+  ASSERT_TRUE(lb.start(toml, {web, admin})) << lb.output();
+  ASSERT_TRUE(waitCluster(admin, [&](const JsonValue& c) {
+    return c["membership"]["revision"].asNumber() == static_cast<double>(first) &&
+           c["membership"]["watch_up"].asBool();
+  })) << lb.output();
+  JsonValue doc;
+  const JsonValue* c = cacheCluster(admin, &doc);
+  ASSERT_NE(c, nullptr);
+  const std::string watched = (*c)["membership"]["endpoint"].asString();
+  size_t member = 0;
+  while (member < etcd.size() && etcd.clientUrl(member) != watched) ++member;
+  ASSERT_LT(member, etcd.size()) << watched;
+  etcd.kill(member);
+  // A put fails while the two left elect a leader (when the killed one led): try again,
+  // within a bound.
+  int64_t second = 0;
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (second == 0 && std::chrono::steady_clock::now() < deadline)
+    second = etcd.put(kKey, document({{"a", 9001}, {"b", 9002}, {"c", 9003}}));
+  ASSERT_GT(second, first) << etcd.output();
+  EXPECT_TRUE(waitCluster(admin, [&](const JsonValue& c) {
+    return c["membership"]["revision"].asNumber() == static_cast<double>(second) &&
+           c["membership"]["watch_up"].asBool() && c["membership"]["endpoint"].asString() != watched;
+  }, 10s)) << lb.output();
   EXPECT_EQ(lb.process().stop(SIGTERM, 10s), 0) << lb.output();
 }
 

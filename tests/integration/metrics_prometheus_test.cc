@@ -15,7 +15,9 @@
 #include <thread>
 
 #include "tests/integration/cache_fleet.h"
+#include "tests/integration/lb_fixture.h"
 #include "tests/integration/metrics_fleet.h"
+#include "tests/support/etcd_process.h"
 
 namespace lb::test {
 namespace {
@@ -213,9 +215,33 @@ TEST_F(MetricsPrometheusTest, DashboardQueriesReturnDataFromARealLb) {
   auto traffic_until = std::chrono::steady_clock::now() + 2500ms;
   for (int i = 0; std::chrono::steady_clock::now() < traffic_until; ++i)
     send(c, std::to_string(i));
-  // Every row but Cache: an HTTP fleet has no redis or memcached listener (the next test).
+  // Every row but Cache and Membership: an HTTP fleet has no redis or memcached listener and
+  // no membership cluster (the tests below).
   for (const auto& [row, panels] : panelsByRow(dashboard))
-    if (row != "Cache") expectPanelsHaveData(prom, panels);
+    if (row != "Cache" && row != "Membership") expectPanelsHaveData(prom, panels);
+}
+
+TEST_F(MetricsPrometheusTest, DashboardMembershipRowQueriesReturnDataFromAnEtcdBackedLb) {
+  EtcdProcess etcd;
+  ASSERT_TRUE(etcd.ok()) << etcd.output();
+  ASSERT_GT(etcd.put("/lb/dashboard/cache",
+                     "{\"backends\": [{\"name\": \"a\", \"address\": \"127.0.0.1:9001\"}]}"),
+            0);
+  const uint16_t admin = freePort(), web = freePort();
+  LbProcess lb;
+  ASSERT_TRUE(lb.start("[lb]\nworkers = 1\naccess_log = \"\"\n[admin]\nlisten = \"127.0.0.1:" +
+                           std::to_string(admin) + "\"\n[listeners.web]\nlisten = \"127.0.0.1:" +
+                           std::to_string(web) + "\"\ncluster = \"cache\"\n[clusters.cache]\n"
+                           "membership = { etcd = [\"" + etcd.clientUrl() +
+                           "\"], key = \"/lb/dashboard/cache\" }\n",
+                       {web, admin}))
+      << lb.output();
+  PrometheusServer prom;
+  ASSERT_EQ(prom.start(admin), "");
+  auto rows = panelsByRow(lb::testing::JsonReader::parse(readDashboard()));
+  ASSERT_TRUE(rows.count("Membership")) << "no Membership row";
+  expectPanelsHaveData(prom, rows["Membership"]);
+  EXPECT_EQ(lb.process().stop(SIGTERM, 10s), 0) << lb.output();
 }
 
 TEST_F(MetricsPrometheusTest, DashboardCacheRowQueriesReturnDataFromALiveRedisListener) {

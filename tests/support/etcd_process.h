@@ -3,8 +3,9 @@
 // (never 2379/2380, where a packaged service may listen) with its own temporary data
 // directory, removed in the destructor. Started waiting for GET /health to answer
 // {"health":"true"} within a bounded deadline. Members are tuned for loopback (heartbeat
-// 25 ms, election timeout 250 ms) so that a killed leader's replacement is elected in well
-// under a second, and quiet (--log-level error). Test-thread only.
+// 25 ms, election timeout 250 ms) so that a killed leader's replacement is elected within a
+// second (the next member answered a linearizable range 250-810 ms after the kill), and
+// quiet (--log-level error). Test-thread only.
 //
 // The helpers that write and read the store go through etcdctl (ETCDCTL_API=3, gRPC), not
 // the JSON gateway lb speaks, so a test checks lb's client against an independent path
@@ -47,7 +48,7 @@ class EtcdCluster {
   // Every member's log, each under a "== member i ==" line.
   std::string output() const;
 
-  // SIGKILL, and waits for it to be gone (its client port refuses connections).
+  // SIGKILL, and waits for it to exit (its ports refuse connections from then on).
   void kill(size_t member);
   // Starts a killed member again on the same ports and data directory and waits for it to
   // answer /health (true within `timeout`).

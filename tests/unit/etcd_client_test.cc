@@ -369,6 +369,33 @@ TEST_F(EtcdClientTest, ADeadFirstEndpointFailsOverToTheSecond) {
   EXPECT_EQ(c.currentEndpoint().url, etcd_->clientUrl());
 }
 
+TEST_F(EtcdClientTest, ARangeTimedOutOnAHungMemberIsAskedOfTheNext) {
+  test::BlockingServer hung([](int fd) { test::BlockingServer::readToEof(fd); });
+  auto& c = client({urlOfPort(hung.port()), etcd_->clientUrl()}, 200ms);
+  auto out = rangeOf(c, "/lb-test/absent");
+  ASSERT_TRUE(out.reply) << out.error->message;
+  EXPECT_EQ(c.currentEndpoint().url, etcd_->clientUrl());
+}
+
+TEST_F(EtcdClientTest, APutTimedOutIsNotSentToAnotherMember) {
+  // The hung member may have applied it: asking another could write it twice.
+  test::BlockingServer hung([](int fd) { test::BlockingServer::readToEof(fd); });
+  auto& c = client({urlOfPort(hung.port()), etcd_->clientUrl()}, 200ms);
+  auto out = txnOf(c, "/lb-test/put-hung", "v", 0);
+  ASSERT_TRUE(out.error);
+  EXPECT_EQ(out.error->kind, EtcdFailure::kTimeout);
+  EXPECT_EQ(out.error->endpoint, urlOfPort(hung.port()));
+  EXPECT_EQ(etcd_->get("/lb-test/put-hung"), std::nullopt);
+}
+
+TEST_F(EtcdClientTest, APutRefusedByADeadMemberGoesToTheNext) {
+  auto& c = client({urlOfPort(test::closedPort()), etcd_->clientUrl()});
+  auto out = txnOf(c, "/lb-test/put-refused", "v", 0);
+  ASSERT_TRUE(out.reply) << out.error->message;
+  EXPECT_TRUE(out.reply->succeeded);
+  EXPECT_EQ(etcd_->get("/lb-test/put-refused"), "v");
+}
+
 TEST_F(EtcdClientTest, AllEndpointsDeadFailsWithConnectWithinTheTimeout) {
   auto& c = client({urlOfPort(test::closedPort()), urlOfPort(test::closedPort())}, 500ms);
   const auto t0 = Clock::now();
@@ -420,6 +447,21 @@ TEST_F(EtcdClientTest, AMalformedChunkIsAProtocolError) {
   auto out = rangeOf(c, "/lb-test/absent");
   ASSERT_TRUE(out.error);
   EXPECT_EQ(out.error->kind, EtcdFailure::kProtocol) << out.error->message;
+}
+
+TEST_F(EtcdClientTest, AReplyEndedByTheServerClosingIsReadWhole) {
+  // No Content-Length and no chunking: HTTP/1.1 lets the close end the body.
+  test::BlockingServer fake([](int fd) {
+    char buf[4096];
+    if (read(fd, buf, sizeof buf) <= 0) return;
+    test::BlockingServer::writeAll(
+        fd, "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n{\"header\":{\"revision\":\"7\"}}");
+  });
+  auto& c = client({urlOfPort(fake.port())});
+  auto out = rangeOf(c, "/k");
+  ASSERT_TRUE(out.reply) << out.error->message;
+  EXPECT_EQ(out.reply->revision, 7);
+  EXPECT_FALSE(out.reply->kv);
 }
 
 TEST_F(EtcdClientTest, AReplyCutShortIsAConnectionFailure) {

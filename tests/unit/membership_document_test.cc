@@ -312,6 +312,23 @@ TEST(JsonPositions, ColumnsCountCharactersNotBytes) {
   EXPECT_EQ(p.values.at("é€").column, 8u);
 }
 
+TEST(JsonPositions, ByteOrderMarkTakesNoColumn) {
+  const JsonPositions p = indexJsonPositions("\xEF\xBB\xBF{\"a\": 1}");
+  EXPECT_EQ(p.values.at("").column, 1u);
+  EXPECT_EQ(p.values.at("a").column, 7u);
+}
+
+TEST(MembershipDocument, ByteOrderMarkedDocumentReportsTheSamePositions) {
+  EXPECT_EQ(errorsOf("\xEF\xBB\xBF{\"backends\": []}\n"),
+            Errs{"m.json:1:14: backends: lists no backends"});
+}
+
+TEST(MembershipDocument, ByteOrderMarkedSyntaxErrorAtTheSameColumn) {
+  const Errs errs = errorsOf("\xEF\xBB\xBF{\"backends\": x}\n");
+  ASSERT_EQ(errs.size(), 1u);
+  EXPECT_EQ(errs[0].substr(0, 12), "m.json:1:14:") << errs[0];
+}
+
 TEST(JsonPositions, StringsHoldingBracketsAndCommasAreSkipped) {
   const JsonPositions p = indexJsonPositions("[\"],{\", [[], {}], true, null]");
   EXPECT_EQ(p.values.at("[1]").column, 9u);
