@@ -13,6 +13,10 @@
 #
 # Usage: bench/compare.sh [--strace] [BUILD_DIR]      (default build; run `make` first)
 # Env: ROUNDS (3), DURATION (10s), CONNS (64), THREADS (1), WORKERS (1), ZIPF_KEYS, ZIPF_S.
+#   MEMBERSHIP=etcd  lb's cluster takes the same 8 backends from a real etcd key (issue 20)
+#             instead of its file: an etcd on free ports, the document put through its JSON
+#             gateway, the rounds start once lb's /backends serves that revision. The
+#             request path is the same either way; this shows it costs nothing.
 #   --strace  after the table, attach `strace -c -f` to lb and to the nginx proxy for one
 #             wrk run each and print syscalls (and epoll_ctl) per proxied request.
 # Everything listens on 127.0.0.1 at free ports; every process started here is stopped on
@@ -33,6 +37,11 @@ command -v haproxy >/dev/null || missing+=(haproxy)
 command -v nginx >/dev/null || missing+=(nginx)
 command -v wrk >/dev/null || missing+=(wrk)
 command -v strace >/dev/null || missing+=(strace)
+membership=${MEMBERSHIP:-}
+[[ -z $membership || $membership == etcd ]] || { echo "compare.sh: MEMBERSHIP is etcd or unset" >&2; exit 2; }
+if [[ $membership == etcd ]]; then
+  command -v etcd >/dev/null || missing+=(etcd-server)
+fi
 if ((${#missing[@]})); then
   echo "compare.sh: installing ${missing[*]}" >&2
   DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}" >&2
@@ -106,28 +115,63 @@ if ((workers > 1)); then sed -i 's/ master_process off;//' "$work/nginx/nginx.co
 nginx -p "$work/nginx" -c "$work/nginx/nginx.conf" &
 nginx_pid=$!; pids+=($nginx_pid)
 
+# MEMBERSHIP=etcd: one etcd member of our own (never 2379/2380, where a packaged one may run),
+# the backend list as one document under one key.
+membership_key=/bench/clusters/caches
+if [[ $membership == etcd ]]; then
+  etcd_port=$(free_port); etcd_peer=$(free_port)
+  etcd --name bench --data-dir "$work/etcd" --log-level error \
+       --listen-client-urls "http://127.0.0.1:$etcd_port" --advertise-client-urls "http://127.0.0.1:$etcd_port" \
+       --listen-peer-urls "http://127.0.0.1:$etcd_peer" --initial-advertise-peer-urls "http://127.0.0.1:$etcd_peer" \
+       --initial-cluster "bench=http://127.0.0.1:$etcd_peer" >"$work/etcd.log" 2>&1 &
+  pids+=($!)
+  wait_port "$etcd_port"
+  for _ in $(seq 100); do
+    curl -sf "http://127.0.0.1:$etcd_port/health" | grep -q '"health":"true"' && break; sleep 0.1
+  done
+  doc=$(for i in "${!backend_ports[@]}"; do
+          echo "{\"name\":\"b$i\",\"address\":\"127.0.0.1:${backend_ports[$i]}\"}"; done | paste -sd,)
+  put=$(curl -sf -X POST "http://127.0.0.1:$etcd_port/v3/kv/put" \
+          -d "{\"key\":\"$(printf %s "$membership_key" | base64 -w0)\",\"value\":\"$(printf '{"backends":[%s]}' "$doc" | base64 -w0)\"}")
+  membership_rev=$(sed -n 's/.*"revision":"\([0-9]*\)".*/\1/p' <<<"$put")
+  [[ -n $membership_rev ]] || { echo "compare.sh: etcd put failed: $put" >&2; exit 1; }
+fi
+
+lb_admin=$(free_port)
 {
   echo "[lb]"
   echo "workers = $workers"
   echo "log_level = \"warn\""
   echo "[admin]"
-  echo "listen = \"127.0.0.1:$(free_port)\""
+  echo "listen = \"127.0.0.1:$lb_admin\""
   echo "[listeners.web]"
   echo "listen = \"127.0.0.1:$lb_port\""
   echo "cluster = \"caches\""
   echo "hash = [ { header = \"x-key\" } ]"
   echo "[clusters.caches]"
   echo "selector = \"ring_hash\""
-  echo "backends = ["
-  for i in "${!backend_ports[@]}"; do
-    echo "  { name = \"b$i\", address = \"127.0.0.1:${backend_ports[$i]}\" },"
-  done
-  echo "]"
+  if [[ $membership == etcd ]]; then
+    echo "membership = { etcd = [\"http://127.0.0.1:$etcd_port\"], key = \"$membership_key\" }"
+  else
+    echo "backends = ["
+    for i in "${!backend_ports[@]}"; do
+      echo "  { name = \"b$i\", address = \"127.0.0.1:${backend_ports[$i]}\" },"
+    done
+    echo "]"
+  fi
 } >"$work/lb.toml"
 "$build/lb" --config "$work/lb.toml" >"$work/lb.log" 2>&1 &
 lb_pid=$!; pids+=($lb_pid)
 
 wait_port "$haproxy_port"; wait_port "$nginx_port"; wait_port "$lb_port"
+if [[ $membership == etcd ]]; then   # lb serves the etcd membership before the first round
+  for _ in $(seq 100); do
+    curl -s "http://127.0.0.1:$lb_admin/backends" | grep -q "\"revision\":$membership_rev[,}]" && break
+    sleep 0.1
+  done
+  curl -s "http://127.0.0.1:$lb_admin/backends" | grep -q "\"revision\":$membership_rev[,}]" ||
+    { echo "compare.sh: lb does not serve etcd revision $membership_rev; its log:" >&2; cat "$work/lb.log" >&2; exit 1; }
+fi
 
 declare -A port=([haproxy]=$haproxy_port [nginx]=$nginx_port [lb]=$lb_port)
 declare -A pid_of=([haproxy]=$haproxy_pid [nginx]=$nginx_pid [lb]=$lb_pid)
@@ -185,6 +229,7 @@ run() {
 
 echo "bench/compare.sh: wrk -t$threads -c$conns -d$duration, Zipf over ${ZIPF_KEYS:-10000} keys (s=${ZIPF_S:-1.0}),"
 echo "8 nginx backends, $workers worker(s)/thread(s) per proxy, $rounds rounds interleaved;"
+[[ $membership != etcd ]] || echo "lb's backends from etcd (key $membership_key, revision $membership_rev);"
 echo "$(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
 for r in $(seq "$rounds"); do
   for t in "${targets[@]}"; do run "$t" "$r"; echo "  round $r $t: $(cat "$work/results/$t.$r")" >&2; done
