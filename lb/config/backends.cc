@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <utility>
 
-#include "lb/config/prescan.h"
 #include "lb/core/address.h"
 
 namespace lb {
@@ -187,18 +186,9 @@ Result<std::vector<BackendConfig>> loadBackendListToml(const std::string& text,
                                                        const ClusterConfig& settings) {
   WalkContext ctx;
   ctx.file = file;
-  if (auto bad = prescanToml(text)) {
-    ctx.error(bad->pos, "", bad->message);
-    return std::move(ctx.errors);
-  }
-  toml::table root;
-  try {
-    root = toml::parse(std::string_view(text), std::string_view(file));
-  } catch (const toml::parse_error& e) {
-    ctx.error({e.source().begin.line, e.source().begin.column}, "",
-              std::string(e.description()));
-    return std::move(ctx.errors);
-  }
+  std::optional<toml::table> parsed = parseTomlText(text, ctx);
+  if (!parsed) return std::move(ctx.errors);
+  toml::table& root = *parsed;
   std::vector<BackendConfig> backends;
   TableWalker w(ctx, root, "");
   if (const toml::array* a = w.array("backends", true)) {

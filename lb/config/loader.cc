@@ -12,7 +12,6 @@
 #include "lb/config/backends.h"
 #include "lb/config/config.h"
 #include "lb/config/membership_table.h"
-#include "lb/config/prescan.h"
 #include "lb/config/validate.h"
 #include "lb/config/walker.h"
 
@@ -452,18 +451,9 @@ Result<Config> loadConfigString(const std::string& text, const std::string& file
                                 NameResolver* resolver) {
   WalkContext ctx;
   ctx.file = file;
-  if (auto bad = prescanToml(text)) {
-    ctx.error(bad->pos, "", bad->message);
-    return std::move(ctx.errors);
-  }
-  toml::table root;
-  try {
-    root = toml::parse(std::string_view(text), std::string_view(file));
-  } catch (const toml::parse_error& e) {
-    ctx.error({e.source().begin.line, e.source().begin.column}, "",
-              std::string(e.description()));
-    return std::move(ctx.errors);
-  }
+  std::optional<toml::table> parsed = parseTomlText(text, ctx);
+  if (!parsed) return std::move(ctx.errors);
+  toml::table& root = *parsed;
   Config config;
   config.file = file;
   TableWalker w(ctx, root, "");

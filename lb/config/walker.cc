@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "lb/config/prescan.h"
 #include "lb/core/duration.h"
 
 namespace lb {
@@ -60,6 +61,20 @@ SourcePos posOf(const toml::node& node) {
 
 SourcePos posOf(const toml::key& key) {
   return {key.source().begin.line, key.source().begin.column};
+}
+
+std::optional<toml::table> parseTomlText(std::string_view text, WalkContext& ctx) {
+  if (auto bad = prescanToml(text)) {
+    ctx.error(bad->pos, "", bad->message);
+    return std::nullopt;
+  }
+  try {
+    return toml::parse(text, std::string_view(ctx.file));
+  } catch (const toml::parse_error& e) {
+    ctx.error({e.source().begin.line, e.source().begin.column}, "",
+              std::string(e.description()));
+    return std::nullopt;
+  }
 }
 
 void WalkContext::error(SourcePos pos, std::string path, std::string message) {

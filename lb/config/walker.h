@@ -7,6 +7,7 @@
 #include <toml++/toml.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -44,6 +45,11 @@ struct WalkContext {
   SourcePos positionOf(const std::string& path) const;
   bool written(const std::string& path) const { return positions.count(path) > 0; }
 };
+
+// `text` (named ctx.file in errors) as a TOML table: prescanned (lb/config/prescan.h), then
+// parsed by toml++. On failure the one error is in ctx and the result is empty. Every loader
+// of a TOML text starts here, so none can skip the prescan.
+std::optional<toml::table> parseTomlText(std::string_view text, WalkContext& ctx);
 
 // A cursor over one table. Every reader marks its key as part of the schema; each returns
 // true only when the key is present and valid, records an error on a wrong type or value
