@@ -9,8 +9,9 @@ namespace {
 
 constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
-// The 6-bit value of a symbol, or -1.
-int symbolValue(char c) noexcept {
+}  // namespace
+
+int base64SymbolValue(char c) noexcept {
   if (c >= 'A' && c <= 'Z') return c - 'A';
   if (c >= 'a' && c <= 'z') return c - 'a' + 26;
   if (c >= '0' && c <= '9') return c - '0' + 52;
@@ -18,8 +19,6 @@ int symbolValue(char c) noexcept {
   if (c == '/') return 63;
   return -1;
 }
-
-}  // namespace
 
 std::string base64Encode(std::string_view bytes) {
   std::string out;
@@ -56,7 +55,7 @@ bool base64Decode(std::string_view text, std::string* out) {
     if (last) pad = text[i + 3] == '=' ? (text[i + 2] == '=' ? 2 : 1) : 0;
     int v[4] = {0, 0, 0, 0};
     for (int k = 0; k < 4 - pad; ++k) {
-      v[k] = symbolValue(text[i + static_cast<size_t>(k)]);
+      v[k] = base64SymbolValue(text[i + static_cast<size_t>(k)]);
       if (v[k] < 0) return false;
     }
     const uint32_t n = static_cast<uint32_t>(v[0]) << 18 | static_cast<uint32_t>(v[1]) << 12 |

@@ -10,6 +10,10 @@ namespace lb {
 
 std::string base64Encode(std::string_view bytes);
 
+// The 6-bit value of a symbol of the standard alphabet, or -1 ('=' included). For decoders
+// that write into their own buffers (memcached's base64 keys, on the request path).
+int base64SymbolValue(char c) noexcept;
+
 // Strict: the length a multiple of 4, padding only at the end and only as much as the
 // length needs, no whitespace, and the unused low bits of the last symbol zero (so every
 // byte string has exactly one encoding that decodes). False, *out untouched, on anything

@@ -8,6 +8,8 @@
 #include <climits>
 #include <cstring>
 
+#include "lb/core/base64.h"
+
 namespace lb::mc {
 
 namespace {
@@ -375,14 +377,6 @@ size_t binaryRefusal(const unsigned char* req, std::string_view message, char* o
 }
 
 size_t decodeBase64Key(std::string_view in, char* out) noexcept {
-  auto value = [](char c) -> int {
-    if (c >= 'A' && c <= 'Z') return c - 'A';
-    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-    if (c >= '0' && c <= '9') return c - '0' + 52;
-    if (c == '+') return 62;
-    if (c == '/') return 63;
-    return -1;
-  };
   if (in.empty() || in.size() % 4 != 0) return 0;
   size_t len = 0;
   for (size_t i = 0; i < in.size(); i += 4) {
@@ -395,7 +389,7 @@ size_t decodeBase64Key(std::string_view in, char* out) noexcept {
         ++pad;
       } else {
         if (pad > 0) return 0;
-        v[j] = value(c);
+        v[j] = base64SymbolValue(c);
         if (v[j] < 0) return 0;
       }
     }
