@@ -4,6 +4,8 @@
 #include <charconv>
 #include <string_view>
 
+#include "lb/core/strings.h"
+
 namespace lb {
 
 namespace {
@@ -51,12 +53,7 @@ std::optional<AnalyzeOptions> parseAnalyzeArgs(std::span<char* const> args, std:
   for (size_t i = 0; i < args.size(); ++i) {
     std::string arg = args[i];
     std::string value;
-    bool has_value = false;
-    if (const size_t eq = arg.find('='); arg.rfind("--", 0) == 0 && eq != std::string::npos) {
-      value = arg.substr(eq + 1);
-      arg.resize(eq);
-      has_value = true;
-    }
+    const bool has_value = splitLongOption(&arg, &value);
     if (arg == "-h" || arg == "--help") {
       o.help = true;
       return o;

@@ -12,7 +12,7 @@
 #include "lb/analyze/report.h"
 #include "lb/config/backends.h"
 #include "lb/config/config.h"
-#include "lb/config/prescan.h"
+#include "lb/core/strings.h"
 #include "lb/membership/document.h"
 #include "lb/membership/etcd_client.h"
 #include "lb/routing/cluster_table.h"
@@ -153,14 +153,11 @@ std::optional<std::vector<BackendConfig>> readFile(const MembershipOptions& o,
     }
     return doc->backends;
   }
-  bool whole_config = false;
-  if (!prescanToml(t)) {
-    try {
-      whole_config = toml::parse(std::string_view(t), std::string_view(o.file)).contains("clusters");
-    } catch (const toml::parse_error&) {
-      // loadBackendListToml reports it, at its position.
-    }
-  }
+  // A file that does not parse is not a whole config: loadBackendListToml reports why.
+  WalkContext probe;
+  probe.file = o.file;
+  const std::optional<toml::table> root = parseTomlText(t, probe);
+  const bool whole_config = root && root->contains("clusters");
   if (!whole_config) {
     auto list = loadBackendListToml(t, o.file, settings);
     if (!list.ok()) {
@@ -471,12 +468,7 @@ std::optional<MembershipOptions> parseMembershipArgs(std::span<char* const> args
   for (size_t i = 1; i < args.size(); ++i) {
     std::string arg = args[i];
     std::string value;
-    bool has_value = false;
-    if (const size_t eq = arg.find('='); arg.rfind("--", 0) == 0 && eq != std::string::npos) {
-      value = arg.substr(eq + 1);
-      arg.resize(eq);
-      has_value = true;
-    }
+    const bool has_value = splitLongOption(&arg, &value);
     auto takeValue = [&]() -> bool {
       if (has_value) return true;
       if (i + 1 >= args.size()) {

@@ -13,4 +13,12 @@ bool equalsNoCase(std::string_view a, std::string_view b) noexcept {
   return true;
 }
 
+bool splitLongOption(std::string* arg, std::string* value) {
+  const size_t eq = arg->find('=');
+  if (arg->rfind("--", 0) != 0 || eq == std::string::npos) return false;
+  *value = arg->substr(eq + 1);
+  arg->resize(eq);
+  return true;
+}
+
 }  // namespace lb

@@ -1,6 +1,7 @@
 // Small string helpers every layer needs. Pure, allocation-free, any thread.
 #pragma once
 
+#include <string>
 #include <string_view>
 
 namespace lb {
@@ -8,5 +9,10 @@ namespace lb {
 // ASCII case-insensitive equality: header names, tokens and cookie attributes compare this
 // way (RFC 9110 §5.1). Locale-free on purpose: strcasecmp would fold by the C locale.
 bool equalsNoCase(std::string_view a, std::string_view b) noexcept;
+
+// A command-line argument of the form "--name=value" split in place: true, with *arg now
+// "--name" and *value "value"; false, both untouched, for anything else ("-x", "--name",
+// "a=b"). Every subcommand's parser accepts both "--name value" and "--name=value" this way.
+bool splitLongOption(std::string* arg, std::string* value);
 
 }  // namespace lb
