@@ -14,6 +14,7 @@
 
 #include "lb/core/hash.h"
 #include "plugins/builtin.h"
+#include "tests/integration/temp_dir.h"
 #include "tests/support/process.h"
 #include "tests/unit/analyze_json_test_util.h"
 
@@ -40,24 +41,12 @@ const Value& entry(const Value& doc, const std::string& selector) {
 
 class AnalyzeCliTest : public testing::Test {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/lb_analyze_cli_XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override {
-    for (const auto& f : files_) unlink(f.c_str());
-    if (!dir_.empty()) rmdir(dir_.c_str());
-  }
+  void SetUp() override { ASSERT_TRUE(dir_.ok()); }
   std::string writeFile(const std::string& name, const std::string& text) {
-    const std::string path = dir_ + "/" + name;
-    std::ofstream(path) << text;
-    files_.push_back(path);
-    return path;
+    return dir_.writeFile(name, text);
   }
 
-  std::string dir_;
-  std::vector<std::string> files_;
+  test::TempDir dir_{"analyze_cli"};
 };
 
 // A config with one listener and one cluster, `cache`, of the given selector and backends.
@@ -144,7 +133,7 @@ TEST_F(AnalyzeCliTest, BadNumberExitsTwoWithUsage) {
 }
 
 TEST_F(AnalyzeCliTest, UnreadableConfigExitsOneWithTheLoadersError) {
-  const auto r = runAnalyze({"--config", dir_ + "/missing.toml", "--cluster", "cache", "--key",
+  const auto r = runAnalyze({"--config", dir_.path() + "/missing.toml", "--cluster", "cache", "--key",
                             "k"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("missing.toml"), std::string::npos) << r.err;

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/integration/temp_dir.h"
 #include "tests/support/etcd_process.h"
 #include "tests/support/process.h"
 
@@ -34,23 +35,13 @@ class MembershipCliTest : public testing::Test {
 
   void SetUp() override {
     ASSERT_TRUE(etcd_->ok()) << etcd_->output();
-    char tmpl[] = "/tmp/lb_membership_cli_XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
+    ASSERT_TRUE(dir_.ok());
     // One key per test: the suite shares its etcd.
     key_ = std::string("/lb/test/") +
            testing::UnitTest::GetInstance()->current_test_info()->name();
   }
-  void TearDown() override {
-    for (const auto& f : files_) unlink(f.c_str());
-    if (!dir_.empty()) rmdir(dir_.c_str());
-  }
-
   std::string writeFile(const std::string& name, const std::string& text) {
-    const std::string path = dir_ + "/" + name;
-    std::ofstream(path) << text;
-    files_.push_back(path);
-    return path;
+    return dir_.writeFile(name, text);
   }
 
   // `lb membership COMMAND --etcd URL --key KEY ARGS...`, with `env` ("NAME=value") set.
@@ -71,9 +62,8 @@ class MembershipCliTest : public testing::Test {
   }
 
   static test::EtcdProcess* etcd_;
-  std::string dir_;
+  test::TempDir dir_{"membership_cli"};
   std::string key_;
-  std::vector<std::string> files_;
 };
 
 test::EtcdProcess* MembershipCliTest::etcd_ = nullptr;
