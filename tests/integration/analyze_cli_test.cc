@@ -43,7 +43,7 @@ class AnalyzeCliTest : public testing::Test {
  protected:
   void SetUp() override { ASSERT_TRUE(dir_.ok()); }
   std::string writeFile(const std::string& name, const std::string& text) {
-    return dir_.writeFile(name, text);
+    return dir_.write(name, text);
   }
 
   test::TempDir dir_{"analyze_cli"};

@@ -41,7 +41,7 @@ class MembershipCliTest : public testing::Test {
            testing::UnitTest::GetInstance()->current_test_info()->name();
   }
   std::string writeFile(const std::string& name, const std::string& text) {
-    return dir_.writeFile(name, text);
+    return dir_.write(name, text);
   }
 
   // `lb membership COMMAND --etcd URL --key KEY ARGS...`, with `env` ("NAME=value") set.

@@ -16,33 +16,12 @@
 #include <thread>
 #include <vector>
 
+#include "tests/integration/temp_dir.h"
 #include "tests/support/http_client.h"
 #include "tests/support/process.h"
 #include "tests/unit/json_reader.h"
 
 namespace lb::test {
-
-// A temporary directory removed with everything in it.
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/lb_metrics_it_XXXXXX";
-    path_ = mkdtemp(tmpl) ? tmpl : "";
-  }
-  ~TempDir() {
-    std::error_code ec;
-    if (!path_.empty()) std::filesystem::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-  std::string write(const std::string& name, const std::string& text) const {
-    std::string p = path_ + "/" + name;
-    std::ofstream(p) << text;
-    return p;
-  }
-
- private:
-  std::string path_;
-};
 
 // lb with `backends` lb-origin backends named b0..b{n-1} in cluster "cache", an HTTP listener
 // "web" keyed on the x-cache-key header, and the admin listener.

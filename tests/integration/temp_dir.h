@@ -1,26 +1,26 @@
-// A directory of one test's own files under /tmp, removed with them when the test ends: the
-// CLI tests write configs and documents there and hand lb their paths.
+// A directory of one test's own files under /tmp, removed with everything in it when the test
+// ends: the CLI and metrics tests write configs and documents there and hand lb their paths.
 #pragma once
 
 #include <stdlib.h>
-#include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
 #include <string>
-#include <vector>
+#include <system_error>
 
 namespace lb::test {
 
 class TempDir {
  public:
   // /tmp/lb_TAG_XXXXXX; ok() says whether it could be made.
-  explicit TempDir(const std::string& tag) {
+  explicit TempDir(const std::string& tag = "it") {
     std::string tmpl = "/tmp/lb_" + tag + "_XXXXXX";
     if (mkdtemp(tmpl.data()) != nullptr) path_ = tmpl;
   }
   ~TempDir() {
-    for (const auto& f : files_) unlink(f.c_str());
-    if (!path_.empty()) rmdir(path_.c_str());
+    std::error_code ec;
+    if (!path_.empty()) std::filesystem::remove_all(path_, ec);
   }
   TempDir(const TempDir&) = delete;
   TempDir& operator=(const TempDir&) = delete;
@@ -28,16 +28,14 @@ class TempDir {
   bool ok() const { return !path_.empty(); }
   const std::string& path() const { return path_; }
   // Writes `text` to NAME in the directory; its path.
-  std::string writeFile(const std::string& name, const std::string& text) {
-    const std::string path = path_ + "/" + name;
-    std::ofstream(path) << text;
-    files_.push_back(path);
-    return path;
+  std::string write(const std::string& name, const std::string& text) const {
+    const std::string p = path_ + "/" + name;
+    std::ofstream(p) << text;
+    return p;
   }
 
  private:
   std::string path_;
-  std::vector<std::string> files_;
 };
 
 }  // namespace lb::test
