@@ -119,6 +119,14 @@ struct MembershipConfig {
   SourcePos pos;
 };
 
+// hot_keys = { threshold, hold, ... }: detection is always on with these defaults; the table
+// only tunes it (and, later, turns on spread and the near cache).
+struct HotKeysConfig {
+  double threshold = 0.02;            // a key's share of the cluster's requests to become hot
+  Duration hold{10000};               // how long it stays hot after falling below
+  SourcePos pos;
+};
+
 struct ClusterConfig {
   std::string name;
   std::string selector = "ring_hash";
@@ -138,6 +146,7 @@ struct ClusterConfig {
   uint32_t server_connections = 1;
   std::vector<BackendConfig> backends;
   std::optional<MembershipConfig> membership;   // absent: the backends above are the cluster's
+  HotKeysConfig hot_keys;
   SourcePos pos;
 };
 

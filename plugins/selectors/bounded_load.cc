@@ -80,30 +80,43 @@ Pick BoundedLoad::pick(const SelectorTable& table, uint64_t hash, const LoadView
                        uint32_t from_attempt, Reserve reserve) const noexcept {
   const uint32_t n = table.hostCount();
   if (n == 0) return {0, 0, PickReason::kFallback};
-  const uint64_t total = loads.totalLoad();
-  bool passed_over_cap = false;
-  bool have_least = false;
+  // Every usable host at the caps of the total read means that total was stale (another
+  // worker took units between the read and the walk): at a current total the caps sum to at
+  // least total + 1, so some host has room. The walk is repeated while the total keeps
+  // growing, a bounded number of times, before the least loaded takes the request.
+  constexpr int kPasses = 3;
+  uint64_t total = loads.totalLoad();
   Pick least{0, 0, PickReason::kFallback};
-  uint64_t least_load = 0;
-  for (uint32_t k = 0; k < n; ++k) {
-    const uint32_t a = from_attempt + k;
-    const uint32_t h = table.pick(hash, a);
-    if (!loads.usable(h)) continue;
-    const uint64_t c = cap(h, total);
-    const bool admitted = reserve == Reserve::kYes ? loads.tryReserve(h, c) : loads.load(h) < c;
-    if (admitted) {
-      const PickReason reason = a == 0           ? PickReason::kOwner
-                                : passed_over_cap ? PickReason::kBounded
-                                                  : PickReason::kFailover;
-      return {h, a, reason, reserve == Reserve::kYes && loads.reserves()};
+  bool have_least = false;
+  for (int pass = 0; pass < kPasses; ++pass) {
+    bool passed_over_cap = false;
+    uint64_t least_load = 0;
+    have_least = false;
+    for (uint32_t k = 0; k < n; ++k) {
+      const uint32_t a = from_attempt + k;
+      const uint32_t h = table.pick(hash, a);
+      if (!loads.usable(h)) continue;
+      const uint64_t c = cap(h, total);
+      const bool admitted =
+          reserve == Reserve::kYes ? loads.tryReserve(h, c) : loads.load(h) < c;
+      if (admitted) {
+        const PickReason reason = a == 0           ? PickReason::kOwner
+                                  : passed_over_cap ? PickReason::kBounded
+                                                    : PickReason::kFailover;
+        return {h, a, reason, reserve == Reserve::kYes && loads.reserves()};
+      }
+      const uint64_t load = loads.load(h);
+      passed_over_cap = true;
+      if (!have_least || load < least_load) {   // strict: ties stay with the earliest
+        least = {h, a, PickReason::kFallback};
+        least_load = load;
+        have_least = true;
+      }
     }
-    const uint64_t load = loads.load(h);
-    passed_over_cap = true;
-    if (!have_least || load < least_load) {   // strict: ties stay with the earliest
-      least = {h, a, PickReason::kFallback};
-      least_load = load;
-      have_least = true;
-    }
+    if (!have_least) break;   // nothing usable
+    const uint64_t fresh = loads.totalLoad();
+    if (fresh <= total) break;   // the total was current: the usable hosts are full
+    total = fresh;
   }
   if (have_least) return least;
   return {table.pick(hash, 0), 0, PickReason::kFallback};   // nothing usable, as pickUsable

@@ -60,7 +60,9 @@ class BoundedLoad {
   // First usable host in the key's preference order, from from_attempt, whose live load is
   // below its cap (kOwner at attempt 0, kBounded past an over-cap host, kFailover past only
   // unusable ones). When every usable host is at cap: the least loaded one, earliest in
-  // preference order on ties (kFallback). Hot path: no allocation, O(1) reads of the total.
+  // preference order on ties (kFallback); but first the total is read again and the walk
+  // repeated (up to three passes) while it grew: a stale total, not a full fleet. Hot path:
+  // no allocation, O(1) reads of the total.
   // With Reserve::kYes the below-cap test and the increment are one compare-and-swap
   // (LoadView::tryReserve) and Pick::reserved says the unit was taken; the fallback never
   // reserves (the caller adds its unit).

@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "tests/unit/selector_test_util.h"
 
@@ -123,6 +125,69 @@ TEST(BoundedLoadTest, NothingUsableFallsBackToOwner) {
   const Pick p = bounded.pick(*table, h, loads, 1);
   EXPECT_EQ(p.host, table->pick(h, 0));
   EXPECT_EQ(p.reason, PickReason::kFallback);
+}
+
+// The CI failure of CacheBoundedCapTest (round 9: a load of 2 on a host with a cap of 1): a
+// worker read the cluster's total, was preempted while the other worker took three units,
+// then found every host at the caps of the total it had read and fell back to the owner,
+// which it loaded past the cap of the real total. The total it read was stale, not the
+// fleet full: with the fresh total one host is below its cap (the caps sum to at least
+// total + 1), so the pick reads it again before falling back.
+class StaleTotalLoads final : public LoadView {
+ public:
+  StaleTotalLoads(std::vector<uint64_t> l, uint64_t stale) : loads(std::move(l)), stale_(stale) {}
+  uint64_t load(uint32_t host) const noexcept override { return loads[host]; }
+  uint64_t totalLoad() const noexcept override {
+    if (reads_++ == 0) return stale_;
+    uint64_t t = 0;
+    for (uint64_t l : loads) t += l;
+    return t;
+  }
+  bool usable(uint32_t) const noexcept override { return true; }
+
+  std::vector<uint64_t> loads;
+  mutable int reads_ = 0;
+
+ private:
+  const uint64_t stale_;
+};
+
+TEST(BoundedLoadTest, AStaleTotalIsReadAgainBeforeFallingBack) {
+  auto hosts = test::makeHosts(3);
+  auto table = test::selector("ring_hash").build(hosts, {});
+  BoundedLoad bounded(hosts, 125);
+  const uint64_t h = test::keyHash(KeyHash::kXxh64, 5);
+  // Read as 0, every cap is ceil(ceil(1.25) / 3) = 1 and every host carries 1. The real
+  // total, 3, gives caps of ceil(ceil(4 * 1.25) / 3) = 2: the owner has room.
+  StaleTotalLoads loads({1, 1, 1}, 0);
+  const Pick p = bounded.pick(*table, h, loads);
+  EXPECT_EQ(p.host, table->pick(h, 0));
+  EXPECT_EQ(p.reason, PickReason::kOwner);
+  EXPECT_EQ(loads.reads_, 2);
+}
+
+TEST(BoundedLoadTest, AFullFleetAtAFreshTotalStillFallsBackToTheLeastLoaded) {
+  auto hosts = test::makeHosts(3);
+  auto table = test::selector("ring_hash").build(hosts, {});
+  BoundedLoad bounded(hosts, 125);
+  const uint64_t h = test::keyHash(KeyHash::kXxh64, 5);
+  // Loads no real total can reach with every host below cap: the view's total says 0
+  // however often it is read, and each host carries 1 (cap 1).
+  VectorLoads loads(3);
+  loads.loads = {1, 1, 1};
+  class ZeroTotal final : public LoadView {
+   public:
+    explicit ZeroTotal(const VectorLoads& v) : v_(v) {}
+    uint64_t load(uint32_t host) const noexcept override { return v_.load(host); }
+    uint64_t totalLoad() const noexcept override { return 0; }
+    bool usable(uint32_t host) const noexcept override { return v_.usable(host); }
+
+   private:
+    const VectorLoads& v_;
+  } zero(loads);
+  const Pick p = bounded.pick(*table, h, zero);
+  EXPECT_EQ(p.reason, PickReason::kFallback);
+  EXPECT_EQ(p.host, table->pick(h, 0)) << "ties stay with the earliest in preference order";
 }
 
 // Thousands of random load vectors and health masks (fixed seed), every selector: each pick
