@@ -13,6 +13,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <functional>
 #include <mutex>
 #include <string>
@@ -30,6 +31,7 @@ namespace {
 struct HotkeysFakeReply {
   int status = 200;
   std::string body;
+  bool chunked = false;   // Transfer-Encoding: chunked, in pieces of 7 bytes
 };
 
 // An HTTP/1.1 server on 127.0.0.1:0 on a thread of its own: reads each request's head,
@@ -109,10 +111,20 @@ class HotkeysFakeAdmin {
       targets_.push_back(target);
     }
     const HotkeysFakeReply r = reply_(++count_, target);
-    const std::string out = "HTTP/1.1 " + std::to_string(r.status) +
-                            " X\r\nContent-Type: application/json\r\nContent-Length: " +
-                            std::to_string(r.body.size()) + "\r\nConnection: close\r\n\r\n" +
-                            r.body;
+    std::string out = "HTTP/1.1 " + std::to_string(r.status) +
+                      " X\r\nContent-Type: application/json\r\nConnection: close\r\n";
+    if (r.chunked) {
+      out += "Transfer-Encoding: chunked\r\n\r\n";
+      for (size_t at = 0; at < r.body.size(); at += 7) {
+        const std::string piece = r.body.substr(at, 7);
+        char size[16];
+        snprintf(size, sizeof size, "%zx\r\n", piece.size());
+        out += size + piece + "\r\n";
+      }
+      out += "0\r\n\r\n";
+    } else {
+      out += "Content-Length: " + std::to_string(r.body.size()) + "\r\n\r\n" + r.body;
+    }
     size_t off = 0;
     while (off < out.size()) {
       const ssize_t n = write(fd, out.data() + off, out.size() - off);
@@ -218,6 +230,21 @@ TEST(HotkeysCliTest, WithoutAClusterShowsEachCluster) {
   EXPECT_LT(cache, web);
 }
 
+// The admin client reads HTTP as lb's own parser does: a chunked answer is the same answer.
+TEST(HotkeysCliTest, AChunkedReplyReadsTheSame) {
+  HotkeysFakeAdmin plain(oneCluster);
+  HotkeysFakeAdmin chunked([](int n, const std::string& target) {
+    HotkeysFakeReply r = oneCluster(n, target);
+    r.chunked = true;
+    return r;
+  });
+  const CommandResult a = hotkeys({"--admin", plain.address(), "--cluster", "cache"});
+  const CommandResult b = hotkeys({"--admin", chunked.address(), "--cluster", "cache"});
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  EXPECT_EQ(linesOf(a.out).at(2), linesOf(b.out).at(2));
+  EXPECT_EQ(linesOf(a.out).at(0), linesOf(b.out).at(0));
+}
+
 TEST(HotkeysCliTest, AnUnreachableAdminExits1SayingSo) {
   const uint16_t port = freePort();   // nothing listens there
   const CommandResult r = hotkeys({"--admin", "127.0.0.1:" + std::to_string(port), "--once"});
@@ -242,6 +269,8 @@ TEST(HotkeysCliTest, AReplyThatIsNotTheJsonExpectedExits1) {
       {{200, R"({"cluster": "cache", "keys": []})"},
        "did not answer the /hotkeys JSON expected: the reply: missing \"window_s\""},
       {{404, "no cluster 'cache'\n"}, "/hotkeys?cluster=cache answered 404: no cluster 'cache'"},
+      {{503, ""}, "/hotkeys?cluster=cache answered 503\n"},
+      {{200, ""}, "did not answer the /hotkeys JSON expected: not JSON"},
   };
   for (const auto& [reply, want] : cases) {
     HotkeysFakeAdmin admin([&reply = reply](int, const std::string&) { return reply; });
