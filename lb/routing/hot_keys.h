@@ -58,7 +58,20 @@ class HotKeyTracker {
   void setPolicy(HotKeyPolicy policy) noexcept { policy_ = policy; }   // a reload
 
  private:
-  struct Entry;
+  // Defined here, not in the .cc, so that HotKeyTracker stays an ordinary value wherever it
+  // is destroyed, moved or copied (a vector needs its element type complete there).
+  struct Entry {
+    uint64_t hash = 0;
+    std::string key;
+    bool truncated = false;
+    double rps = 0;
+    double rps_lower = 0;
+    double share = 0;
+    bool hot = false;
+    int64_t hot_since_ms = 0;
+    int64_t below_since_ms = -1;   // while hot: the first window end it was below; else -1
+    bool seen = false;             // tracked in the last window
+  };
   HotKeyPolicy policy_;
   HotSet set_;
   uint64_t detections_ = 0;

@@ -9,10 +9,16 @@
 // count - error is a lower bound; an untracked key's true count is at most floor().
 //
 // The request path calls add() on the worker's own summary: no allocation, no lock, no
-// syscall, O(1) amortised (a small filter in front of the counters keeps one-off keys from
-// churning them). merge() is the main thread's, off the request path, and keeps the error
-// bound (Agarwal et al., "Mergeable Summaries", PODS 2012): a kept entry's error is the sum
-// of its inputs' errors plus the floor of each input that did not track it.
+// syscall. Its cost is bounded, not amortised: one probe of an index at most half full
+// (1.5 slots on average) and at most log2(kCapacity) = 7 steps of a min-heap on counts; a
+// heavy key sinks to a leaf, where its increments cost one comparison. A small filter in
+// front of the counters (256 cells) keeps one-off keys from churning them: an untracked key
+// replaces the smallest counter only once its cell has counted up to that count, and the
+// guarantees above hold all the same. merge() is the main thread's, off the request path,
+// and keeps the error bound (Agarwal et al., "Mergeable Summaries", PODS 2012): a kept
+// entry's count and error are the sums of its inputs' counts and errors, taking the floor of
+// each input that did not track it for both. It allocates nothing either (its scratch is
+// allocated with the summary).
 #pragma once
 
 #include <cstddef>
@@ -45,7 +51,8 @@ class SpaceSaving {
   SpaceSaving& operator=(const SpaceSaving&) = delete;
 
   // Request path. One occurrence of the key hashing to `hash`; `key` is its bytes (copied,
-  // truncated, only when the entry becomes tracked). noexcept, no allocation.
+  // truncated, only when the entry becomes tracked, or later if it was tracked with none).
+  // noexcept, no allocation.
   void add(uint64_t hash, std::string_view key) noexcept;
 
   // Occurrences added since the last clear(), tracked or not.
