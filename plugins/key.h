@@ -28,11 +28,23 @@ struct HashPolicy {
   SourcePos pos;
 };
 
+// The bytes a key plugin hashed, for display only (the hot-key summary keeps them for the
+// keys it tracks, lb/routing/space_saving.h): a view into the request (header, cookie, path,
+// query), or, for a key that is no bytes of the request (an address), its text formatted
+// into `scratch`. Filled only by a plugin that yields a key; the view lives as long as the
+// request's buffers and this struct.
+struct KeyText {
+  static constexpr size_t kScratch = 112;   // "[v6]:port->[v6]:port" of a five_tuple
+  std::string_view bytes;
+  char scratch[kScratch];
+};
+
 struct KeyContext {
   const sockaddr* peer = nullptr;             // the client's address
   const sockaddr* local = nullptr;            // lb's address the client connected to
   const HttpRequestView* request = nullptr;   // nullptr on tcp listeners
   GeneratedCookie* cookie_out = nullptr;      // nullptr where a cookie cannot be set
+  KeyText* text_out = nullptr;                // nullptr: nobody displays the key
 };
 
 class KeyPlugin {

@@ -1,4 +1,4 @@
-// The admin listener (/metrics /ready /backends /ring?cluster=C&key=K; docs/operations.md), on the
+// The admin listener (/metrics /ready /backends /ring?cluster=C&key=K /hotkeys; docs/operations.md), on the
 // main thread's loop. The metrics and admin work lives behind this small entry point so the
 // server wires it in one place.
 //
@@ -27,6 +27,9 @@
 //              health and live loads. Query values are percent-decoded, '+' as a space (as
 //              HTML forms and curl --data-urlencode send them). 400 when a parameter is
 //              missing or malformed, 404 for an unknown cluster.
+//   /hotkeys[?cluster=C]
+//              each cluster's hot keys (lb/admin/hotkeys_route.h): rates, lower bounds,
+//              shares, owner, since when hot; 404 naming the known clusters for an unknown one.
 // Limits: a 16 KiB request head (431 beyond) and body (413 beyond), 64 connections, 30 s for
 // each request and its answer. Served by lb's HTTP server (lb/http/server.h).
 #pragma once

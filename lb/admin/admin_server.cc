@@ -1,5 +1,6 @@
 #include "lb/admin/admin_server.h"
 
+#include "lb/admin/hotkeys_route.h"
 #include "lb/admin/routes.h"
 #include "lb/core/log.h"
 
@@ -43,12 +44,15 @@ AdminResponse Admin::handle(const AdminRequest& req) {
     }
     return text(200, "ready\n");
   }
-  if (req.path == "/backends" || req.path == "/ring") {
+  if (req.path == "/backends" || req.path == "/ring" || req.path == "/hotkeys") {
     auto snap = hooks_.snapshot ? hooks_.snapshot() : nullptr;
     if (!snap) return text(503, "no configuration loaded\n");
+    if (req.path == "/hotkeys") return hotKeysResponse(*snap, req.query);
     return req.path == "/backends" ? backendsResponse(*snap) : ringResponse(*snap, req.query);
   }
-  return text(404, "not found; try /metrics /ready /backends /ring?cluster=C&key=K\n");
+  return text(404,
+              "not found; try /metrics /ready /backends /ring?cluster=C&key=K "
+              "/hotkeys?cluster=C\n");
 }
 
 Admin* startAdmin(uv_loop_t* loop, const std::string& listen, AdminHooks hooks,

@@ -19,6 +19,7 @@ constexpr const char* kCodeNames[kCodeClasses] = {"1xx", "2xx", "3xx", "4xx", "5
 constexpr int kHttpErrorReasons = static_cast<int>(HttpErrorReason::kCount);
 constexpr int kCacheErrorReasons = static_cast<int>(CacheErrorReason::kCount);
 constexpr int kCommandResults = static_cast<int>(CommandResult::kCount);
+constexpr size_t kHotKeyRanks = 10;   // lb_hotkey_share_ratio's ranks
 
 // One backend's per-worker slots summed. Each slot is read once, so a scrape racing the
 // workers sees every counter at some value it really had; counters only grow, so sums do too.
@@ -188,6 +189,18 @@ std::vector<MetricFamily> collectSnapshotMetrics(const Snapshot& snap) {
   MetricFamily watch_up = family("lb_membership_watch_up",
                                  "1 while the cluster's watch on its etcd key runs, 0 otherwise.",
                                  MetricType::Gauge, nc);
+  // Hot keys (design.md "Hot keys"): never a key as a label, only ranks.
+  MetricFamily hot_active = family("lb_hotkeys_active",
+                                   "Keys in the cluster's hot set (their share of its requests "
+                                   "reached hot_keys.threshold, and the hold has not ended).",
+                                   MetricType::Gauge, nc);
+  MetricFamily hot_share = family("lb_hotkey_share_ratio",
+                                  "Share of the cluster's requests of its rank-th most requested "
+                                  "tracked key (rank 1..10; 0 when fewer are tracked).",
+                                  MetricType::Gauge, nc * kHotKeyRanks);
+  MetricFamily hot_detections = family("lb_hotkey_detections_total",
+                                       "Times a key entered the cluster's hot set.",
+                                       MetricType::Counter, nc);
 
   std::vector<int64_t> live;
   for (size_t ci = 0; ci < snap.clusters.size(); ++ci) {
@@ -262,6 +275,16 @@ std::vector<MetricFamily> collectSnapshotMetrics(const Snapshot& snap) {
       addGauge(last_sync, {{"cluster", cluster}}, m.last_sync);
       addGauge(watch_up, {{"cluster", cluster}}, m.watch_up ? 1 : 0);
     }
+    if (c.state) {
+      // Main-thread state too: the tracker is the hot-key monitor's, on the main loop.
+      const HotKeyTracker& t = c.state->hot_keys.tracker();
+      const HotSet& set = t.hotSet();
+      addGauge(hot_active, {{"cluster", cluster}}, static_cast<double>(t.activeCount()));
+      for (size_t r = 0; r < kHotKeyRanks; ++r)
+        addGauge(hot_share, {{"cluster", cluster}, {"rank", std::to_string(r + 1)}},
+                 r < set.keys.size() ? set.keys[r].share : 0.0);
+      addCounter(hot_detections, {{"cluster", cluster}}, static_cast<double>(t.detections()));
+    }
   }
 
   const size_t nl = snap.listeners.size();
@@ -320,12 +343,12 @@ std::vector<MetricFamily> collectSnapshotMetrics(const Snapshot& snap) {
   }
 
   std::vector<MetricFamily> out;
-  out.reserve(26);
+  out.reserve(29);
   for (MetricFamily* f : {&active, &conns, &requests, &picks, &bytes, &latency, &healthy, &weight,
                           &share, &cap, &commands, &connect_failures, &checks, &transitions,
                           &ejections, &panic, &fingerprint, &revision, &updates, &last_sync,
-                          &watch_up, &down_conns, &over_limit, &down_requests, &errors,
-                          &cache_errors})
+                          &watch_up, &hot_active, &hot_share, &hot_detections, &down_conns,
+                          &over_limit, &down_requests, &errors, &cache_errors})
     if (!f->metric.empty()) out.push_back(std::move(*f));
   return out;
 }

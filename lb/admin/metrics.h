@@ -30,9 +30,10 @@ inline constexpr const char* kMetricsContentType = "text/plain; version=0.0.4; c
 // clusters with bounded loads on, lb_backend_health_checks_total only for clusters with
 // active checks, lb_backend_ejections_total only with outlier detection, and
 // lb_backend_health_transitions_total with either; lb_cluster_table_fingerprint for every
-// cluster and the lb_membership_* families for membership clusters. Reads the shared
-// counters with relaxed loads; the membership families read main-thread fields, so with a
-// membership cluster only the main thread (the admin server's) may call it.
+// cluster and the lb_membership_* families for membership clusters; lb_hotkeys_active,
+// lb_hotkey_share_ratio (ranks 1..10) and lb_hotkey_detections_total for every cluster.
+// Reads the shared counters with relaxed loads; the membership and hot-key families read
+// main-thread state, so while lb runs only the main thread (the admin server's) may call it.
 std::vector<prometheus::MetricFamily> collectSnapshotMetrics(const Snapshot& snapshot);
 
 // Collectable over whatever snapshot is live when Prometheus scrapes. A null snapshot yields

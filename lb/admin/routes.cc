@@ -101,18 +101,6 @@ void appendFingerprint(std::string& o, uint64_t fingerprint) {
   o += '"';
 }
 
-// RFC 3339 in UTC with milliseconds: "2026-12-02T07:01:02.345Z".
-void appendRfc3339(std::string& o, double seconds) {
-  const time_t whole = static_cast<time_t>(seconds);
-  const int ms = static_cast<int>((seconds - static_cast<double>(whole)) * 1000);
-  tm t{};
-  gmtime_r(&whole, &t);
-  char buf[96];
-  snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", t.tm_year + 1900, t.tm_mon + 1,
-           t.tm_mday, t.tm_hour, t.tm_min, t.tm_sec, ms < 0 ? 0 : ms > 999 ? 999 : ms);
-  appendJsonString(o, buf);
-}
-
 // A cluster's "membership" of /backends: where its backends came from, the revision and
 // fingerprint it serves, and for a membership cluster what its source is doing.
 void appendMembership(std::string& o, const ClusterSnapshot& c) {
@@ -151,6 +139,17 @@ void appendMembership(std::string& o, const ClusterSnapshot& c) {
 }
 
 }  // namespace
+
+void appendRfc3339(std::string& o, double seconds) {
+  const time_t whole = static_cast<time_t>(seconds);
+  const int ms = static_cast<int>((seconds - static_cast<double>(whole)) * 1000);
+  tm t{};
+  gmtime_r(&whole, &t);
+  char buf[96];
+  snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", t.tm_year + 1900, t.tm_mon + 1,
+           t.tm_mday, t.tm_hour, t.tm_min, t.tm_sec, ms < 0 ? 0 : ms > 999 ? 999 : ms);
+  appendJsonString(o, buf);
+}
 
 std::optional<std::string> percentDecode(std::string_view s) {
   std::string out;

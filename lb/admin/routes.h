@@ -25,6 +25,10 @@ std::optional<std::map<std::string, std::string>> parseQuery(std::string_view qu
 // escaped; bytes that are not valid UTF-8 become U+FFFD so the document stays valid.
 void appendJsonString(std::string& out, std::string_view s);
 
+// Appends `seconds` since the epoch as a JSON string, RFC 3339 in UTC with milliseconds:
+// "2026-12-02T07:01:02.345Z".
+void appendRfc3339(std::string& out, double seconds);
+
 // GET /backends: every cluster (with its panic_threshold and whether it is in panic) with
 // each backend's name, address (as configured), resolved address (what a host name resolved
 // to, or the numeric address), weight, healthy, live load, bounded-load cap (null when off),

@@ -6,6 +6,7 @@
 
 #include "lb/admin/admin.h"
 #include "lb/app/dns_refresh.h"
+#include "lb/app/hot_key_monitor.h"
 #include "lb/app/lifecycle.h"
 #include "lb/app/memberships.h"
 #include "lb/app/resolver.h"
@@ -102,13 +103,18 @@ int runServer(const std::string& config_path) {
     dns.setAdmin(admin);
   }
   dns.start();
+  // Hot-key detection: the workers' summaries merged once a second into each cluster's hot
+  // set (/hotkeys, lb_hotkey_* metrics).
+  HotKeyMonitor hot_keys(&loop, server);
+  hot_keys.start();
   // Every listener is bound (WorkerGroup::start returns after the workers bound theirs) and the
   // admin socket listens: only now may systemd count lb as started.
   notifyReady(1);
   uv_run(&loop, UV_RUN_DEFAULT);
   memberships.stop();
   dns.stop();
-  uv_run(&loop, UV_RUN_DEFAULT);   // the closes dns.stop() and memberships.stop() began
+  hot_keys.stop();
+  uv_run(&loop, UV_RUN_DEFAULT);   // the closes the stops above began
   server.stop();
   for (unsigned i = 0; i < workers; ++i)
     LB_INFO("worker %u accepted %llu connections", i,

@@ -17,6 +17,7 @@
 #include <string>
 
 #include "lb/core/stats.h"
+#include "lb/routing/hot_key_state.h"
 #include "lb/routing/membership_status.h"
 
 namespace lb {
@@ -132,7 +133,8 @@ inline void noteBackendSuccess(BackendWorkerStats& s) noexcept {
 
 // Cluster-wide state that outlives snapshots, keyed by cluster name.
 struct ClusterState {
-  explicit ClusterState(std::string cluster_name) : name(std::move(cluster_name)) {}
+  explicit ClusterState(std::string cluster_name, unsigned worker_count = 1)
+      : name(std::move(cluster_name)), hot_keys(worker_count) {}
   ClusterState(const ClusterState&) = delete;
   ClusterState& operator=(const ClusterState&) = delete;
 
@@ -142,6 +144,9 @@ struct ClusterState {
   std::atomic<bool> panic{false};
   // The cluster's membership source, as /backends and the metrics show it. Main thread only.
   MembershipStatus membership;
+  // Hot-key detection: each worker's summary (request path) and the main thread's hot set
+  // (/hotkeys, lb_hotkey_* metrics). Kept across reloads with the rest of this state.
+  HotKeyState hot_keys;
 };
 
 // Listener-side state that outlives snapshots, keyed by listener name.

@@ -67,7 +67,7 @@ std::shared_ptr<ClusterLoadState> StateRegistry::clusterLoad(const std::string& 
 std::shared_ptr<ClusterState> StateRegistry::cluster(const std::string& name) {
   auto& slot = clusters_[name];
   if (auto live = slot.lock()) return live;
-  auto fresh = std::make_shared<ClusterState>(name);
+  auto fresh = std::make_shared<ClusterState>(name, workers_);
   slot = fresh;
   return fresh;
 }

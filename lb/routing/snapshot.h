@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "lb/config/config.h"
@@ -84,6 +85,13 @@ struct ClusterSnapshot {
             Reserve reserve = Reserve::kNo) const noexcept {
     return bounded ? bounded->pick(*table, hash, *loads, from_attempt, reserve)
                    : pickUsable(*table, hash, *loads, from_attempt);
+  }
+
+  // Loop thread of worker `worker`; the request path. Counts one key for hot-key detection
+  // (HotKeyState::count): `hash` is the key hash the pick uses, `key` the bytes it came from.
+  // A cluster stood up by hand without state counts nothing.
+  void countKey(unsigned worker, uint64_t hash, std::string_view key) const noexcept {
+    if (state) state->hot_keys.count(worker, hash, key);
   }
 };
 

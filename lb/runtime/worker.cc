@@ -81,6 +81,15 @@ void Worker::backendDown(std::shared_ptr<BackendState> backend) {
   uv_async_send(&async_);
 }
 
+void Worker::handOverHotKeys() {
+  if (joined_) return;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    pending_hot_keys_ = true;
+  }
+  uv_async_send(&async_);
+}
+
 void Worker::stop() {
   if (joined_) return;
   {
@@ -97,14 +106,16 @@ void Worker::onAsync(uv_async_t* a) { static_cast<Worker*>(a->data)->processMail
 void Worker::processMailbox() {
   std::shared_ptr<const Snapshot> snap;
   std::vector<std::shared_ptr<BackendState>> down;
-  bool drain, stop;
+  bool drain, stop, hot_keys;
   {
     std::lock_guard<std::mutex> lock(mu_);
     snap = std::move(pending_snapshot_);
     down.swap(pending_down_);
     drain = pending_drain_;
     stop = pending_stop_;
+    hot_keys = pending_hot_keys_;
     pending_drain_ = false;
+    pending_hot_keys_ = false;
   }
   if (stopping_) return;
   if (stop) {
@@ -117,6 +128,12 @@ void Worker::processMailbox() {
     std::string error;
     if (!env_.draining() && !reconcileListeners(&error))
       LB_ERROR("worker %u: %s (listener left closed)", env_.index(), error.c_str());
+  }
+  // Clusters of older snapshots that requests still hold count into the same state (it is
+  // kept by name), so the newest snapshot's clusters are all there is to ask.
+  if (hot_keys && env_.snapshot()) {
+    for (const ClusterSnapshot& c : env_.snapshot()->clusters)
+      if (c.state) c.state->hot_keys.handOver(env_.index());
   }
   for (const auto& b : down)
     env_.sessions().forEach([&b](Session* s) { s->backendDown(*b); });   // may unlink s

@@ -44,6 +44,10 @@ class Worker {
   // Main thread. Active checks took `backend` down: every session of this worker hears it
   // (Session::backendDown).
   void backendDown(std::shared_ptr<BackendState> backend);
+  // Main thread. Every cluster of the worker's snapshot hands its hot-key summary over
+  // (HotKeyState::handOver), on the worker's loop, as soon as it gets to its mailbox; the
+  // main thread collects it later (lb/app/hot_key_monitor.h). No-op when not running.
+  void handOverHotKeys();
   // Main thread. Close everything now and join the thread. Idempotent.
   void stop();
 
@@ -76,6 +80,7 @@ class Worker {
   std::shared_ptr<const Snapshot> pending_snapshot_;
   std::vector<std::shared_ptr<BackendState>> pending_down_;
   bool pending_drain_ = false;
+  bool pending_hot_keys_ = false;
   bool pending_stop_ = false;
   bool started_ = false;      // start() result is ready
   bool start_ok_ = false;

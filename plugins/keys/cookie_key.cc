@@ -79,6 +79,7 @@ class CookieKey final : public KeyPlugin {
       if (!value) continue;
       if (value->empty()) break;
       *hash = hashKeyBytes(key_hash, *value);
+      if (ctx.text_out != nullptr) ctx.text_out->bytes = *value;
       return true;
     }
     // Generate only where the session can send it back, and at most one per response: a
@@ -91,6 +92,8 @@ class CookieKey final : public KeyPlugin {
     out.ttl = ttl_;
     out.set = true;
     *hash = hashKeyBytes(key_hash, std::string_view(out.value, out.value_len));
+    // The generated value lives in the session's GeneratedCookie for the whole request.
+    if (ctx.text_out != nullptr) ctx.text_out->bytes = std::string_view(out.value, out.value_len);
     return true;
   }
 

@@ -47,6 +47,19 @@ class FiveTupleKey final : public KeyPlugin {
     if (!fiveTupleBytes(ctx.peer, ctx.local, bytes)) return false;
     *hash = hashKeyBytes(key_hash, std::string_view(reinterpret_cast<const char*>(bytes),
                                                     sizeof(bytes)));
+    if (ctx.text_out != nullptr) {
+      // Shown as "src:port->dst:port"; the addresses parse again, they were read above.
+      IpKeyBytes s, d;
+      ipKeyBytes(ctx.peer, &s);
+      ipKeyBytes(ctx.local, &d);
+      size_t len = 0;
+      char* out = ctx.text_out->scratch;
+      appendIpKeyText(s, true, out, KeyText::kScratch, &len);
+      for (const char* arrow = "->"; *arrow != '\0' && len < KeyText::kScratch; ++arrow)
+        out[len++] = *arrow;
+      appendIpKeyText(d, true, out, KeyText::kScratch, &len);
+      ctx.text_out->bytes = std::string_view(out, len);
+    }
     return true;
   }
 };

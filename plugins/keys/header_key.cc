@@ -19,6 +19,7 @@ class HeaderKey final : public KeyPlugin {
     auto value = findHeader(*ctx.request, name_);
     if (!value) return false;
     *hash = hashKeyBytes(key_hash, *value);
+    if (ctx.text_out != nullptr) ctx.text_out->bytes = *value;
     return true;
   }
 

@@ -55,11 +55,15 @@ bool KeyChain::first(const KeyContext& ctx, KeyHash key_hash, uint64_t* hash) co
 bool KeyChain::combined(const KeyContext& ctx, KeyHash key_hash, uint64_t* hash) const noexcept {
   uint64_t h = 0;
   bool have = false;
+  // The text shown for a combined key is its first part's: joining the parts would need a
+  // buffer, and the first part is what an operator recognises.
+  KeyContext rest = ctx;
   for (const Link& link : links_) {
     uint64_t next;
-    if (link.plugin->extract(ctx, key_hash, &next)) {
+    if (link.plugin->extract(have ? rest : ctx, key_hash, &next)) {
       h = have ? combineKeyHash(h, next) : next;
       have = true;
+      rest.text_out = nullptr;
     }
     if (link.terminal && have) break;
   }

@@ -55,8 +55,9 @@ class KeyChain {
 
   // The key hash of this request or connection, by the chain's mode. False when no policy
   // yields a key (the listener's on_missing_key applies). May generate a cookie into
-  // ctx.cookie_out. Hot path: no allocation, no locks; safe from any thread (plugins are
-  // const).
+  // ctx.cookie_out. With ctx.text_out, the bytes the key came from (combined: its first
+  // part's), for display. Hot path: no allocation, no locks; safe from any thread (plugins
+  // are const).
   bool compute(const KeyContext& ctx, KeyHash key_hash, uint64_t* hash) const noexcept;
 
   size_t size() const noexcept { return links_.size(); }

@@ -38,6 +38,12 @@ struct IpKeyBytes {
 // False for nullptr or a family other than AF_INET/AF_INET6.
 bool ipKeyBytes(const sockaddr* addr, IpKeyBytes* out) noexcept;
 
+// Appends `ip` as text at out[*len] ("10.0.0.1", "2001:db8::1"; with_port: "10.0.0.1:5000",
+// "[2001:db8::1]:5000"), never past `cap`: what /hotkeys shows of an address key. No
+// allocation, no syscall (inet_ntop formats in place).
+void appendIpKeyText(const IpKeyBytes& ip, bool with_port, char* out, size_t cap,
+                     size_t* len) noexcept;
+
 // The fixed 37-byte five_tuple layout: src ip (16, IPv4 as ::ffff:a.b.c.d), src port (2, big
 // endian), dst ip (16), dst port (2, big endian), protocol (1, IPPROTO_TCP). False when either
 // address is missing or not IP.

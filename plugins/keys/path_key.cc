@@ -16,6 +16,7 @@ class PathKey final : public KeyPlugin {
     std::string_view path = targetPath(ctx.request->target);
     if (path.empty()) return false;
     *hash = hashKeyBytes(key_hash, path);
+    if (ctx.text_out != nullptr) ctx.text_out->bytes = path;
     return true;
   }
 };

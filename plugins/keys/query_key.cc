@@ -18,6 +18,7 @@ class QueryKey final : public KeyPlugin {
     auto value = findQueryParam(ctx.request->target, name_);
     if (!value) return false;
     *hash = hashKeyBytes(key_hash, *value);
+    if (ctx.text_out != nullptr) ctx.text_out->bytes = *value;
     return true;
   }
 

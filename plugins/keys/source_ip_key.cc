@@ -1,7 +1,9 @@
 // `source_ip`: the affinity key is the client's address, as nginx's `ip_hash`/`hash
 // $remote_addr` and Envoy's `connection_properties { source_ip }` do. Works on tcp and http.
+#include <arpa/inet.h>
 #include <netinet/in.h>
 
+#include <cstdio>
 #include <cstring>
 
 #include "lb/core/hash.h"
@@ -35,6 +37,26 @@ bool ipKeyBytes(const sockaddr* addr, IpKeyBytes* out) noexcept {
   return false;
 }
 
+void appendIpKeyText(const IpKeyBytes& ip, bool with_port, char* out, size_t cap,
+                     size_t* len) noexcept {
+  char text[INET6_ADDRSTRLEN];
+  if (inet_ntop(ip.len == 4 ? AF_INET : AF_INET6, ip.bytes, text, sizeof text) == nullptr)
+    text[0] = '\0';
+  char port[8] = "";
+  if (with_port) snprintf(port, sizeof port, "%u", static_cast<unsigned>(ip.port));
+  const bool brackets = with_port && ip.len == 16;
+  auto put = [&](const char* s) {
+    for (; *s != '\0' && *len < cap; ++s) out[(*len)++] = *s;
+  };
+  if (brackets) put("[");
+  put(text);
+  if (brackets) put("]");
+  if (with_port) {
+    put(":");
+    put(port);
+  }
+}
+
 namespace {
 
 // The address bytes only (network order), never the port or a formatted string: hashing
@@ -47,6 +69,11 @@ class SourceIpKey final : public KeyPlugin {
     if (!ipKeyBytes(ctx.peer, &ip)) return false;
     *hash = hashKeyBytes(key_hash,
                          std::string_view(reinterpret_cast<const char*>(ip.bytes), ip.len));
+    if (ctx.text_out != nullptr) {
+      size_t len = 0;
+      appendIpKeyText(ip, false, ctx.text_out->scratch, KeyText::kScratch, &len);
+      ctx.text_out->bytes = std::string_view(ctx.text_out->scratch, len);
+    }
     return true;
   }
 };

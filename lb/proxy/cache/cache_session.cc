@@ -142,6 +142,9 @@ void CacheSession::finish(CacheOutcome outcome) noexcept {
 bool CacheSession::pickHost(std::string_view key, uint32_t* host) noexcept {
   const uint64_t hash = hashKeyBytes(cluster_.selector->key_hash,
                                      keyWithinHashTag(key, listener_.config->hash_tag));
+  // Counted on the hash that routes it (with a hash_tag, every key of one tag is one entry,
+  // shown by the first of its keys the summary tracked): what loads one backend.
+  cluster_.countKey(env_.index(), hash, key);
   return cache_.picks().pickForKey(hash, host);
 }
 

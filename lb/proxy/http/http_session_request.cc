@@ -115,8 +115,11 @@ bool HttpSession::deriveKey() noexcept {
     ctx.local = client_.local();
     ctx.request = &view;
     ctx.cookie_out = &ex_->cookie;
+    KeyText text;
+    ctx.text_out = &text;
     if (lst_->keys->compute(ctx, cluster_->selector->key_hash, &r.hash)) {
       r.source = KeySource::kKey;
+      cluster_->countKey(worker_->index(), r.hash, text.bytes);
       return true;
     }
   }

@@ -99,7 +99,11 @@ bool TcpSession::computeKey() noexcept {
   KeyContext ctx;
   ctx.peer = client_.peer();
   ctx.local = client_.local();
-  return listener_.keys->compute(ctx, cluster_.selector->key_hash, &hash_);
+  KeyText text;   // the address as text, in its scratch: no allocation
+  ctx.text_out = &text;
+  if (!listener_.keys->compute(ctx, cluster_.selector->key_hash, &hash_)) return false;
+  cluster_.countKey(env_.index(), hash_, text.bytes);   // once per connection
+  return true;
 }
 
 // A new connection to the host attempt_ picked; never a pooled one, never pooled after.

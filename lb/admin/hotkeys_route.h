@@ -1,0 +1,29 @@
+// GET /hotkeys[?cluster=C]: each cluster's hot keys as the main thread's HotKeyTracker last
+// saw them (lb/routing/hot_keys.h; design.md "Hot keys"), a pure function of the snapshot
+// and the query so that tests can check it without a socket.
+//
+//   {"cluster": "C", "window_s": 1, "floor_rps": F, "total_rps": T, "summary_size": N,
+//    "keys": [{"key": "user:1", "hash_hex": "...", "rps": 1234.5, "rps_lower": 1200.0,
+//              "share": 0.19, "hot": true, "owner": "cache-a", "serving": ["cache-a"],
+//              "hot_since": "RFC 3339" or null}, ...]}
+//
+// keys: the tracked keys worth showing, highest rate first, hot or not ("hot" says which);
+// "key" is the first kHotKeyDisplayBytes (200) bytes lb saw, JSON-escaped (bytes that are not
+// UTF-8 as U+FFFD). "owner" is the table's pick for the hash at attempt 0 (null when the
+// cluster has no backend); "serving" is the owner alone for now: with bounded loads the
+// key's spill-over hosts are not recorded per key. Without ?cluster: {"clusters": [one such
+// object per cluster]}. An unknown cluster: 404 {"error": ..., "clusters": [known names]}.
+//
+// Main thread only: the trackers are the main thread's (the admin server runs on its loop).
+#pragma once
+
+#include <string_view>
+
+#include "lb/admin/admin_http.h"
+#include "lb/routing/snapshot.h"
+
+namespace lb {
+
+AdminResponse hotKeysResponse(const Snapshot& snapshot, std::string_view query);
+
+}  // namespace lb
