@@ -75,6 +75,25 @@ TEST(ConfigHotKeysTest, ReadsSpreadOffByDefault) {
   }
 }
 
+// spread acts on HTTP only: a cluster that only a redis listener serves refuses it; one an
+// HTTP listener serves too, or none yet, takes it.
+TEST(ConfigHotKeysTest, SpreadNeedsAnHttpListener) {
+  const std::string cluster =
+      "[clusters.cache]\nhot_keys = { spread = 3 }\n"
+      "backends = [ { name = \"a\", address = \"127.0.0.1:9001\" } ]\n";
+  const std::string redis =
+      "[listeners.r]\nlisten = \"127.0.0.1:6380\"\nprotocol = \"redis\"\ncluster = "
+      "\"cache\"\n";
+  const std::string http = "[listeners.h]\nlisten = \"127.0.0.1:8080\"\ncluster = \"cache\"\n";
+  EXPECT_EQ(hotKeysErrorsOf(cluster + redis),
+            std::vector<std::string>{
+                "lb.toml:2:23: clusters.cache.hot_keys.spread: applies only to HTTP listeners "
+                "(GET and HEAD of a hot key), and no listener of this cluster is one (listener "
+                "'r' has protocol = \"redis\")"});
+  EXPECT_EQ(hotKeysErrorsOf(cluster + redis + http), std::vector<std::string>{});
+  EXPECT_EQ(hotKeysErrorsOf(cluster), std::vector<std::string>{});
+}
+
 struct HotKeysMistake {
   const char* name;
   const char* table;   // the text after "hot_keys = "
