@@ -201,6 +201,11 @@ std::vector<MetricFamily> collectSnapshotMetrics(const Snapshot& snap) {
   MetricFamily hot_detections = family("lb_hotkey_detections_total",
                                        "Times a key entered the cluster's hot set.",
                                        MetricType::Counter, nc);
+  MetricFamily hot_requests = family(
+      "lb_hotkey_requests_total",
+      "Requests for a hot key, by what became of them: path=\"spread\", an HTTP GET or HEAD "
+      "sent to the least loaded of the key's first hot_keys.spread hosts.",
+      MetricType::Counter, nc * kHotKeyPaths);
 
   std::vector<int64_t> live;
   for (size_t ci = 0; ci < snap.clusters.size(); ++ci) {
@@ -284,6 +289,10 @@ std::vector<MetricFamily> collectSnapshotMetrics(const Snapshot& snap) {
         addGauge(hot_share, {{"cluster", cluster}, {"rank", std::to_string(r + 1)}},
                  r < set.keys.size() ? set.keys[r].share : 0.0);
       addCounter(hot_detections, {{"cluster", cluster}}, static_cast<double>(t.detections()));
+      // Workers' single-writer slots, summed here; only where a path can be taken.
+      if (c.config->hot_keys.spread > 0)
+        addCounter(hot_requests, {{"cluster", cluster}, {"path", "spread"}},
+                   static_cast<double>(c.state->hot_keys.pathCount(HotKeyPath::kSpread)));
     }
   }
 
@@ -343,12 +352,12 @@ std::vector<MetricFamily> collectSnapshotMetrics(const Snapshot& snap) {
   }
 
   std::vector<MetricFamily> out;
-  out.reserve(29);
+  out.reserve(30);
   for (MetricFamily* f : {&active, &conns, &requests, &picks, &bytes, &latency, &healthy, &weight,
                           &share, &cap, &commands, &connect_failures, &checks, &transitions,
                           &ejections, &panic, &fingerprint, &revision, &updates, &last_sync,
-                          &watch_up, &hot_active, &hot_share, &hot_detections, &down_conns,
-                          &over_limit, &down_requests, &errors, &cache_errors})
+                          &watch_up, &hot_active, &hot_share, &hot_detections, &hot_requests,
+                          &down_conns, &over_limit, &down_requests, &errors, &cache_errors})
     if (!f->metric.empty()) out.push_back(std::move(*f));
   return out;
 }

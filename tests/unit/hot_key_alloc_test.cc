@@ -16,6 +16,8 @@
 #include "lb/core/hash.h"
 #include "lb/routing/hot_key_state.h"
 #include "plugins/keys/key_chain.h"
+#include "plugins/selectors/hot_spread.h"
+#include "plugins/selectors/selectors.h"
 #include "tests/unit/key_test_util.h"
 
 namespace {
@@ -110,6 +112,36 @@ TEST(HotKeyRequestPathAllocTest, KeyPluginsFillTheTextWithoutAllocating) {
   });
   EXPECT_EQ(n, 0u);
   EXPECT_EQ(shown, chains.size());
+}
+
+// hot_keys.spread's share of the request path: the worker's isHot probe and the spread pick
+// over a real table (the walk keeps its candidates on the stack).
+TEST(HotKeyRequestPathAllocTest, IsHotAndTheSpreadPickAllocateNothing) {
+  HotKeyState state(1);
+  SpaceSaving s;
+  for (int i = 0; i < 100; ++i) s.add(42, "hot");
+  state.tracker().observe(s, 1.0, 1000);
+  ASSERT_TRUE(state.publishHotSet());
+  state.adoptHotSet(0);
+  std::vector<HostSpec> hosts;
+  for (int i = 0; i < 8; ++i) hosts.push_back({"h" + std::to_string(i), 1});
+  auto table = buildRingHash(hosts, SelectorOptions{});
+  BoundedLoad bounded(hosts, 125);
+  struct IdleLoads final : LoadView {
+    uint64_t load(uint32_t host) const noexcept override { return host % 3; }
+    uint64_t totalLoad() const noexcept override { return 8; }
+  } loads;
+  size_t hot = 0, picked = 0;
+  const size_t n = allocationsOf([&] {
+    for (uint64_t h = 0; h < 10000; ++h) {
+      hot += state.isHot(0, h % 100 == 0 ? 42 : h + 1000);
+      Pick p;
+      picked += pickSpread(*table, h, loads, 3, h % 2 ? &bounded : nullptr, Reserve::kYes, &p);
+    }
+  });
+  EXPECT_EQ(n, 0u);
+  EXPECT_EQ(hot, 100u);
+  EXPECT_EQ(picked, 10000u);
 }
 
 TEST(HotKeyRequestPathAllocTest, TheCounterCountsAnAllocation) {
