@@ -77,7 +77,7 @@ CommandLine parseCommandLine(int argc, char** argv) {
 
 const char* usageText() {
   return "usage: lb [-t] -c FILE | lb analyze [options] | lb membership get|put|diff ... | "
-         "lb -v | lb -h\n";
+         "lb hotkeys --admin HOST:PORT ... | lb -v | lb -h\n";
 }
 
 const char* helpText() {
@@ -88,6 +88,9 @@ const char* helpText() {
          "                                 a cluster's membership in etcd: show it, or\n"
          "                                 validate, diff and compare-and-swap a new one\n"
          "                                 (lb membership --help, docs/membership.md)\n"
+         "       lb hotkeys --admin HOST:PORT [--cluster C] [--interval 1s] [--once]\n"
+         "                                 each cluster's hottest keys, redrawn like top\n"
+         "                                 (lb hotkeys --help)\n"
          "       lb -v | -h\n"
          "\n"
          "lb balances HTTP and TCP traffic over a cache fleet with consistent hashing.\n"
@@ -114,6 +117,7 @@ const char* helpText() {
          "  /ready                   200, or 503 once a drain began\n"
          "  /backends                per backend: health, live load, cap, keyspace share\n"
          "  /ring?cluster=C&key=K    where key K goes in cluster C now, and why\n"
+         "  /hotkeys?cluster=C       the cluster's hottest keys (lb hotkeys shows them)\n"
          "\n"
          "Files:\n"
          "  FILE                     the config, reread on HUP (installed: /etc/lb/lb.toml)\n"

@@ -7,6 +7,7 @@
 //   lb analyze ...        a subcommand with its own options (lb/analyze/options.h); main()
 //                         hands it over before this parser sees anything
 //   lb membership ...     likewise (lb/app/membership_cli.h)
+//   lb hotkeys ...        likewise (lb/app/hotkeys_cli.h)
 #pragma once
 
 #include <string>

@@ -7,6 +7,7 @@
 
 #include "lb/analyze/analyze.h"
 #include "lb/app/command_line.h"
+#include "lb/app/hotkeys_cli.h"
 #include "lb/app/membership_cli.h"
 #include "lb/app/resolver.h"
 #include "lb/app/worker_group.h"
@@ -34,6 +35,7 @@ int run(int argc, char** argv) {
   if (argc >= 2 && strcmp(argv[1], "analyze") == 0) return lb::runAnalyze(argc - 2, argv + 2);
   if (argc >= 2 && strcmp(argv[1], "membership") == 0)
     return lb::runMembership(argc - 2, argv + 2);
+  if (argc >= 2 && strcmp(argv[1], "hotkeys") == 0) return lb::runHotkeys(argc - 2, argv + 2);
   const lb::CommandLine cl = lb::parseCommandLine(argc, argv);
   switch (cl.action) {
     case lb::CommandLine::Action::kHelp:

@@ -11,6 +11,7 @@
 #include "lb/core/address.h"
 #include "lb/config/backends.h"
 #include "lb/config/config.h"
+#include "lb/config/hot_keys_table.h"
 #include "lb/config/membership_table.h"
 #include "lb/config/validate.h"
 #include "lb/config/walker.h"
@@ -379,6 +380,8 @@ void readCluster(WalkContext& ctx, const toml::key& key, const toml::node& node,
     readOutlier(ctx, *ot, path + ".outlier", &c->outlier.emplace());
   if (const toml::table* mt = w.subtable("membership"))
     readMembership(ctx, *mt, path + ".membership", &c->membership.emplace());
+  if (const toml::table* ht = w.subtable("hot_keys"))
+    readHotKeys(ctx, *ht, path + ".hot_keys", &c->hot_keys);
   // With a membership the file's backends are only the fallback, so they may be left out.
   if (const toml::array* a = w.array("backends", !t->contains("membership"))) {
     for (size_t i = 0; i < a->size(); ++i) {

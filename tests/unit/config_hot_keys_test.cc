@@ -1,0 +1,136 @@
+// A cluster's `hot_keys` table: what it reads, its defaults, the keys of the design that are
+// refused until they are built, and every mistake reported at its position with its key path.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "lb/config/config.h"
+
+namespace lb {
+namespace {
+
+std::vector<std::string> hotKeysErrorsOf(const std::string& toml) {
+  auto r = loadConfigString(toml, "lb.toml");
+  std::vector<std::string> got;
+  if (!r.ok())
+    for (const auto& e : r.errors()) got.push_back(e.format());
+  return got;
+}
+
+std::string clusterWith(const std::string& hot_keys_line) {
+  return "[clusters.cache]\n" + hot_keys_line +
+         "\nbackends = [ { name = \"a\", address = \"127.0.0.1:9001\" } ]\n";
+}
+
+TEST(ConfigHotKeysTest, ReadsThresholdAndHold) {
+  auto r = loadConfigString(clusterWith("hot_keys = { threshold = 0.05, hold = \"1m30s\" }"),
+                            "lb.toml");
+  ASSERT_TRUE(r.ok()) << r.errors().front().format();
+  const HotKeysConfig& h = r.value().clusters.at(0).hot_keys;
+  EXPECT_DOUBLE_EQ(h.threshold, 0.05);
+  EXPECT_EQ(h.hold, Duration{90000});
+  EXPECT_EQ(h.pos.line, 2u);
+  EXPECT_EQ(h.pos.column, 12u);
+}
+
+TEST(ConfigHotKeysTest, AsATableSectionToo) {
+  auto r = loadConfigString(
+      "[clusters.cache]\nbackends = [ { name = \"a\", address = \"127.0.0.1:9001\" } ]\n"
+      "[clusters.cache.hot_keys]\nthreshold = 1\nhold = \"1s\"\n",
+      "lb.toml");
+  ASSERT_TRUE(r.ok()) << r.errors().front().format();
+  const HotKeysConfig& h = r.value().clusters.at(0).hot_keys;
+  EXPECT_DOUBLE_EQ(h.threshold, 1.0);   // an integer 1 is the largest share
+  EXPECT_EQ(h.hold, Duration{1000});
+}
+
+// Detection is always on: without the table, or with an empty one, the defaults apply.
+TEST(ConfigHotKeysTest, DefaultsWithoutTheTableOrWithAnEmptyOne) {
+  for (const char* line : {"", "hot_keys = {}", "hot_keys = { threshold = 0.3 }"}) {
+    auto r = loadConfigString(clusterWith(line), "lb.toml");
+    ASSERT_TRUE(r.ok()) << line << ": " << r.errors().front().format();
+    const HotKeysConfig& h = r.value().clusters.at(0).hot_keys;
+    EXPECT_DOUBLE_EQ(h.threshold, std::string(line).find("0.3") != std::string::npos ? 0.3
+                                                                                      : 0.02)
+        << line;
+    EXPECT_EQ(h.hold, Duration{10000}) << line;
+  }
+}
+
+struct HotKeysMistake {
+  const char* name;
+  const char* table;   // the text after "hot_keys = "
+  const char* error;   // the one error expected, formatted
+};
+
+std::ostream& operator<<(std::ostream& os, const HotKeysMistake& m) { return os << m.name; }
+
+// Line 2 of cluster "cache"; columns count from "hot_keys = " (11 characters).
+const HotKeysMistake kHotKeysMistakes[] = {
+    {"ThresholdZero", "{ threshold = 0.0 }",
+     "lb.toml:2:26: clusters.cache.hot_keys.threshold: must be in (0, 1] (a share of the "
+     "cluster's requests, e.g. 0.02 for 2%), got 0"},
+    {"ThresholdNegative", "{ threshold = -0.1 }",
+     "lb.toml:2:26: clusters.cache.hot_keys.threshold: must be in (0, 1] (a share of the "
+     "cluster's requests, e.g. 0.02 for 2%), got -0.1"},
+    {"ThresholdOverOne", "{ threshold = 2 }",
+     "lb.toml:2:26: clusters.cache.hot_keys.threshold: must be in (0, 1] (a share of the "
+     "cluster's requests, e.g. 0.02 for 2%), got 2"},
+    {"ThresholdNaN", "{ threshold = nan }",
+     "lb.toml:2:26: clusters.cache.hot_keys.threshold: must be in (0, 1] (a share of the "
+     "cluster's requests, e.g. 0.02 for 2%), got nan"},
+    {"ThresholdAString", "{ threshold = \"2%\" }",
+     "lb.toml:2:26: clusters.cache.hot_keys.threshold: must be a number in (0, 1] (a share of "
+     "the cluster's requests, e.g. 0.02), got string"},
+    {"HoldUnderASecond", "{ hold = \"500ms\" }",
+     "lb.toml:2:21: clusters.cache.hot_keys.hold: must be at least 1s, got '500ms'"},
+    {"HoldNotADuration", "{ hold = \"long\" }",
+     "lb.toml:2:21: clusters.cache.hot_keys.hold: 'long' is not a duration (use e.g. 250ms, "
+     "2s, 1m)"},
+    {"HoldANumber", "{ hold = 10 }",
+     "lb.toml:2:21: clusters.cache.hot_keys.hold: must be a duration string such as \"2s\", "
+     "got integer"},
+    {"SpreadNotBuilt", "{ threshold = 0.02, spread = 3 }",
+     "lb.toml:2:41: clusters.cache.hot_keys.spread: is not supported yet (spreading a hot key "
+     "over several hosts is planned, not built): remove it; hot keys are still detected and "
+     "shown in /hotkeys"},
+    {"NearCacheNotBuilt", "{ near_cache = { items = 1024, ttl = \"1s\" } }",
+     "lb.toml:2:27: clusters.cache.hot_keys.near_cache: is not supported yet (a near cache of "
+     "hot keys in lb is planned, not built): remove it; hot keys are still detected and shown "
+     "in /hotkeys"},
+    {"UnknownKey", "{ treshold = 0.1 }",
+     "lb.toml:2:14: clusters.cache.hot_keys: unknown key 'treshold' (did you mean "
+     "'threshold'?)"},
+    {"NotATable", "0.02",
+     "lb.toml:2:12: clusters.cache.hot_keys: must be a table, got float"},
+};
+
+class ConfigHotKeysMistakeTest : public testing::TestWithParam<HotKeysMistake> {};
+
+TEST_P(ConfigHotKeysMistakeTest, IsReportedAloneWithPositionPathAndMessage) {
+  const std::string toml = clusterWith(std::string("hot_keys = ") + GetParam().table);
+  EXPECT_EQ(hotKeysErrorsOf(toml), std::vector<std::string>{GetParam().error}) << toml;
+}
+
+INSTANTIATE_TEST_SUITE_P(Mistakes, ConfigHotKeysMistakeTest, testing::ValuesIn(kHotKeysMistakes),
+                         [](const testing::TestParamInfo<HotKeysMistake>& info) {
+                           return std::string(info.param.name);
+                         });
+
+// Every problem of the table at once, in file order, as with every other table.
+TEST(ConfigHotKeysTest, ReportsEveryProblemAtOnce) {
+  EXPECT_EQ(hotKeysErrorsOf(clusterWith(
+                "hot_keys = { threshold = 0, hold = \"0s\", spread = 3, colour = 1 }")),
+            (std::vector<std::string>{
+                "lb.toml:2:26: clusters.cache.hot_keys.threshold: must be in (0, 1] (a share of "
+                "the cluster's requests, e.g. 0.02 for 2%), got 0",
+                "lb.toml:2:36: clusters.cache.hot_keys.hold: must be at least 1s, got '0s'",
+                "lb.toml:2:51: clusters.cache.hot_keys.spread: is not supported yet (spreading "
+                "a hot key over several hosts is planned, not built): remove it; hot keys are "
+                "still detected and shown in /hotkeys",
+                "lb.toml:2:54: clusters.cache.hot_keys: unknown key 'colour'"}));
+}
+
+}  // namespace
+}  // namespace lb
