@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <utility>
 
 #include "lb/core/hash.h"
 
@@ -21,8 +22,10 @@ size_t indexSizeFor(uint32_t items) {
 
 uint64_t NearCache::hashOf(std::string_view key) noexcept { return xxh64(key, kSeed); }
 
-NearCache::NearCache(NearCacheState& shared, unsigned worker, const NearCacheLimits& limits)
-    : shared_(shared), stats_(shared.worker(worker)), limits_(limits) {
+NearCache::NearCache(NearCacheState& shared, unsigned worker, const NearCacheLimits& limits,
+                     std::shared_ptr<const void> keep)
+    : keep_(std::move(keep)),
+      shared_(shared), stats_(shared.worker(worker)), limits_(limits) {
   const uint32_t items = limits_.items == 0 ? 1 : limits_.items;
   entries_.resize(items);
   free_.reserve(items);

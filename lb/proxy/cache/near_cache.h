@@ -48,9 +48,10 @@ struct NearTicket {
 
 class NearCache {
  public:
-  // Allocates the slots and the index now. `shared` (the cluster's) outlives this; `stats`
-  // is this worker's slot of it.
-  NearCache(NearCacheState& shared, unsigned worker, const NearCacheLimits& limits);
+  // Allocates the slots and the index now. `shared` (the cluster's; worker `worker`'s
+  // counters are in it) must outlive this: `keep` holds what owns it, when given.
+  NearCache(NearCacheState& shared, unsigned worker, const NearCacheLimits& limits,
+            std::shared_ptr<const void> keep = nullptr);
   ~NearCache();
   NearCache(const NearCache&) = delete;
   NearCache& operator=(const NearCache&) = delete;
@@ -105,6 +106,7 @@ class NearCache {
   void indexErase(uint32_t slot) noexcept;
   size_t home(uint64_t hash) const noexcept { return static_cast<size_t>(hash) & index_mask_; }
 
+  std::shared_ptr<const void> keep_;
   NearCacheState& shared_;
   NearCacheWorkerStats& stats_;
   const NearCacheLimits limits_;

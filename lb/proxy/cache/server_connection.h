@@ -62,6 +62,7 @@ struct ServerGroup {
   std::vector<ServerConnection*> servers; // server_connections of them; null once closed
   uint32_t tables = 0;               // tables that use this group
   uint32_t open = 0;                 // servers not yet freed
+  uint32_t id = 0;                   // the worker's name for it: a near-cache entry's source
 };
 
 // What a server connection needs of its worker (CacheWorker): the loop and pools, the flush
