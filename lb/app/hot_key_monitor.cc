@@ -70,12 +70,18 @@ void HotKeyMonitor::ask() {
 void HotKeyMonitor::collect(double window_s, int64_t now_ms) {
   std::shared_ptr<const Snapshot> snap = server_.snapshot();
   if (!snap || window_s <= 0) return;
+  bool changed = false;
   for (const ClusterSnapshot& c : snap->clusters) {
     if (!c.state) continue;
     HotKeyState& hk = c.state->hot_keys;
     hk.tracker().setPolicy(policyOf(c.config->hot_keys));
     hk.tracker().observe(hk.collect(), window_s, now_ms);
+    changed |= hk.publishHotSet();
   }
+  // The workers' request paths see a new hot set once their loops reach the mailbox: one
+  // round for every cluster that changed, none while no set did.
+  if (changed)
+    for (unsigned i = 0; i < server_.workerCount(); ++i) server_.worker(i).adoptHotSets();
 }
 
 }  // namespace lb

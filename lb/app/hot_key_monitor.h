@@ -8,6 +8,10 @@
 // or hold applies from the next window). A worker that has not reached its mailbox by then
 // is not waited for: its counts stay in its hand-over buffer and join the next window.
 //
+// After each observation the cluster's hot set is published to the workers
+// (HotKeyState::publishHotSet, then Worker::adoptHotSets through each mailbox) when it
+// changed, so that a request path can ask HotKeyState::isHot without a lock.
+//
 // The window each observation covers is the time between two asks (uv_now), about
 // kIntervalMs: the asks are where the workers' counts are cut. The hot sets stay in each cluster's ClusterState, read by /hotkeys and the
 // lb_hotkey_* metrics on this same loop. Nothing runs while lb drains.

@@ -50,6 +50,9 @@ std::optional<std::vector<HotKeysCluster>> fetch(const HotkeysOptions& o, std::s
     while (!body.empty() && (body.back() == '\n' || body.back() == '\r')) body.pop_back();
     *error = o.admin + target + " answered " + std::to_string(reply.status) +
              (body.empty() ? "" : ": " + escapeKey(body));
+    // An lb from before issue 22 has no /hotkeys; one without the cluster asked says so.
+    if (reply.status == 404 && body.find("hotkeys") == std::string::npos)
+      *error += " (an lb without /hotkeys? it came with hot-key detection)";
     return std::nullopt;
   }
   std::string why;
@@ -161,11 +164,15 @@ std::string frame(const HotkeysOptions& o, const std::vector<HotKeysCluster>& cl
   d.now = now;
   d.width = size.cols;
   if (size.rows > 0) {
-    // Per cluster: a header, the column titles, a blank line between clusters, and one line
-    // for "... N more"; the status line and a blank line on top.
+    // The status line and a blank line; per cluster a header, the column titles and a blank
+    // line between clusters. When every row fits, no cluster is cut; else each gets an equal
+    // share, less one line for its "... N more".
     const size_t n = std::max<size_t>(clusters.size(), 1);
+    size_t needed = 2 + 3 * n;
+    for (const auto& c : clusters) needed += c.keys.size();
     const size_t fixed = 2 + 4 * n;
-    d.max_rows = size.rows > fixed ? std::max<size_t>(1, (size.rows - fixed) / n) : 1;
+    if (needed > size.rows)
+      d.max_rows = size.rows > fixed ? std::max<size_t>(1, (size.rows - fixed) / n) : 1;
   }
   std::string body = status + "\n\n" + drawHotKeys(clusters, d);
   std::string out = "\x1b[H";

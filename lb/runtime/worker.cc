@@ -90,6 +90,15 @@ void Worker::handOverHotKeys() {
   uv_async_send(&async_);
 }
 
+void Worker::adoptHotSets() {
+  if (joined_) return;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    pending_hot_sets_ = true;
+  }
+  uv_async_send(&async_);
+}
+
 void Worker::stop() {
   if (joined_) return;
   {
@@ -106,7 +115,7 @@ void Worker::onAsync(uv_async_t* a) { static_cast<Worker*>(a->data)->processMail
 void Worker::processMailbox() {
   std::shared_ptr<const Snapshot> snap;
   std::vector<std::shared_ptr<BackendState>> down;
-  bool drain, stop, hot_keys;
+  bool drain, stop, hot_keys, hot_sets;
   {
     std::lock_guard<std::mutex> lock(mu_);
     snap = std::move(pending_snapshot_);
@@ -114,8 +123,10 @@ void Worker::processMailbox() {
     drain = pending_drain_;
     stop = pending_stop_;
     hot_keys = pending_hot_keys_;
+    hot_sets = pending_hot_sets_;
     pending_drain_ = false;
     pending_hot_keys_ = false;
+    pending_hot_sets_ = false;
   }
   if (stopping_) return;
   if (stop) {
@@ -134,6 +145,11 @@ void Worker::processMailbox() {
   if (hot_keys && env_.snapshot()) {
     for (const ClusterSnapshot& c : env_.snapshot()->clusters)
       if (c.state) c.state->hot_keys.handOver(env_.index());
+  }
+  // After the snapshot above: a cluster new in it has its state, and so its hot set, now.
+  if (hot_sets && env_.snapshot()) {
+    for (const ClusterSnapshot& c : env_.snapshot()->clusters)
+      if (c.state) c.state->hot_keys.adoptHotSet(env_.index());
   }
   for (const auto& b : down)
     env_.sessions().forEach([&b](Session* s) { s->backendDown(*b); });   // may unlink s

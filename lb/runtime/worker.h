@@ -48,6 +48,10 @@ class Worker {
   // (HotKeyState::handOver), on the worker's loop, as soon as it gets to its mailbox; the
   // main thread collects it later (lb/app/hot_key_monitor.h). No-op when not running.
   void handOverHotKeys();
+  // Main thread. Every cluster of the worker's snapshot adopts the hot set published last
+  // (HotKeyState::adoptHotSet), on the worker's loop, as soon as it gets to its mailbox;
+  // until then its requests see the previous one. No-op when not running.
+  void adoptHotSets();
   // Main thread. Close everything now and join the thread. Idempotent.
   void stop();
 
@@ -81,6 +85,7 @@ class Worker {
   std::vector<std::shared_ptr<BackendState>> pending_down_;
   bool pending_drain_ = false;
   bool pending_hot_keys_ = false;
+  bool pending_hot_sets_ = false;
   bool pending_stop_ = false;
   bool started_ = false;      // start() result is ready
   bool start_ok_ = false;

@@ -341,6 +341,20 @@ TEST_F(GrafanaDashboardTest, HasAMembershipRowOfRevisionSyncAgeAndUpdates) {
                                            "lb_cluster_table_fingerprint"}));
 }
 
+TEST_F(GrafanaDashboardTest, HasAHotKeysRowOfActiveSharesDetectionsAndBackendShare) {
+  // The Hot keys row (issue 22): active hot keys per cluster, the top ranks' shares, the
+  // detections, and the hottest key's share beside each backend's share of requests.
+  const auto panels = rowPanels("Hot keys");
+  EXPECT_EQ(panels.size(), 4u) << "the Hot keys row is missing or changed";
+  std::set<std::string> below;
+  for (const JsonValue* p : panels)
+    for (const auto& t : (*p)["targets"].items())
+      for (const auto& [m, _] : scanPromql(t["expr"].asString()).selectors) below.insert(m);
+  EXPECT_EQ(below, (std::set<std::string>{"lb_hotkeys_active", "lb_hotkey_share_ratio",
+                                           "lb_hotkey_detections_total",
+                                           "lb_backend_requests_total"}));
+}
+
 TEST_F(GrafanaDashboardTest, HasAHealthRowWithStateTimelines) {
   // The Health row: backend state and cluster panic as state timelines, then transitions,
   // ejections, failed checks and connect failures.

@@ -14,9 +14,12 @@ bool CacheSession::nearCacheable(const char*, size_t) const noexcept { return fa
 
 // Only keys in the cluster's hot set use the near cache (design.md "Hot keys"): a cold key's
 // reads go to its backend, and a cache of a few items stays with the keys that load one
-// server. The hot set reaches workers with i22-spread's HotKeyState::isHot; until then every
-// key of a cluster with a near cache counts as hot.
-bool CacheSession::nearHot(uint64_t) const noexcept { return near_ != nullptr; }
+// server. The hot set is the one this worker adopted last (HotKeyState::isHot: a pointer
+// load and a probe), by the hash that routes the key.
+bool CacheSession::nearHot(uint64_t route_hash) const noexcept {
+  return near_ != nullptr && cluster_.state != nullptr &&
+         cluster_.state->hot_keys.isHot(env_.index(), route_hash);
+}
 
 bool CacheSession::nearRead(CacheCommand* cmd, std::string_view key,
                             uint64_t route_hash) noexcept {
