@@ -62,4 +62,26 @@ inline double nearMetric(CacheFleet& fleet, const std::string& name, const std::
   return sum;
 }
 
+// Reads a key through one connection (read() sends one read and takes its reply) until the
+// key is hot on that connection's worker: the near cache's hit and miss counters move across
+// one read (only hot keys' reads are counted there). The reads before make it hot: the
+// hot-key monitor merges about once a second, then each worker adopts the set. False when
+// that has not happened within `timeout`. The test must be the only client meanwhile.
+template <class Read>
+bool nearWarm(CacheFleet& fleet, Read&& read, Millis timeout = 15s) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  auto used = [&] {
+    return nearMetric(fleet, "lb_hotkey_requests_total", "path", "near_hit") +
+           nearMetric(fleet, "lb_hotkey_requests_total", "path", "near_miss");
+  };
+  while (std::chrono::steady_clock::now() < deadline) {
+    for (int i = 0; i < 200; ++i)
+      if (!read()) return false;
+    const double before = used();
+    if (!read()) return false;
+    if (used() > before) return true;
+  }
+  return false;
+}
+
 }  // namespace lb::test

@@ -27,6 +27,12 @@ class NearCacheMemcachedTest : public ::testing::Test {
 
   double hits() { return nearMetric(fleet_, "lb_hotkey_requests_total", "path", "near_hit"); }
 
+  // Until `key` is hot on c's worker (only hot keys use the near cache).
+  void warm(TcpClient& c, const std::string& key) {
+    ASSERT_TRUE(nearWarm(fleet_, [&] { return !get(c, key).empty(); }))
+        << key << " did not become hot";
+  }
+
   static std::string get(TcpClient& c, const std::string& key) {
     return nearMcExchange(c, "get " + key + "\r\n", "END\r\n");
   }
@@ -62,6 +68,8 @@ TEST_F(NearCacheMemcachedTest, HitsAreTheServersReplyByteForByte) {
   ASSERT_TRUE(direct.connect(fleet_.server(owner).port()));
   const std::string raw = get(direct, "near:b");
   ASSERT_EQ(raw, item("near:b", value, 42));
+  warm(c, "near:b");
+  warm(c, "near:absent");
   const double before = hits();
   EXPECT_EQ(get(c, "near:b"), raw);   // fills
   EXPECT_EQ(get(c, "near:b"), raw);   // a hit
@@ -79,6 +87,7 @@ TEST_F(NearCacheMemcachedTest, EveryWriteThroughLbIsSeenByTheNextGetOnAnyConnect
   for (auto& c : clients) ASSERT_TRUE(c.connect(fleet_.port()));
   TcpClient& w = clients[0];
   ASSERT_EQ(nearMcExchange(w, "set near:k 0 0 1\r\n0\r\n", "\r\n"), "STORED\r\n");
+  for (auto& c : clients) warm(c, "near:k");
   const double before = hits();
   struct Step {
     std::string request;   // sent by a client, its reply read up to "\r\n" (none for noreply)
@@ -123,6 +132,7 @@ TEST_F(NearCacheMemcachedTest, GatGoesToTheServerAndInvalidates) {
   TcpClient c;
   ASSERT_TRUE(c.connect(fleet_.port()));
   ASSERT_EQ(nearMcExchange(c, "set near:g 0 0 1\r\ng\r\n", "\r\n"), "STORED\r\n");
+  warm(c, "near:g");
   EXPECT_EQ(get(c, "near:g"), item("near:g", "g"));
   EXPECT_EQ(get(c, "near:g"), item("near:g", "g"));   // cached now
   EXPECT_EQ(nearMcExchange(c, "gat -1 near:g\r\n", "END\r\n"), item("near:g", "g"));
@@ -133,6 +143,7 @@ TEST_F(NearCacheMemcachedTest, GatGoesToTheServerAndInvalidates) {
 // memcached cannot tell lb about a write that did not come through it: the ttl bounds how
 // long lb may answer with the old value. Right after the direct set lb still has the old one
 // (the cache is in use), and within the ttl (plus a loop turn's slack) it has the new one.
+// A key that is not hot is not cached at all.
 TEST_F(NearCacheMemcachedTest, ASetStraightToTheBackendIsSeenWithinTheTtl) {
   TcpClient c;
   ASSERT_TRUE(c.connect(fleet_.port()));
@@ -141,6 +152,7 @@ TEST_F(NearCacheMemcachedTest, ASetStraightToTheBackendIsSeenWithinTheTtl) {
   ASSERT_GE(owner, 0);
   TcpClient direct;
   ASSERT_TRUE(direct.connect(fleet_.server(owner).port()));
+  warm(c, "near:d");
   // Let any entry filled before now expire, then fill afresh.
   const auto wait_until = std::chrono::steady_clock::now() + std::chrono::milliseconds(kTtlMs);
   while (std::chrono::steady_clock::now() < wait_until) std::this_thread::yield();
@@ -163,6 +175,17 @@ TEST_F(NearCacheMemcachedTest, ASetStraightToTheBackendIsSeenWithinTheTtl) {
   printf("[ near cache ] a direct set was seen through lb %lld ms after the fill (ttl %d ms)\n",
          static_cast<long long>(ms), kTtlMs);
   EXPECT_GT(nearMetric(fleet_, "lb_near_cache_invalidations_total", "reason", "ttl"), 0);
+
+  // A key read twice among hundreds of reads of near:d is not hot: never cached, so a direct
+  // set is seen at once.
+  ASSERT_EQ(nearMcExchange(c, "set near:cold 0 0 1\r\na\r\n", "\r\n"), "STORED\r\n");
+  const int cold_owner = ownerOf("near:cold");
+  ASSERT_GE(cold_owner, 0);
+  TcpClient cold_direct;
+  ASSERT_TRUE(cold_direct.connect(fleet_.server(cold_owner).port()));
+  ASSERT_EQ(get(c, "near:cold"), item("near:cold", "a"));
+  ASSERT_EQ(nearMcExchange(cold_direct, "set near:cold 0 0 1\r\nb\r\n", "\r\n"), "STORED\r\n");
+  EXPECT_EQ(get(c, "near:cold"), item("near:cold", "b"));
 }
 
 }  // namespace

@@ -24,6 +24,13 @@ class NearCacheRedisTest : public ::testing::Test {
 
   double hits() { return nearMetric(fleet_, "lb_hotkey_requests_total", "path", "near_hit"); }
 
+  // Until `key` is hot on c's worker (only hot keys use the near cache).
+  void warm(TcpClient& c, const std::string& key) {
+    ASSERT_TRUE(nearWarm(fleet_, [&] {
+      return !nearRespExchange(c, redisEncode({"GET", key})).empty();
+    })) << key << " did not become hot";
+  }
+
   // The key's bytes as its owner answers a GET on a direct connection (the one server that
   // has it; "" when none does).
   std::string directGet(const std::string& key) {
@@ -48,6 +55,8 @@ TEST_F(NearCacheRedisTest, HitsAreTheServersReplyByteForByte) {
   ASSERT_EQ(nearRespExchange(c, redisEncode({"SET", "near:bytes", value})), "+OK\r\n");
   const std::string direct = directGet("near:bytes");
   ASSERT_FALSE(direct.empty());
+  warm(c, "near:bytes");
+  warm(c, "near:none");
   const double before = hits();
   EXPECT_EQ(nearRespExchange(c, redisEncode({"GET", "near:bytes"})), direct);   // fills
   EXPECT_EQ(nearRespExchange(c, redisEncode({"GET", "near:bytes"})), direct);   // a hit
@@ -72,6 +81,7 @@ TEST_F(NearCacheRedisTest, AWriteThroughLbIsSeenByTheNextReadOnAnyConnection) {
   std::vector<TcpClient> clients(kClients);
   for (auto& c : clients) ASSERT_TRUE(c.connect(fleet_.port()));
   ASSERT_EQ(nearRespExchange(clients[0], redisEncode({"SET", "near:k", "0"})), "+OK\r\n");
+  for (auto& c : clients) warm(c, "near:k");
   const double before = hits();
   for (int round = 1; round <= 60; ++round) {
     for (auto& c : clients) ASSERT_FALSE(nearRespExchange(c, redisEncode({"GET", "near:k"})).empty());
@@ -124,14 +134,15 @@ TEST_F(NearCacheRedisTest, HammeredReadsNeverGoBehindAnAcknowledgedWrite) {
   std::atomic<long> broken{0};
   std::string first_stale;
   std::vector<std::thread> readers;
+  std::vector<TcpClient> conns(4);
+  for (auto& c : conns) {
+    ASSERT_TRUE(c.connect(fleet_.port()));
+    warm(c, "near:hammer");
+  }
   const double before = hits();
   for (int r = 0; r < 4; ++r)
     readers.emplace_back([&, r] {
-      TcpClient c;
-      if (!c.connect(fleet_.port())) {
-        ++broken;
-        return;
-      }
+      TcpClient& c = conns[static_cast<size_t>(r)];
       while (!stop.load()) {
         const long floor = acked.load();
         const std::string raw = nearRespExchange(c, redisEncode({"GET", "near:hammer"}));
