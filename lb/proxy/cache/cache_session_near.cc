@@ -6,6 +6,8 @@
 #include "lb/proxy/cache/cache_session.h"
 #include "lb/proxy/cache/cache_worker.h"
 #include "lb/proxy/cache/near_cache.h"
+#include "lb/proxy/cache/near_tracker.h"
+#include "lb/proxy/cache/server_connection.h"
 #include "lb/runtime/worker_env.h"
 
 namespace lb {
@@ -46,8 +48,36 @@ bool CacheSession::nearRead(CacheCommand* cmd, std::string_view key,
   return false;
 }
 
+// Before the read's bytes go to `host`: where its fill comes from, and, for a protocol with
+// a tracker, whether it may fill at all. With the tracker down nothing fills (a write that
+// bypasses lb would go unseen); a server connection not yet enabled in the tracker's epoch
+// sends the enable command first, in the same pipeline, so the server tracks this read.
 void CacheSession::nearSent(CacheCommand* cmd, uint32_t host) noexcept {
-  if (cmd->near_fill) cmd->near_source = table_->hosts[host]->id;
+  if (!cmd->near_fill) return;
+  ServerGroup* g = table_->hosts[host];
+  cmd->near_source = g->id;
+  NearTracker* t = g->tracker;
+  if (t == nullptr) return;   // memcached: the ttl is the bound
+  if (!t->up()) {
+    cmd->near_fill = false;
+    return;
+  }
+  ServerConnection* s = g->servers[slot_ % g->servers.size()];
+  if (s->trackingEpoch() == t->epoch()) return;
+  CacheFragment* f = cache_.newFragment();
+  if (f == nullptr) {
+    cmd->near_fill = false;
+    return;
+  }
+  ByteChain& out = s->open(static_cast<uint64_t>(listener_.config->timeouts.connect.count()));
+  out.append(t->enableCommand().data(), t->enableCommand().size());
+  f->command = nullptr;   // lb's own: its reply is dropped
+  f->reply_kind = t->enableReplyKind();
+  f->timeout_ms = static_cast<uint32_t>(listener_.config->timeouts.response.count());
+  f->sent_ns = uv_hrtime();
+  g->state->addLive();    // every queued fragment holds a unit; its reply gives it back
+  s->push(f);
+  s->setTrackingEpoch(t->epoch());
 }
 
 void CacheSession::nearBypass(uint64_t route_hash) noexcept {

@@ -4,6 +4,7 @@
 #include <exception>
 #include <new>
 
+#include "lb/proxy/cache/near_tracker.h"
 #include "lb/proxy/cache/server_connection.h"
 #include "lb/runtime/worker_env.h"
 
@@ -143,6 +144,11 @@ ServerTable* CacheWorker::holdTable(const Snapshot& snapshot, uint32_t cluster,
       scratch_.fragment_of_host.resize(c.backends.size(), -1);
     picks_.reserveHosts(c.backends.size());
     table->near = nearCacheOf(c);
+    if (table->near)
+      for (ServerGroup* g : table->hosts) {
+        if (g->tracker == nullptr) g->tracker = wire.newTracker(env_, *g);
+        if (g->tracker != nullptr) g->tracker->attach(table->near);
+      }
     table->sessions = 1;
     tables_.push_back(table.get());
     return table.release();
@@ -201,6 +207,10 @@ void CacheWorker::dropTable(size_t index) noexcept {
 }
 
 void CacheWorker::retireGroup(ServerGroup* g) noexcept {
+  if (g->tracker != nullptr) {
+    g->tracker->close();
+    g->tracker = nullptr;
+  }
   for (ServerConnection* s : g->servers)
     if (s != nullptr) s->retire();
 }
@@ -227,6 +237,11 @@ void CacheWorker::close() noexcept {
   // Copies: a server's close may free its group (serverGone) once its handles are closed,
   // which is later, in the loop's closing phase; the list itself does not change here.
   std::vector<ServerGroup*> groups = groups_;
+  for (ServerGroup* g : groups)
+    if (g->tracker != nullptr) {
+      g->tracker->close();
+      g->tracker = nullptr;
+    }
   for (ServerGroup* g : groups)
     for (ServerConnection* s : g->servers)
       if (s != nullptr) s->close();
