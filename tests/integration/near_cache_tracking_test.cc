@@ -13,10 +13,16 @@
 namespace lb::test {
 namespace {
 
+constexpr const char* kPassword = "near-s3cret";
+
+// With requirepass on every server and the cluster's password, so that the tracking
+// connection must AUTH before anything else (the data connections always did).
 class NearCacheTrackingTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    ASSERT_TRUE(fleet_.start("", "hot_keys = { near_cache = { items = 64, ttl = \"30s\" } }"))
+    fleet_.setServerArgs({"--requirepass", kPassword});
+    ASSERT_TRUE(fleet_.start("", std::string("password = \"") + kPassword +
+                                     "\"\nhot_keys = { near_cache = { items = 64, ttl = \"30s\" } }"))
         << fleet_.output();
   }
   void TearDown() override { EXPECT_EQ(fleet_.lb().process().stop(), 0) << fleet_.output(); }
@@ -31,10 +37,13 @@ class NearCacheTrackingTest : public ::testing::Test {
   static std::string bulk(const std::string& v) {
     return "$" + std::to_string(v.size()) + "\r\n" + v + "\r\n";
   }
+  static bool auth(TcpClient& c) {
+    return nearRespExchange(c, redisEncode({"AUTH", kPassword})) == "+OK\r\n";
+  }
   int ownerOf(const std::string& key) {
     for (int i = 0; i < fleet_.size(); ++i) {
       TcpClient c;
-      if (c.connect(fleet_.server(i).port()) && get(c, key) != "$-1\r\n") return i;
+      if (c.connect(fleet_.server(i).port()) && auth(c) && get(c, key) != "$-1\r\n") return i;
     }
     return -1;
   }
@@ -63,6 +72,7 @@ TEST_F(NearCacheTrackingTest, ASetStraightToTheBackendIsSeenWithin50ms) {
   ASSERT_GE(owner, 0);
   TcpClient direct;
   ASSERT_TRUE(direct.connect(fleet_.server(owner).port()));
+  ASSERT_TRUE(auth(direct));
   long long worst = 0;
   for (int round = 1; round <= 5; ++round) {
     ASSERT_TRUE(cachedVia(c, "near:t")) << "round " << round << ": never served from the cache";
@@ -96,6 +106,7 @@ TEST_F(NearCacheTrackingTest, KillingTheTrackingConnectionsFlushesTheBackendsEnt
   const double flushed = invalidations("flush");
   TcpClient direct;
   ASSERT_TRUE(direct.connect(fleet_.server(owner).port()));
+  ASSERT_TRUE(auth(direct));
   // The tracking connections are the backend's only pub/sub clients.
   const std::string killed = nearRespExchange(direct, redisEncode({"CLIENT", "KILL", "TYPE", "pubsub"}));
   ASSERT_EQ(killed.substr(0, 1), ":") << killed;
