@@ -42,7 +42,7 @@ class RedisWire final : public CacheWire {
     return n == 5 && memcmp(p, "+OK\r\n", 5) == 0;
   }
   NearTracker* newTracker(WorkerEnv& env, const ServerGroup& group) const override {
-    return new RedisTracker(env, group);
+    return new RedisTracker(env, group, redis::kOkReply);
   }
 };
 

@@ -4,7 +4,6 @@
 
 #include "lb/core/log.h"
 #include "lb/proxy/cache/near_cache.h"
-#include "lb/proxy/redis/redis_replies.h"
 #include "lb/proxy/redis/resp.h"
 #include "lb/runtime/worker_env.h"
 
@@ -45,8 +44,12 @@ struct RespCursor {
 
 }  // namespace
 
-RedisTracker::RedisTracker(WorkerEnv& env, const ServerGroup& group)
-    : env_(env), target_(group.target), password_(group.password), source_(group.id) {
+RedisTracker::RedisTracker(WorkerEnv& env, const ServerGroup& group, uint8_t ok_reply_kind)
+    : env_(env),
+      target_(group.target),
+      password_(group.password),
+      source_(group.id),
+      ok_reply_kind_(ok_reply_kind) {
   uv_timer_init(env_.loop(), &timer_);
   timer_.data = this;
   if (!password_.empty()) hello_ = "*2\r\n$4\r\nAUTH\r\n" + bulk(password_);
@@ -57,8 +60,6 @@ RedisTracker::RedisTracker(WorkerEnv& env, const ServerGroup& group)
 }
 
 RedisTracker::~RedisTracker() = default;
-
-uint8_t RedisTracker::enableReplyKind() const noexcept { return redis::kOkReply; }
 
 void RedisTracker::attach(const std::shared_ptr<NearCache>& cache) noexcept { cache_ = cache; }
 

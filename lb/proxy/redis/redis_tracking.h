@@ -33,7 +33,9 @@ namespace lb {
 
 class RedisTracker final : public NearTracker, private UpstreamOwner {
  public:
-  RedisTracker(WorkerEnv& env, const ServerGroup& group);
+  // `ok_reply_kind`: the framing hint of a +OK reply (redis::kOkReply, from the wire that
+  // makes trackers: redis_replies.h includes this file, not the other way round).
+  RedisTracker(WorkerEnv& env, const ServerGroup& group, uint8_t ok_reply_kind);
   RedisTracker(const RedisTracker&) = delete;
   RedisTracker& operator=(const RedisTracker&) = delete;
 
@@ -41,7 +43,7 @@ class RedisTracker final : public NearTracker, private UpstreamOwner {
   bool up() const noexcept override { return state_ == State::kUp; }
   uint32_t epoch() const noexcept override { return epoch_; }
   std::string_view enableCommand() const noexcept override { return enable_; }
-  uint8_t enableReplyKind() const noexcept override;
+  uint8_t enableReplyKind() const noexcept override { return ok_reply_kind_; }
   void close() noexcept override;
 
  private:
@@ -65,6 +67,7 @@ class RedisTracker final : public NearTracker, private UpstreamOwner {
   BackendSnapshot target_;
   std::string password_;
   uint32_t source_;                  // the group's id: its entries' source
+  uint8_t ok_reply_kind_;
   std::weak_ptr<NearCache> cache_;
   State state_ = State::kConnecting;
   UpstreamConn* conn_ = nullptr;
