@@ -144,9 +144,13 @@ bool CacheSession::pickHost(std::string_view key, uint32_t* host) noexcept {
   return pickHashed(countKey(key), host);
 }
 
+uint64_t CacheSession::routeHash(std::string_view key) const noexcept {
+  return hashKeyBytes(cluster_.selector->key_hash,
+                      keyWithinHashTag(key, listener_.config->hash_tag));
+}
+
 uint64_t CacheSession::countKey(std::string_view key) noexcept {
-  const uint64_t hash = hashKeyBytes(cluster_.selector->key_hash,
-                                     keyWithinHashTag(key, listener_.config->hash_tag));
+  const uint64_t hash = routeHash(key);
   // Counted on the hash that routes it (with a hash_tag, every key of one tag is one entry,
   // shown by the first of its keys the summary tracked): what loads one backend. A read the
   // near cache answers is counted too, or a key would stop being hot by being cached.

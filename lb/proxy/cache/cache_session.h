@@ -153,6 +153,8 @@ class CacheSession : public Session,
   // The same in two steps, for a read the near cache may answer without a backend: the
   // hash that routes `key` (counted for hot-key detection), then the pick by it.
   uint64_t countKey(std::string_view key) noexcept;
+  // The hash that routes `key`, not counted (for a key pickHost counts elsewhere).
+  uint64_t routeHash(std::string_view key) const noexcept;
   bool pickHashed(uint64_t route_hash, uint32_t* host) noexcept;
 
   // --- For parse(): the near cache (near_cache.h; cache_session_near.cc) ----------------

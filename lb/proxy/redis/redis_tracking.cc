@@ -83,7 +83,7 @@ void RedisTracker::onUpstreamConnect(int status) noexcept {
 }
 
 void RedisTracker::onUpstreamWrite(int status) noexcept {
-  if (status < 0 && state_ != State::kClosed) down("write failed");
+  if (status < 0 && (state_ == State::kConnecting || state_ == State::kUp)) down("write failed");
 }
 
 void RedisTracker::onUpstreamAlloc(uv_buf_t* buf) noexcept {
