@@ -157,6 +157,23 @@ TEST(ConfigHotKeysTest, NearCacheDefaultsAndOff) {
   EXPECT_FALSE(off.value().clusters.at(0).hot_keys.near_cache.has_value());
 }
 
+// The near cache answers redis and memcached reads: on a cluster an HTTP listener uses it
+// would do nothing, so it is refused there and accepted behind a redis listener.
+TEST(ConfigHotKeysTest, NearCacheOnlyBehindCacheListeners) {
+  const std::string cluster =
+      "[clusters.cache]\nhot_keys = { near_cache = { items = 8 } }\n"
+      "backends = [ { name = \"a\", address = \"127.0.0.1:9001\" } ]\n";
+  EXPECT_EQ(hotKeysErrorsOf("[listeners.web]\nlisten = \"127.0.0.1:8080\"\ncluster = \"cache\"\n" +
+                            cluster),
+            std::vector<std::string>{
+                "lb.toml:5:27: clusters.cache.hot_keys.near_cache: the near cache serves redis "
+                "and memcached reads only, and listener 'web' (http) sends this cluster its "
+                "requests; remove it or give that listener a cluster of its own"});
+  EXPECT_EQ(hotKeysErrorsOf("[listeners.kv]\nlisten = \"127.0.0.1:6380\"\nprotocol = \"redis\"\n"
+                            "cluster = \"cache\"\n" + cluster),
+            std::vector<std::string>{});
+}
+
 // Every problem of the table at once, in file order, as with every other table.
 TEST(ConfigHotKeysTest, ReportsEveryProblemAtOnce) {
   EXPECT_EQ(hotKeysErrorsOf(clusterWith(
