@@ -1,5 +1,6 @@
 #include "lb/admin/hotkeys_route.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
 
@@ -43,7 +44,23 @@ void appendKey(std::string& o, const ClusterSnapshot& c, const HotKey& k) {
   else
     o += "null";
   o += ",\"serving\":[";
-  if (routable) appendJsonString(o, c.backends[c.table->pick(k.hash, 0)].config->name);
+  if (routable) {
+    // A hot key's GETs and HEADs go to any of its first hot_keys.spread usable hosts
+    // (plugins/selectors/hot_spread.h picks among the same ones); else to its owner alone.
+    const uint32_t n = c.table->hostCount();
+    const uint32_t spread = k.hot ? std::min(c.config->hot_keys.spread, kMaxSpread) : 0;
+    if (spread >= 2) {
+      uint32_t listed = 0;
+      for (uint32_t a = 0; a < n && listed < spread; ++a) {
+        const uint32_t h = c.table->pick(k.hash, a);
+        if (c.loads && !c.loads->usable(h)) continue;
+        if (listed++ > 0) o += ',';
+        appendJsonString(o, c.backends[h].config->name);
+      }
+    } else {
+      appendJsonString(o, c.backends[c.table->pick(k.hash, 0)].config->name);
+    }
+  }
   o += "],\"hot_since\":";
   if (k.hot && k.hot_since_ms > 0)
     appendRfc3339(o, static_cast<double>(k.hot_since_ms) / 1000.0);

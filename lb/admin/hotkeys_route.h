@@ -10,8 +10,9 @@
 // keys: the tracked keys worth showing, highest rate first, hot or not ("hot" says which);
 // "key" is the first kHotKeyDisplayBytes (200) bytes lb saw, JSON-escaped (bytes that are not
 // UTF-8 as U+FFFD). "owner" is the table's pick for the hash at attempt 0 (null when the
-// cluster has no backend); "serving" is the owner alone for now: with bounded loads the
-// key's spill-over hosts are not recorded per key. Without ?cluster: {"clusters": [one such
+// cluster has no backend); "serving" is, for a hot key of a cluster with hot_keys.spread,
+// the first `spread` usable hosts of its order (where its GETs and HEADs go), else the owner
+// alone: with bounded loads the key's spill-over hosts are not recorded per key. Without ?cluster: {"clusters": [one such
 // object per cluster]}. An unknown cluster: 404 {"error": ..., "clusters": [known names]}.
 //
 // Main thread only: the trackers are the main thread's (the admin server runs on its loop).

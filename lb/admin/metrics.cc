@@ -202,12 +202,13 @@ std::vector<MetricFamily> collectSnapshotMetrics(const Snapshot& snap) {
                                        "Times a key entered the cluster's hot set.",
                                        MetricType::Counter, nc);
   // The near cache (hot_keys.near_cache), for the clusters that have one.
-  MetricFamily hot_requests = family("lb_hotkey_requests_total",
-                                     "Hot-key commands by what lb did with them: near_hit "
-                                     "(answered from the near cache), near_miss (sent to the "
-                                     "backend, its reply filling the cache), bypass (a hot "
-                                     "key's command the near cache cannot serve).",
-                                     MetricType::Counter, nc * 3);
+  MetricFamily hot_requests = family(
+      "lb_hotkey_requests_total",
+      "Requests for a hot key, by what became of them: spread (an HTTP GET or HEAD sent to the "
+      "least loaded of the key's first hot_keys.spread hosts), near_hit (a redis or memcached "
+      "read answered from the near cache), near_miss (sent to the backend, its reply filling "
+      "the cache), bypass (a hot key's command the near cache cannot serve).",
+      MetricType::Counter, nc * (kHotKeyPaths + 3));
   MetricFamily near_items = family("lb_near_cache_items",
                                    "Items in the cluster's near caches (all workers).",
                                    MetricType::Gauge, nc);
@@ -304,6 +305,10 @@ std::vector<MetricFamily> collectSnapshotMetrics(const Snapshot& snap) {
         addGauge(hot_share, {{"cluster", cluster}, {"rank", std::to_string(r + 1)}},
                  r < set.keys.size() ? set.keys[r].share : 0.0);
       addCounter(hot_detections, {{"cluster", cluster}}, static_cast<double>(t.detections()));
+      // Workers' single-writer slots, summed here; only where a path can be taken.
+      if (c.config->hot_keys.spread > 0)
+        addCounter(hot_requests, {{"cluster", cluster}, {"path", "spread"}},
+                   static_cast<double>(c.state->hot_keys.pathCount(HotKeyPath::kSpread)));
     }
     if (c.state && c.config->hot_keys.near_cache) {
       // Each worker's single-writer counters, summed.

@@ -93,6 +93,18 @@ void Memberships::startSource(const std::string& cluster, const MembershipConfig
   hooks.build = [this, cluster](const MembershipUpdate& u) { onBuild(cluster, u); };
   hooks.changed = [this, cluster] { onChanged(cluster); };
   hooks.confirmed = [this, cluster](int64_t revision) { onConfirmed(cluster, revision); };
+  hooks.older = [this, cluster](int64_t revision, int64_t newest) {
+    auto it = entries_.find(cluster);
+    if (it == entries_.end() || stopped_) return;
+    // Counted and shown as a rejection, so the alert on rejected updates fires: every
+    // instance keeps the newer table, and no instance may move to the restored one by
+    // itself (half the fleet would). A restart of lb takes what etcd holds then.
+    reject(*it->second, revision,
+           "older than revision " + std::to_string(newest) +
+               " already seen: etcd was restored from an older backup or rebuilt; the table "
+               "served stays (restart lb to serve what etcd holds now)",
+           /*tell_source=*/false);
+  };
   std::string error;
   e->source = MembershipSource::start(loop_, cluster, config, served, std::move(hooks), &error);
   if (e->source == nullptr)

@@ -134,6 +134,9 @@ struct NearCacheConfig {
 struct HotKeysConfig {
   double threshold = 0.02;            // a key's share of the cluster's requests to become hot
   Duration hold{10000};               // how long it stays hot after falling below
+  // HTTP GET and HEAD of a hot key go to the least loaded of the first `spread` distinct
+  // hosts of its preference order; 0 = off (every request keeps the owner), else 2..16.
+  uint32_t spread = 0;
   std::optional<NearCacheConfig> near_cache;   // absent: off
   SourcePos pos;
 };

@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <string>
 
+#include "plugins/selectors/hot_spread.h"
+
 namespace lb {
 
 namespace {
@@ -42,11 +44,27 @@ void readThreshold(TableWalker& w, HotKeysConfig* h) {
   h->threshold = v;
 }
 
-// Written, but not built yet (issue 22): an error naming the key and what to do.
-void refuseLater(TableWalker& w, std::string_view key, const char* what) {
-  if (w.get(key) == nullptr) return;
-  w.errorAt(key, std::string("is not supported yet (") + what + " is planned, not built): "
-                 "remove it; hot keys are still detected and shown in /hotkeys");
+// spread: 0 (off) or 2..kMaxSpread hosts. 1 is refused rather than read as off: "spread
+// over one host" is the owner alone, and an operator who wrote it meant something else.
+// kMaxSpread (16) is the pick's own bound (plugins/selectors/hot_spread.h): beyond 16
+// copies of one key a fleet is better served by a lower threshold or a near cache.
+void readSpread(TableWalker& w, HotKeysConfig* h) {
+  const toml::node* n = w.get("spread");
+  if (n == nullptr) return;
+  if (!n->is_integer()) {
+    w.errorAt("spread", "must be an integer, 0 (off) or 2 to " + std::to_string(kMaxSpread) +
+                            " (hosts a hot key's GET and HEAD requests spread over), got " +
+                            typeName(*n));
+    return;
+  }
+  const int64_t v = n->as_integer()->get();
+  if (v != 0 && (v < 2 || v > int64_t{kMaxSpread})) {
+    w.errorAt("spread", "must be 0 (off) or 2 to " + std::to_string(kMaxSpread) +
+                            " (hosts a hot key's GET and HEAD requests spread over), got " +
+                            std::to_string(v));
+    return;
+  }
+  h->spread = static_cast<uint32_t>(v);
 }
 
 // near_cache.items: one worker's entries. A few are enough (Fan et al., "Small cache, big
@@ -123,7 +141,7 @@ void readHotKeys(WalkContext& ctx, const toml::table& table, const std::string& 
   h->pos = w.pos();
   readThreshold(w, h);
   w.duration("hold", kMinHold, &h->hold);
-  refuseLater(w, "spread", "spreading a hot key over several hosts");
+  readSpread(w, h);
   if (const toml::table* nt = w.subtable("near_cache")) {
     NearCacheConfig c;
     readNearCache(ctx, *nt, path + ".near_cache", &c);

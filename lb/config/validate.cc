@@ -142,6 +142,26 @@ void checkSelector(const ClusterConfig& c, const std::string& path, WalkContext&
   }
 }
 
+// hot_keys.spread acts on HTTP GET and HEAD only: on a cluster that only non-HTTP listeners
+// serve it would be silently ignored (a TCP connection has no method that says it only
+// reads; redis and memcached hot keys are for the near cache). A cluster no listener serves
+// yet may be given one by a reload, so it is left alone.
+void checkSpread(const Config& config, const ClusterConfig& c, const std::string& path,
+                 WalkContext& ctx) {
+  if (c.hot_keys.spread == 0) return;
+  std::string served_by;
+  for (const auto& l : config.listeners) {
+    if (l.cluster != c.name) continue;
+    if (l.protocol == Protocol::kHttp) return;
+    if (served_by.empty()) served_by = l.name + "' has protocol = \"" + protocolName(l.protocol);
+  }
+  if (served_by.empty()) return;
+  const std::string sp = path + ".hot_keys.spread";
+  ctx.error(ctx.positionOf(sp), sp,
+            "applies only to HTTP listeners (GET and HEAD of a hot key), and no listener of "
+            "this cluster is one (listener '" + served_by + "\")");
+}
+
 // path and expect say what an HTTP check sends and accepts; on another type they would be
 // silently ignored.
 void checkHealth(const ClusterConfig& c, const std::string& path, WalkContext& ctx) {
@@ -220,6 +240,7 @@ void validateConfig(const Config& config, WalkContext& ctx) {
       checkBackendList(c, c.backends, {path + ".backends", path}, ctx);
     checkSelector(c, path, ctx);
     checkHealth(c, path, ctx);
+    checkSpread(config, c, path, ctx);
   }
 }
 

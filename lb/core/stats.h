@@ -124,7 +124,7 @@ inline const char* connectFailureLabel(BackendFailure f) noexcept {
 
 struct alignas(64) BackendWorkerStats {
   std::array<StatCounter, kCodeClasses> requests;     // by code class
-  std::array<StatCounter, 4> picks;                   // by PickReason
+  std::array<StatCounter, 5> picks;                   // by PickReason (kPickReasonCount)
   StatCounter bytes_rx;                               // from the backend
   StatCounter bytes_tx;                               // to the backend
   std::array<StatCounter, kLatencyBuckets.size()> latency_le;  // non-cumulative counts

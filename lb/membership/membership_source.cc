@@ -215,6 +215,10 @@ void MembershipSource::onReconcile(uv_timer_t* t) {
 void MembershipSource::offer(MembershipUpdate u) {
   const int64_t revision = u.revision;
   if (!plan_.offer(std::move(u))) {
+    if (revision < plan_.newest() && hooks_.older) {
+      hooks_.older(revision, plan_.newest());
+      return;
+    }
     LB_DEBUG("membership: cluster %s: revision %lld is not newer than %lld: ignored",
              cluster_.c_str(), static_cast<long long>(revision),
              static_cast<long long>(plan_.newest()));

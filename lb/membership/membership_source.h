@@ -69,6 +69,10 @@ class MembershipSource {
     // etcd holds the revision served now (a start on the state file, then etcd answers with
     // the same revision): nothing to build, but it now comes from etcd. May be empty.
     std::function<void(int64_t revision)> confirmed;
+    // etcd answered with a revision older than the newest one seen (`newest`): revisions
+    // never go back in one etcd cluster, so it was restored from a backup or rebuilt. The
+    // update is not judged; the owner tells the operator. May be empty.
+    std::function<void(int64_t revision, int64_t newest)> older;
   };
 
   // Starts at once (a Range). `served` is the revision the cluster serves now (0: none).

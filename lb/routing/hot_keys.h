@@ -50,6 +50,11 @@ class HotKeyTracker {
 
   // One window: `merged` holds every worker's counts for the last `window_s` seconds,
   // ending at wall-clock `now_ms` (unix ms). Updates the smoothed rates and the hot set.
+  // Rates decay with a half-life of one second (new = 0.5 old + 0.5 window at 1 s windows);
+  // the cluster's total decays alike, so a share is exact from the first window. A key the
+  // window did not track counts 0 in it, and once it is not hot and its rate is below the
+  // floor, 1e-4 of the total or 0.001/s, it is forgotten. `hold` runs from the end of the
+  // first window that found a hot key below the threshold. A window of 0 s changes nothing.
   void observe(const SpaceSaving& merged, double window_s, int64_t now_ms);
 
   const HotSet& hotSet() const noexcept { return set_; }

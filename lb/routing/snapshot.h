@@ -21,6 +21,7 @@
 #include "plugins/key.h"
 #include "plugins/selector.h"
 #include "plugins/selectors/bounded_load.h"
+#include "plugins/selectors/hot_spread.h"
 
 namespace lb {
 
@@ -85,6 +86,15 @@ struct ClusterSnapshot {
             Reserve reserve = Reserve::kNo) const noexcept {
     return bounded ? bounded->pick(*table, hash, *loads, from_attempt, reserve)
                    : pickUsable(*table, hash, *loads, from_attempt);
+  }
+
+  // Loop thread of worker `worker`; the request path. How many hosts a request for the key
+  // hashing to `hash` may spread over: hot_keys.spread while the key is in the hot set this
+  // worker adopted (HotKeyState::isHot), else 0 (it keeps its owner). Whether the request
+  // is one that may spread (HTTP GET, HEAD) is the caller's to say.
+  uint32_t spreadFor(unsigned worker, uint64_t hash) const noexcept {
+    const uint32_t r = config->hot_keys.spread;
+    return r >= 2 && state && state->hot_keys.isHot(worker, hash) ? r : 0;
   }
 
   // Loop thread of worker `worker`; the request path. Counts one key for hot-key detection

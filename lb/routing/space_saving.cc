@@ -54,11 +54,17 @@ struct SummaryState {
     uint16_t counter;   // kNoCounter: empty
   };
 
-  std::array<HotKeyCounter, kCap> counters;   // [0, size) in use
-  // A binary min-heap of counter numbers on count; pos[c] is counter c's place in it, so an
+  // A binary min-heap of the counters on count; pos[c] is counter c's place in it, so an
   // incremented counter sinks from where it is. A heavy key sinks to a leaf and stays there,
-  // where an increment costs one comparison.
-  std::array<uint8_t, kCap> heap;
+  // where an increment costs one comparison. Each node carries a copy of its counter's count,
+  // so that sifting reads 2 KiB of nodes rather than the counters' 29 KiB of key bytes.
+  struct HeapNode {
+    uint64_t count;
+    uint8_t counter;
+  };
+
+  std::array<HotKeyCounter, kCap> counters;   // [0, size) in use
+  std::array<HeapNode, kCap> heap;
   std::array<uint8_t, kCap> pos;
   std::array<IndexSlot, kIndexSlots> index;
   std::array<uint64_t, kFilterCells> filter;
@@ -72,33 +78,33 @@ struct SummaryState {
     filter.fill(0);
   }
 
-  uint64_t countAt(size_t heap_pos) const noexcept { return counters[heap[heap_pos]].count; }
-
-  void place(size_t heap_pos, uint8_t counter) noexcept {
-    heap[heap_pos] = counter;
-    pos[counter] = static_cast<uint8_t>(heap_pos);
+  void place(size_t heap_pos, HeapNode node) noexcept {
+    heap[heap_pos] = node;
+    pos[node.counter] = static_cast<uint8_t>(heap_pos);
   }
 
-  void siftDown(size_t i) noexcept {
-    const uint8_t moving = heap[i];
-    const uint64_t count = counters[moving].count;
+  // Counter c's count has grown to counters[c].count: sink it to where it belongs.
+  void grew(uint8_t c) noexcept {
+    size_t i = pos[c];
+    const HeapNode moving{counters[c].count, c};
     for (;;) {
       size_t child = 2 * i + 1;
       if (child >= size) break;
-      if (child + 1 < size && countAt(child + 1) < countAt(child)) ++child;
-      if (countAt(child) >= count) break;
+      if (child + 1 < size && heap[child + 1].count < heap[child].count) ++child;
+      if (heap[child].count >= moving.count) break;
       place(i, heap[child]);
       i = child;
     }
     place(i, moving);
   }
 
-  void siftUp(size_t i) noexcept {
-    const uint8_t moving = heap[i];
-    const uint64_t count = counters[moving].count;
+  // Counter c, new at the heap's end: rise to where it belongs.
+  void pushed(uint8_t c) noexcept {
+    size_t i = size - 1;
+    const HeapNode moving{counters[c].count, c};
     while (i > 0) {
       const size_t parent = (i - 1) / 2;
-      if (countAt(parent) <= count) break;
+      if (heap[parent].count <= moving.count) break;
       place(i, heap[parent]);
       i = parent;
     }
@@ -106,8 +112,8 @@ struct SummaryState {
   }
 
   void heapify() noexcept {
-    for (size_t i = 0; i < size; ++i) pos[heap[i]] = static_cast<uint8_t>(i);
-    for (size_t i = size / 2; i-- > 0;) siftDown(i);
+    for (size_t i = 0; i < size; ++i) place(i, {counters[i].count, static_cast<uint8_t>(i)});
+    for (size_t i = size / 2; i-- > 0;) grew(heap[i].counter);
   }
 
   // The counter tracking `hash`, or kNoCounter. The index is at most half full, so the probe
@@ -191,7 +197,7 @@ void SpaceSaving::add(uint64_t hash, std::string_view key) noexcept {
     HotKeyCounter& c = s.counters[found];
     ++c.count;
     if (c.key_len == 0 && !key.empty()) copyKey(c, key);
-    s.siftDown(s.pos[found]);
+    s.grew(static_cast<uint8_t>(found));
     return;
   }
   uint64_t& cell = s.filter[filterCell(hash)];
@@ -203,16 +209,15 @@ void SpaceSaving::add(uint64_t hash, std::string_view key) noexcept {
     c.error = cell;
     copyKey(c, key);
     s.indexInsert(hash, slot);
-    s.place(s.size - 1, slot);
-    s.siftUp(s.size - 1);
+    s.pushed(slot);
     return;
   }
-  const uint8_t slot = s.heap[0];
-  HotKeyCounter& c = s.counters[slot];
-  if (cell + 1 <= c.count) {
+  if (cell + 1 <= s.heap[0].count) {
     ++cell;
     return;
   }
+  const uint8_t slot = s.heap[0].counter;
+  HotKeyCounter& c = s.counters[slot];
   uint64_t& evicted_cell = s.filter[filterCell(c.hash)];
   evicted_cell = std::max(evicted_cell, c.count);
   s.indexErase(c.hash);
@@ -221,14 +226,14 @@ void SpaceSaving::add(uint64_t hash, std::string_view key) noexcept {
   c.count = cell + 1;
   copyKey(c, key);
   s.indexInsert(hash, slot);
-  s.siftDown(0);
+  s.grew(slot);
 }
 
 uint64_t SpaceSaving::total() const noexcept { return impl_->state.total; }
 
 uint64_t SpaceSaving::floor() const noexcept {
   const SummaryState& s = impl_->state;
-  return s.size < kCap ? 0 : s.countAt(0);
+  return s.size < kCap ? 0 : s.heap[0].count;
 }
 
 std::span<const HotKeyCounter> SpaceSaving::counters() const noexcept {
@@ -257,6 +262,7 @@ void SpaceSaving::merge(const SpaceSaving& other) noexcept {
     for (size_t i = 0; i < a.size; ++i) {
       a.counters[i].count *= 2;
       a.counters[i].error *= 2;
+      a.heap[i].count *= 2;   // every count doubles: the heap's order holds
     }
     for (auto& cell : a.filter) cell *= 2;
     a.total *= 2;
@@ -306,7 +312,6 @@ void SpaceSaving::merge(const SpaceSaving& other) noexcept {
   std::copy_n(out.begin(), kept, a.counters.begin());
   a.size = kept;
   a.total += b.total;
-  for (size_t i = 0; i < kept; ++i) a.heap[i] = static_cast<uint8_t>(i);
   a.heapify();
   a.rebuildIndex();
 }

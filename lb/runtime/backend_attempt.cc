@@ -1,10 +1,14 @@
 #include "lb/runtime/backend_attempt.h"
 
 #include <atomic>
+#include <tuple>
 
 #include "lb/runtime/worker_env.h"
 
 namespace lb {
+
+// Every reason a pick can have has its counter in each worker's slot.
+static_assert(std::tuple_size_v<decltype(BackendWorkerStats::picks)> == kPickReasonCount);
 
 namespace {
 // The cluster's loads as one command's pick sees them: a host the command already holds a
@@ -124,6 +128,7 @@ void BackendAttempt::start(WorkerEnv& env, const ListenerSnapshot& listener,
   env_ = &env;
   listener_ = &listener;
   cluster_ = &cluster;
+  spread_ = 0;
   in_rotation_ = false;
   backend_ = nullptr;
   stats_ = nullptr;
@@ -131,9 +136,11 @@ void BackendAttempt::start(WorkerEnv& env, const ListenerSnapshot& listener,
 }
 
 void BackendAttempt::begin(WorkerEnv& env, const ListenerSnapshot& listener,
-                           const ClusterSnapshot& cluster, uint64_t hash) noexcept {
+                           const ClusterSnapshot& cluster, uint64_t hash,
+                           uint32_t spread) noexcept {
   start(env, listener, cluster);
   hash_ = hash;
+  spread_ = spread;
 }
 
 void BackendAttempt::beginKeyless(WorkerEnv& env, const ListenerSnapshot& listener,
@@ -158,6 +165,18 @@ bool BackendAttempt::pickFirst() noexcept {
   release();
   retries_used_ = 0;
   if (cluster_->backends.empty()) return false;
+  if (spread_ >= 2) {
+    Pick p;
+    const BoundedLoad* bounded = cluster_->bounded ? &*cluster_->bounded : nullptr;
+    if (pickSpread(*cluster_->table, hash_, *cluster_->loads, spread_, bounded, Reserve::kYes,
+                   &p)) {
+      take(p);
+      if (cluster_->state)
+        cluster_->state->hot_keys.countPath(env_->index(), HotKeyPath::kSpread);
+      return true;
+    }
+    // Every host of the key's spread set is at its cap (or down): the ordinary pick below.
+  }
   const Pick p = walk(0);
   if (!cluster_->loads->usable(p.host)) return false;   // the fallback: every host is down
   take(p);

@@ -5,7 +5,9 @@
 //   begin(key) or beginKeyless()          a new request (HTTP) or connection (TCP)
 //   pickFirst()                           the key's host: bounded loads or the health-aware
 //                                         preference walk (ClusterSnapshot::pick); keyless
-//                                         round_robin: the worker's rotation in table order
+//                                         round_robin: the worker's rotation in table order;
+//                                         a hot key's spread: the least loaded of its first
+//                                         hosts (begin's `spread`)
 //   connect(owner, pooling)               an idle pooled connection, or a new one whose
 //                                         connect is bounded by the listener's timeouts.connect
 //   ... the attempt fails (refused, timed out, reset before any answer):
@@ -98,8 +100,13 @@ class BackendAttempt {
   // Loop thread. Starts a walk for a request or connection whose key hashes to `hash`. A live
   // unit still held from the previous walk is given back first. `env`, `listener` and
   // `cluster` must outlive the walk (the session holds their snapshot).
+  // `spread` >= 2 (ClusterSnapshot::spreadFor: a hot key, on a request that may spread):
+  // the first pick is the least loaded of the key's first `spread` usable hosts
+  // (plugins/selectors/hot_spread.h; counted reason kSpread and lb_hotkey_requests_total
+  // path "spread"), or the ordinary pick when each of them is at its cap; a retry
+  // (pickNext) walks on from the spread pick's position in the same order.
   void begin(WorkerEnv& env, const ListenerSnapshot& listener, const ClusterSnapshot& cluster,
-             uint64_t hash) noexcept;
+             uint64_t hash, uint32_t spread = 0) noexcept;
   // Loop thread. The same for one without a key, by the listener's on_missing_key: "random"
   // walks from a random hash (per-worker xorshift), "round_robin" from the worker's next host
   // in the cluster's rotation (lb/routing/rotation.h). "reject" is the session's to answer
@@ -156,6 +163,7 @@ class BackendAttempt {
   const ListenerSnapshot* listener_ = nullptr;
   const ClusterSnapshot* cluster_ = nullptr;
   uint64_t hash_ = 0;
+  uint32_t spread_ = 0;        // hosts the first pick may spread over (0: it does not)
   bool in_rotation_ = false;   // keyless round_robin: positions count from rotation_start_
   uint32_t rotation_start_ = 0;
   Pick pick_{0, 0, PickReason::kOwner};

@@ -26,6 +26,7 @@ const char* pickReasonName(PickReason r) noexcept {
     case PickReason::kBounded: return "bounded";
     case PickReason::kFailover: return "failover";
     case PickReason::kFallback: return "fallback";
+    case PickReason::kSpread: return "spread";
   }
   return "owner";
 }

@@ -27,8 +27,10 @@ class LoadView {
 };
 
 // Why a host was picked; the label of lb_backend_picks_total.
-enum class PickReason : uint8_t { kOwner, kBounded, kFailover, kFallback };
-inline constexpr int kPickReasonCount = 4;
+// kSpread: a hot key's HTTP GET or HEAD, sent to the least loaded of the first
+// hot_keys.spread hosts of its order (plugins/selectors/hot_spread.h), the owner included.
+enum class PickReason : uint8_t { kOwner, kBounded, kFailover, kFallback, kSpread };
+inline constexpr int kPickReasonCount = 5;
 const char* pickReasonName(PickReason r) noexcept;
 
 struct Pick {

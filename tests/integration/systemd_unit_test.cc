@@ -114,6 +114,19 @@ TEST_F(SystemdUnitTest, NotifyTypeHupReloadNonRootUserAndFdsFor100kConnections) 
   EXPECT_GE(nofile, 2 * 100000 + 1024);
 }
 
+// Under ProtectSystem=strict and a dynamic user, an etcd-fed cluster's membership.state_file
+// can only live in a directory systemd hands lb; without one the restart-without-etcd path
+// (docs/operations.md, "Running a fleet") had nowhere to write.
+TEST_F(SystemdUnitTest, StateDirectoryGivesTheMembershipStateFileAPlaceThatSurvives) {
+  bool state = false, logs = false;
+  for (const auto& [key, value] : directives(unit_)) {
+    state = state || (key == "StateDirectory" && value == "lb");
+    logs = logs || (key == "LogsDirectory" && value == "lb");
+  }
+  EXPECT_TRUE(state) << "StateDirectory=lb: /var/lib/lb for membership state files";
+  EXPECT_TRUE(logs) << "LogsDirectory=lb: /var/log/lb for the access log";
+}
+
 TEST_F(SystemdUnitTest, HardeningKeepsSystemdAnalyzeSecurityExposureLow) {
   if (!onPath("systemd-analyze")) GTEST_SKIP() << "systemd-analyze is not installed";
   auto r = runCommand({"systemd-analyze", "security", "--offline=yes", "--no-pager", copy_},

@@ -58,6 +58,42 @@ TEST(ConfigHotKeysTest, DefaultsWithoutTheTableOrWithAnEmptyOne) {
   }
 }
 
+// spread: off unless written; 0 is off written out; 2 and 16 are its ends.
+TEST(ConfigHotKeysTest, ReadsSpreadOffByDefault) {
+  const std::pair<const char*, uint32_t> cases[] = {
+      {"", 0},
+      {"hot_keys = { threshold = 0.05 }", 0},
+      {"hot_keys = { spread = 0 }", 0},
+      {"hot_keys = { spread = 2 }", 2},
+      {"hot_keys = { threshold = 0.02, hold = \"10s\", spread = 3 }", 3},
+      {"hot_keys = { spread = 16 }", 16},
+  };
+  for (const auto& [line, want] : cases) {
+    auto r = loadConfigString(clusterWith(line), "lb.toml");
+    ASSERT_TRUE(r.ok()) << line << ": " << r.errors().front().format();
+    EXPECT_EQ(r.value().clusters.at(0).hot_keys.spread, want) << line;
+  }
+}
+
+// spread acts on HTTP only: a cluster that only a redis listener serves refuses it; one an
+// HTTP listener serves too, or none yet, takes it.
+TEST(ConfigHotKeysTest, SpreadNeedsAnHttpListener) {
+  const std::string cluster =
+      "[clusters.cache]\nhot_keys = { spread = 3 }\n"
+      "backends = [ { name = \"a\", address = \"127.0.0.1:9001\" } ]\n";
+  const std::string redis =
+      "[listeners.r]\nlisten = \"127.0.0.1:6380\"\nprotocol = \"redis\"\ncluster = "
+      "\"cache\"\n";
+  const std::string http = "[listeners.h]\nlisten = \"127.0.0.1:8080\"\ncluster = \"cache\"\n";
+  EXPECT_EQ(hotKeysErrorsOf(cluster + redis),
+            std::vector<std::string>{
+                "lb.toml:2:23: clusters.cache.hot_keys.spread: applies only to HTTP listeners "
+                "(GET and HEAD of a hot key), and no listener of this cluster is one (listener "
+                "'r' has protocol = \"redis\")"});
+  EXPECT_EQ(hotKeysErrorsOf(cluster + redis + http), std::vector<std::string>{});
+  EXPECT_EQ(hotKeysErrorsOf(cluster), std::vector<std::string>{});
+}
+
 struct HotKeysMistake {
   const char* name;
   const char* table;   // the text after "hot_keys = "
@@ -91,10 +127,21 @@ const HotKeysMistake kHotKeysMistakes[] = {
     {"HoldANumber", "{ hold = 10 }",
      "lb.toml:2:21: clusters.cache.hot_keys.hold: must be a duration string such as \"2s\", "
      "got integer"},
-    {"SpreadNotBuilt", "{ threshold = 0.02, spread = 3 }",
-     "lb.toml:2:41: clusters.cache.hot_keys.spread: is not supported yet (spreading a hot key "
-     "over several hosts is planned, not built): remove it; hot keys are still detected and "
-     "shown in /hotkeys"},
+    {"SpreadOne", "{ threshold = 0.02, spread = 1 }",
+     "lb.toml:2:41: clusters.cache.hot_keys.spread: must be 0 (off) or 2 to 16 (hosts a hot "
+     "key's GET and HEAD requests spread over), got 1"},
+    {"SpreadSeventeen", "{ spread = 17 }",
+     "lb.toml:2:23: clusters.cache.hot_keys.spread: must be 0 (off) or 2 to 16 (hosts a hot "
+     "key's GET and HEAD requests spread over), got 17"},
+    {"SpreadNegative", "{ spread = -3 }",
+     "lb.toml:2:23: clusters.cache.hot_keys.spread: must be 0 (off) or 2 to 16 (hosts a hot "
+     "key's GET and HEAD requests spread over), got -3"},
+    {"SpreadAString", "{ spread = \"3\" }",
+     "lb.toml:2:23: clusters.cache.hot_keys.spread: must be an integer, 0 (off) or 2 to 16 "
+     "(hosts a hot key's GET and HEAD requests spread over), got string"},
+    {"SpreadAFloat", "{ spread = 3.0 }",
+     "lb.toml:2:23: clusters.cache.hot_keys.spread: must be an integer, 0 (off) or 2 to 16 "
+     "(hosts a hot key's GET and HEAD requests spread over), got float"},
     {"NearCacheItemsZero", "{ near_cache = { items = 0 } }",
      "lb.toml:2:37: clusters.cache.hot_keys.near_cache.items: must be >= 1, got 0"},
     {"NearCacheBytesUnit", "{ near_cache = { bytes = \"64MB\" } }",
@@ -177,14 +224,13 @@ TEST(ConfigHotKeysTest, NearCacheOnlyBehindCacheListeners) {
 // Every problem of the table at once, in file order, as with every other table.
 TEST(ConfigHotKeysTest, ReportsEveryProblemAtOnce) {
   EXPECT_EQ(hotKeysErrorsOf(clusterWith(
-                "hot_keys = { threshold = 0, hold = \"0s\", spread = 3, colour = 1 }")),
+                "hot_keys = { threshold = 0, hold = \"0s\", spread = 1, colour = 1 }")),
             (std::vector<std::string>{
                 "lb.toml:2:26: clusters.cache.hot_keys.threshold: must be in (0, 1] (a share of "
                 "the cluster's requests, e.g. 0.02 for 2%), got 0",
                 "lb.toml:2:36: clusters.cache.hot_keys.hold: must be at least 1s, got '0s'",
-                "lb.toml:2:51: clusters.cache.hot_keys.spread: is not supported yet (spreading "
-                "a hot key over several hosts is planned, not built): remove it; hot keys are "
-                "still detected and shown in /hotkeys",
+                "lb.toml:2:51: clusters.cache.hot_keys.spread: must be 0 (off) or 2 to 16 "
+                "(hosts a hot key's GET and HEAD requests spread over), got 1",
                 "lb.toml:2:54: clusters.cache.hot_keys: unknown key 'colour'"}));
 }
 

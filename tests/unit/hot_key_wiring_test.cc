@@ -134,27 +134,114 @@ TEST(HotKeyMonitorTest, RequestsOnTheWorkersReachTheClustersHotSet) {
   uv_loop_init(&loop);
   HotKeyMonitor monitor(&loop, server);
   const ClusterSnapshot& c = snap.value()->clusters[0];
-  const HotKeyTracker& tracker = c.state->hot_keys.tracker();
-  // The workers answer their mailboxes on their own threads: ask, give them a moment, collect;
-  // bounded. Windows that come back empty only decay the rates; shares stay the same. (Should
-  // one worker be slower than the pause, its half arrives a window later: hence the margins.)
+  HotKeyState& state = c.state->hot_keys;
+  // One ask: each worker answers its mailbox on its own thread, whenever it gets to it.
+  // Collect (bounded) until both workers' counts are in, as one window.
+  monitor.ask();
+  SpaceSaving window;
+  unsigned handed = 0;
+  for (auto end = std::chrono::steady_clock::now() + 5s;
+       window.total() < 40 && std::chrono::steady_clock::now() < end;) {
+    std::this_thread::sleep_for(10ms);
+    unsigned in = 0;
+    window.merge(state.collect(&in));
+    handed += in;
+  }
+  ASSERT_EQ(window.total(), 40u) << "the requests never reached the hand-over";
+  EXPECT_LE(handed, 2u);   // one hand-over per worker: none counted twice
+  EXPECT_EQ(countOf(window, hashOf(c, "hot")), 30u);
+  EXPECT_EQ(countOf(window, hashOf(c, "warm")), 10u);
+  // The tracker, with the cluster's policy as the monitor sets it.
+  state.tracker().setPolicy({0.5, std::chrono::milliseconds(10000)});
+  state.tracker().observe(window, 1.0, 1'000'000);
+  const HotKeyTracker& tracker = state.tracker();
+  const HotKey* hot = findKey(tracker.hotSet(), "hot");
+  ASSERT_NE(hot, nullptr);
+  EXPECT_NEAR(hot->share, 0.75, 1e-9);
+  EXPECT_TRUE(hot->hot);
+  EXPECT_EQ(hot->hash, hashOf(c, "hot"));
+  const HotKey* warm = findKey(tracker.hotSet(), "warm");
+  ASSERT_NE(warm, nullptr);
+  EXPECT_NEAR(warm->share, 0.25, 1e-9);
+  EXPECT_FALSE(warm->hot);
+  EXPECT_EQ(tracker.activeCount(), 1u);
+  EXPECT_EQ(tracker.detections(), 1u);
+  server.stop();
+  uv_loop_close(&loop);
+}
+
+// Asks and collects until the tracker has seen traffic (bounded), as the timer would. With
+// one worker, the first window with traffic holds all of it.
+void collectUntilSeen(HotKeyMonitor& monitor, const HotKeyTracker& tracker) {
   for (auto end = std::chrono::steady_clock::now() + 5s;
        std::chrono::steady_clock::now() < end && tracker.hotSet().total_rps == 0;) {
     monitor.ask();
     std::this_thread::sleep_for(100ms);
     monitor.collect(1.0, 1'000'000);
   }
+}
+
+void sendKeyed(uint16_t port, const char* key, int n) {
+  for (int i = 0; i < n; ++i) {
+    auto r = test::httpExchange(port,
+                                test::httpRequest("GET", "/", std::string("X-Key: ") + key + "\r\n"));
+    ASSERT_TRUE(r.ok) << r.error;
+  }
+}
+
+TEST(HotKeyMonitorTest, AReloadKeepsTheCountsAndAppliesTheNewThreshold) {
+  const uint16_t port = test::freePort();
+  WorkerGroup server(1);   // one worker: each ask's hand-over is the whole window
+  auto first = buildSnapshot(headerKeyed(port, 0.5), server.registry(), 1);
+  ASSERT_TRUE(first.ok());
+  std::string error;
+  ASSERT_TRUE(server.start(first.value(), &error)) << error;
+  sendKeyed(port, "hot", 15);   // counted under the first snapshot, not handed over yet
+  auto second = buildSnapshot(headerKeyed(port, 0.9), server.registry(), 2);
+  ASSERT_TRUE(second.ok());
+  server.applySnapshot(second.value());
+  // The same state: what the workers counted carries over.
+  ASSERT_EQ(first.value()->clusters[0].state, second.value()->clusters[0].state);
+  sendKeyed(port, "hot", 15);
+  sendKeyed(port, "warm", 10);
+  uv_loop_t loop;
+  uv_loop_init(&loop);
+  HotKeyMonitor monitor(&loop, server);
+  const HotKeyTracker& tracker = second.value()->clusters[0].state->hot_keys.tracker();
+  collectUntilSeen(monitor, tracker);
   const HotKey* hot = findKey(tracker.hotSet(), "hot");
-  ASSERT_NE(hot, nullptr) << "the requests never reached the tracker";
-  EXPECT_NEAR(hot->share, 0.75, 0.05);
-  EXPECT_TRUE(hot->hot);
-  EXPECT_EQ(hot->hash, hashOf(c, "hot"));
-  const HotKey* warm = findKey(tracker.hotSet(), "warm");
-  ASSERT_NE(warm, nullptr);
-  EXPECT_NEAR(warm->share, 0.25, 0.05);
-  EXPECT_FALSE(warm->hot);   // the cluster's threshold (0.5), not the default, applied
-  EXPECT_EQ(tracker.activeCount(), 1u);
-  EXPECT_EQ(tracker.detections(), 1u);
+  ASSERT_NE(hot, nullptr);
+  EXPECT_NEAR(hot->share, 0.75, 0.05);   // both snapshots' requests
+  EXPECT_FALSE(hot->hot);                // 0.75 is under the reloaded threshold, 0.9
+  server.stop();
+  uv_loop_close(&loop);
+}
+
+TEST(HotKeyMonitorTest, TcpConnectionsCountOncePerConnectionByAddress) {
+  const uint16_t port = test::freePort();
+  Config c = headerKeyed(port, 0.5);
+  c.listeners[0].protocol = Protocol::kTcp;
+  c.listeners[0].hash[0].kind = "source_ip";
+  c.listeners[0].hash[0].name.clear();
+  WorkerGroup server(1);
+  auto snap = buildSnapshot(std::move(c), server.registry(), 1);
+  ASSERT_TRUE(snap.ok()) << snap.errors().front().format();
+  std::string error;
+  ASSERT_TRUE(server.start(snap.value(), &error)) << error;
+  for (int i = 0; i < 5; ++i) {
+    test::TcpClient client;
+    ASSERT_TRUE(client.connect(port));
+    ASSERT_TRUE(client.send("some bytes, not counted"));
+    EXPECT_TRUE(client.waitClosed());   // no backend listens: lb closes it
+  }
+  uv_loop_t loop;
+  uv_loop_init(&loop);
+  HotKeyMonitor monitor(&loop, server);
+  const HotKeyTracker& tracker = snap.value()->clusters[0].state->hot_keys.tracker();
+  collectUntilSeen(monitor, tracker);
+  const HotKey* k = findKey(tracker.hotSet(), "127.0.0.1");
+  ASSERT_NE(k, nullptr);
+  EXPECT_NEAR(k->share, 1.0, 1e-9);
   server.stop();
   uv_loop_close(&loop);
 }

@@ -78,16 +78,18 @@ TEST_F(MetricsCollectorTest, NamesPicksByReason) {
   a.per_worker[0].picks[static_cast<int>(PickReason::kOwner)].add(10);
   a.per_worker[1].picks[static_cast<int>(PickReason::kBounded)].add(2);
   a.per_worker[1].picks[static_cast<int>(PickReason::kFailover)].add(1);
+  a.per_worker[0].picks[static_cast<int>(PickReason::kSpread)].add(4);
   auto f = collect();
   std::map<std::string, double> got;
-  for (const char* reason : {"owner", "bounded", "failover", "fallback"}) {
+  for (const char* reason : {"owner", "bounded", "failover", "fallback", "spread"}) {
     auto* m = findSample(f, "lb_backend_picks_total",
                          {{"cluster", "cache"}, {"backend", "cache-a"}, {"reason", reason}});
     ASSERT_TRUE(m) << reason;
     got[reason] = m->counter.value;
   }
   EXPECT_EQ(got, (std::map<std::string, double>{
-                     {"owner", 10}, {"bounded", 2}, {"failover", 1}, {"fallback", 0}}));
+                     {"owner", 10}, {"bounded", 2}, {"failover", 1}, {"fallback", 0},
+                     {"spread", 4}}));
 }
 
 TEST_F(MetricsCollectorTest, SplitsBytesByDirection) {

@@ -93,10 +93,18 @@ void HttpSession::onRequestHead() noexcept {
     sendError(400, HttpErrorReason::kMissingKey);
     return;
   }
-  if (ex_->route.source == KeySource::kKey)
-    attempt_.begin(*worker_, *lst_, *cluster_, ex_->route.hash);
-  else   // random or round_robin: the runtime routes it (lb/runtime/backend_attempt.h)
+  if (ex_->route.source == KeySource::kKey) {
+    // A hot key's GET and HEAD may go to any of its first hot_keys.spread hosts: an HTTP
+    // cache fills a copy from the origin on its own. Any other method keeps the owner, so
+    // that writes, purges and the like reach the one host that owns the key.
+    const auto m = ex_->req.method();
+    const uint32_t spread = m == HTTP_GET || m == HTTP_HEAD
+                                ? cluster_->spreadFor(worker_->index(), ex_->route.hash)
+                                : 0;
+    attempt_.begin(*worker_, *lst_, *cluster_, ex_->route.hash, spread);
+  } else {   // random or round_robin: the runtime routes it (lb/runtime/backend_attempt.h)
     attempt_.beginKeyless(*worker_, *lst_, *cluster_);
+  }
   if (!attempt_.pickFirst()) {   // no backend, or every one down
     sendError(503, HttpErrorReason::kNoBackend);
     return;
