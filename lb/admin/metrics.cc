@@ -201,11 +201,27 @@ std::vector<MetricFamily> collectSnapshotMetrics(const Snapshot& snap) {
   MetricFamily hot_detections = family("lb_hotkey_detections_total",
                                        "Times a key entered the cluster's hot set.",
                                        MetricType::Counter, nc);
+  // The near cache (hot_keys.near_cache), for the clusters that have one.
   MetricFamily hot_requests = family(
       "lb_hotkey_requests_total",
-      "Requests for a hot key, by what became of them: path=\"spread\", an HTTP GET or HEAD "
-      "sent to the least loaded of the key's first hot_keys.spread hosts.",
-      MetricType::Counter, nc * kHotKeyPaths);
+      "Requests for a hot key, by what became of them: spread (an HTTP GET or HEAD sent to the "
+      "least loaded of the key's first hot_keys.spread hosts), near_hit (a redis or memcached "
+      "read answered from the near cache), near_miss (sent to the backend, its reply filling "
+      "the cache), bypass (a hot key's command the near cache cannot serve).",
+      MetricType::Counter, nc * (kHotKeyPaths + 3));
+  MetricFamily near_items = family("lb_near_cache_items",
+                                   "Items in the cluster's near caches (all workers).",
+                                   MetricType::Gauge, nc);
+  MetricFamily near_bytes = family("lb_near_cache_bytes",
+                                   "Key and reply bytes in the cluster's near caches (all "
+                                   "workers).",
+                                   MetricType::Gauge, nc);
+  MetricFamily near_invalidations = family(
+      "lb_near_cache_invalidations_total",
+      "Near-cache items dropped before their time, by reason: write (a command through lb "
+      "that may change the key), tracking (Redis CLIENT TRACKING), flush (a tracking "
+      "connection lost), ttl (hot_keys.near_cache.ttl ran out).",
+      MetricType::Counter, nc * 4);
 
   std::vector<int64_t> live;
   for (size_t ci = 0; ci < snap.clusters.size(); ++ci) {
@@ -294,6 +310,34 @@ std::vector<MetricFamily> collectSnapshotMetrics(const Snapshot& snap) {
         addCounter(hot_requests, {{"cluster", cluster}, {"path", "spread"}},
                    static_cast<double>(c.state->hot_keys.pathCount(HotKeyPath::kSpread)));
     }
+    if (c.state && c.config->hot_keys.near_cache) {
+      // Each worker's single-writer counters, summed.
+      const NearCacheState& n = c.state->near_cache;
+      uint64_t paths[static_cast<int>(NearPath::kCount)] = {};
+      uint64_t why[static_cast<int>(NearInvalidation::kCount)] = {};
+      int64_t items = 0;
+      int64_t bytes_held = 0;
+      for (unsigned w = 0; w < n.workers(); ++w) {
+        const NearCacheWorkerStats& ws = n.worker(w);
+        for (int p = 0; p < static_cast<int>(NearPath::kCount); ++p) paths[p] += ws.paths[p].get();
+        for (int r = 0; r < static_cast<int>(NearInvalidation::kCount); ++r)
+          why[r] += ws.invalidations[r].get();
+        items += ws.items.get();
+        bytes_held += ws.bytes.get();
+      }
+      for (int p = 0; p < static_cast<int>(NearPath::kCount); ++p)
+        addCounter(hot_requests,
+                   {{"cluster", cluster}, {"path", nearPathName(static_cast<NearPath>(p))}},
+                   static_cast<double>(paths[p]));
+      addGauge(near_items, {{"cluster", cluster}}, static_cast<double>(std::max<int64_t>(items, 0)));
+      addGauge(near_bytes, {{"cluster", cluster}},
+               static_cast<double>(std::max<int64_t>(bytes_held, 0)));
+      for (int r = 0; r < static_cast<int>(NearInvalidation::kCount); ++r)
+        addCounter(near_invalidations,
+                   {{"cluster", cluster},
+                    {"reason", nearInvalidationName(static_cast<NearInvalidation>(r))}},
+                   static_cast<double>(why[r]));
+    }
   }
 
   const size_t nl = snap.listeners.size();
@@ -352,12 +396,13 @@ std::vector<MetricFamily> collectSnapshotMetrics(const Snapshot& snap) {
   }
 
   std::vector<MetricFamily> out;
-  out.reserve(30);
+  out.reserve(33);
   for (MetricFamily* f : {&active, &conns, &requests, &picks, &bytes, &latency, &healthy, &weight,
                           &share, &cap, &commands, &connect_failures, &checks, &transitions,
                           &ejections, &panic, &fingerprint, &revision, &updates, &last_sync,
                           &watch_up, &hot_active, &hot_share, &hot_detections, &hot_requests,
-                          &down_conns, &over_limit, &down_requests, &errors, &cache_errors})
+                          &near_items, &near_bytes, &near_invalidations, &down_conns,
+                          &over_limit, &down_requests, &errors, &cache_errors})
     if (!f->metric.empty()) out.push_back(std::move(*f));
   return out;
 }

@@ -121,12 +121,23 @@ struct MembershipConfig {
 
 // hot_keys = { threshold, hold, ... }: detection is always on with these defaults; the table
 // only tunes it (and, later, turns on spread and the near cache).
+// hot_keys.near_cache = { items, bytes, ttl }: redis and memcached clusters answer plain
+// reads of hot keys from each worker's memory (lb/proxy/cache/near_cache.h). Both bounds are
+// per worker.
+struct NearCacheConfig {
+  uint32_t items = 1024;                   // entries at most
+  uint64_t bytes = uint64_t{64} << 20;     // key and reply bytes at most
+  Duration ttl{1000};                      // an entry's life at most (memcached's staleness bound)
+  SourcePos pos;
+};
+
 struct HotKeysConfig {
   double threshold = 0.02;            // a key's share of the cluster's requests to become hot
   Duration hold{10000};               // how long it stays hot after falling below
   // HTTP GET and HEAD of a hot key go to the least loaded of the first `spread` distinct
   // hosts of its preference order; 0 = off (every request keeps the owner), else 2..16.
   uint32_t spread = 0;
+  std::optional<NearCacheConfig> near_cache;   // absent: off
   SourcePos pos;
 };
 

@@ -1,5 +1,6 @@
 #include "lb/config/hot_keys_table.h"
 
+#include <cstdint>
 #include <cstdio>
 #include <string>
 
@@ -66,11 +67,70 @@ void readSpread(TableWalker& w, HotKeysConfig* h) {
   h->spread = static_cast<uint32_t>(v);
 }
 
-// Written, but not built yet (issue 22): an error naming the key and what to do.
-void refuseLater(TableWalker& w, std::string_view key, const char* what) {
-  if (w.get(key) == nullptr) return;
-  w.errorAt(key, std::string("is not supported yet (") + what + " is planned, not built): "
-                 "remove it; hot keys are still detected and shown in /hotkeys");
+// near_cache.items: one worker's entries. A few are enough (Fan et al., "Small cache, big
+// effect", SoCC 2011: O(n log n) items for n backends); past 1M the CLOCK sweep and the
+// index stop being small.
+constexpr int64_t kMaxItems = int64_t{1} << 20;
+// near_cache.bytes: below 1 KiB not even one ordinary reply fits; above 64 GiB per worker is a
+// typo for the machine lb runs on.
+constexpr uint64_t kMinBytes = 1024;
+constexpr uint64_t kMaxBytes = uint64_t{64} << 30;
+// near_cache.ttl: the staleness bound for writes lb cannot see (memcached's, and Redis' while
+// tracking catches up); more than a minute would be a cache, not a near cache.
+constexpr Duration kMinTtl{1};
+constexpr Duration kMaxTtl{60000};
+
+// "64MiB", "512KiB", "1GiB", "4096B", or an integer count of bytes.
+bool parseByteSize(std::string_view s, uint64_t* out) {
+  uint64_t v = 0;
+  size_t i = 0;
+  for (; i < s.size() && s[i] >= '0' && s[i] <= '9'; ++i) {
+    if (v > (UINT64_MAX - 9) / 10) return false;
+    v = v * 10 + static_cast<uint64_t>(s[i] - '0');
+  }
+  if (i == 0) return false;
+  const std::string_view unit = s.substr(i);
+  unsigned shift = 0;
+  if (unit == "" || unit == "B") shift = 0;
+  else if (unit == "KiB") shift = 10;
+  else if (unit == "MiB") shift = 20;
+  else if (unit == "GiB") shift = 30;
+  else return false;
+  if (shift > 0 && v > (UINT64_MAX >> shift)) return false;
+  *out = v << shift;
+  return true;
+}
+
+void readBytes(TableWalker& w, NearCacheConfig* c) {
+  const toml::node* n = w.get("bytes");
+  if (n == nullptr) return;
+  uint64_t v = 0;
+  if (n->is_integer() && n->as_integer()->get() >= 0) {
+    v = static_cast<uint64_t>(n->as_integer()->get());
+  } else if (!n->is_string() || !parseByteSize(n->as_string()->get(), &v)) {
+    w.errorAt("bytes", "must be a size such as \"64MiB\" (B, KiB, MiB, GiB) or a number of "
+                       "bytes, got " + (n->is_string() ? "'" + n->as_string()->get() + "'"
+                                                        : typeName(*n)));
+    return;
+  }
+  if (v < kMinBytes || v > kMaxBytes) {
+    w.errorAt("bytes", "must be from 1KiB to 64GiB (per worker), got " + std::to_string(v) +
+                       " bytes");
+    return;
+  }
+  c->bytes = v;
+}
+
+void readNearCache(WalkContext& ctx, const toml::table& table, const std::string& path,
+                   NearCacheConfig* c) {
+  TableWalker w(ctx, table, path);
+  c->pos = w.pos();
+  w.integer("items", 1, kMaxItems, &c->items);
+  readBytes(w, c);
+  if (w.duration("ttl", kMinTtl, &c->ttl) && c->ttl > kMaxTtl)
+    w.errorAt("ttl", "must be at most 1m (the near cache's staleness bound for writes lb does "
+                     "not see), got " + std::to_string(c->ttl.count()) + "ms");
+  w.checkUnknownKeys();
 }
 
 }  // namespace
@@ -82,7 +142,11 @@ void readHotKeys(WalkContext& ctx, const toml::table& table, const std::string& 
   readThreshold(w, h);
   w.duration("hold", kMinHold, &h->hold);
   readSpread(w, h);
-  refuseLater(w, "near_cache", "a near cache of hot keys in lb");
+  if (const toml::table* nt = w.subtable("near_cache")) {
+    NearCacheConfig c;
+    readNearCache(ctx, *nt, path + ".near_cache", &c);
+    h->near_cache = c;
+  }
   w.checkUnknownKeys();
 }
 

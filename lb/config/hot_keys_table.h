@@ -1,4 +1,4 @@
-// A cluster's `hot_keys = { threshold, hold, spread }` table (docs/config.md, "hot_keys";
+// A cluster's `hot_keys = { threshold, hold, spread, near_cache }` table (docs/config.md, "hot_keys";
 // ../shared/design.md, "Hot keys"). Internal to lb/config's loader.
 #pragma once
 
@@ -12,9 +12,8 @@ namespace lb {
 // Reads the table under `cluster`'s key "hot_keys" into *out; what is not written keeps its
 // default (detection is on for every cluster whether or not the table is there).
 //
-// `spread` is read into HotKeysConfig::spread (0 or 2..16). `near_cache` belongs to the
-// same table in the design but nothing acts on it yet: it is refused by name, since an edge proxy that accepted a setting and ignored it
-// would let an operator believe a hot key is being spread or cached when it is not.
+// `spread` is read into HotKeysConfig::spread (0 or 2..16); `near_cache = { items, bytes,
+// ttl }` turns on the redis and memcached near cache (absent: off).
 void readHotKeys(WalkContext& ctx, const toml::table& table, const std::string& path,
                  HotKeysConfig* out);
 

@@ -42,7 +42,18 @@ void checkCacheOptions(const Config& config, const ListenerConfig& l, const std:
         break;
       }
   }
-  if (!cache) return;
+  if (!cache) {
+    // The near cache answers redis and memcached reads; an HTTP or TCP listener's requests
+    // would never use it, and accepting it there would let the operator think they do.
+    if (const ClusterConfig* c = config.findCluster(l.cluster); c && c->hot_keys.near_cache) {
+      const std::string p = "clusters." + c->name + ".hot_keys.near_cache";
+      ctx.error(ctx.positionOf(p), p,
+                "the near cache serves redis and memcached reads only, and listener '" +
+                    l.name + "' (" + proto + ") sends this cluster its requests; remove it "
+                    "or give that listener a cluster of its own");
+    }
+    return;
+  }
   if (!l.hash.empty())
     ctx.error(ctx.positionOf(path + ".hash"), path + ".hash",
               "a " + proto + " listener routes each command by its own key; remove hash "

@@ -19,6 +19,7 @@
 #include "lb/core/stats.h"
 #include "lb/routing/hot_key_state.h"
 #include "lb/routing/membership_status.h"
+#include "lb/routing/near_cache_state.h"
 
 namespace lb {
 
@@ -134,7 +135,7 @@ inline void noteBackendSuccess(BackendWorkerStats& s) noexcept {
 // Cluster-wide state that outlives snapshots, keyed by cluster name.
 struct ClusterState {
   explicit ClusterState(std::string cluster_name, unsigned worker_count = 1)
-      : name(std::move(cluster_name)), hot_keys(worker_count) {}
+      : name(std::move(cluster_name)), hot_keys(worker_count), near_cache(worker_count) {}
   ClusterState(const ClusterState&) = delete;
   ClusterState& operator=(const ClusterState&) = delete;
 
@@ -147,6 +148,8 @@ struct ClusterState {
   // Hot-key detection: each worker's summary (request path) and the main thread's hot set
   // (/hotkeys, lb_hotkey_* metrics). Kept across reloads with the rest of this state.
   HotKeyState hot_keys;
+  // The near cache's shared write stripes and per-worker counters (hot_keys.near_cache).
+  NearCacheState near_cache;
 };
 
 // Listener-side state that outlives snapshots, keyed by listener name.

@@ -41,12 +41,14 @@ class CacheFleet {
 
   // Backend weights for start() (server i gets weights[i]; absent: the default, 1).
   void setWeights(std::vector<int> weights) { weights_ = std::move(weights); }
+  // Extra command-line arguments for every server start() runs ({"--requirepass", "pw"}).
+  void setServerArgs(std::vector<std::string> args) { server_args_ = std::move(args); }
 
   // Starts the servers and lb; `listener_extra` and `cluster_extra` are TOML lines added to
   // the listener's and the cluster's tables. True once lb's ports accept.
   bool start(const std::string& listener_extra = "", const std::string& cluster_extra = "") {
     for (int i = 0; i < count_; ++i) {
-      servers_.push_back(std::make_unique<CacheServer>(kind_));
+      servers_.push_back(std::make_unique<CacheServer>(kind_, server_args_));
       if (!servers_.back()->ok()) {
         error_ = servers_.back()->output();
         return false;
@@ -122,6 +124,7 @@ class CacheFleet {
   int count_;
   int workers_;
   std::vector<int> weights_;
+  std::vector<std::string> server_args_;
   std::vector<std::unique_ptr<CacheServer>> servers_;
   LbProcess lb_;
   uint16_t port_ = 0;

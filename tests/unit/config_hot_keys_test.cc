@@ -142,10 +142,20 @@ const HotKeysMistake kHotKeysMistakes[] = {
     {"SpreadAFloat", "{ spread = 3.0 }",
      "lb.toml:2:23: clusters.cache.hot_keys.spread: must be an integer, 0 (off) or 2 to 16 "
      "(hosts a hot key's GET and HEAD requests spread over), got float"},
-    {"NearCacheNotBuilt", "{ near_cache = { items = 1024, ttl = \"1s\" } }",
-     "lb.toml:2:27: clusters.cache.hot_keys.near_cache: is not supported yet (a near cache of "
-     "hot keys in lb is planned, not built): remove it; hot keys are still detected and shown "
-     "in /hotkeys"},
+    {"NearCacheItemsZero", "{ near_cache = { items = 0 } }",
+     "lb.toml:2:37: clusters.cache.hot_keys.near_cache.items: must be >= 1, got 0"},
+    {"NearCacheBytesUnit", "{ near_cache = { bytes = \"64MB\" } }",
+     "lb.toml:2:37: clusters.cache.hot_keys.near_cache.bytes: must be a size such as \"64MiB\" "
+     "(B, KiB, MiB, GiB) or a number of bytes, got '64MB'"},
+    {"NearCacheBytesTooFew", "{ near_cache = { bytes = 100 } }",
+     "lb.toml:2:37: clusters.cache.hot_keys.near_cache.bytes: must be from 1KiB to 64GiB (per "
+     "worker), got 100 bytes"},
+    {"NearCacheTtlTooLong", "{ near_cache = { ttl = \"2m\" } }",
+     "lb.toml:2:35: clusters.cache.hot_keys.near_cache.ttl: must be at most 1m (the near "
+     "cache's staleness bound for writes lb does not see), got 120000ms"},
+    {"NearCacheUnknownKey", "{ near_cache = { item = 10 } }",
+     "lb.toml:2:29: clusters.cache.hot_keys.near_cache: unknown key 'item' (did you mean "
+     "'items'?)"},
     {"UnknownKey", "{ treshold = 0.1 }",
      "lb.toml:2:14: clusters.cache.hot_keys: unknown key 'treshold' (did you mean "
      "'threshold'?)"},
@@ -164,6 +174,52 @@ INSTANTIATE_TEST_SUITE_P(Mistakes, ConfigHotKeysMistakeTest, testing::ValuesIn(k
                          [](const testing::TestParamInfo<HotKeysMistake>& info) {
                            return std::string(info.param.name);
                          });
+
+TEST(ConfigHotKeysTest, ReadsNearCache) {
+  auto r = loadConfigString(
+      clusterWith("hot_keys = { near_cache = { items = 64, bytes = \"2MiB\", ttl = \"250ms\" } }"),
+      "lb.toml");
+  ASSERT_TRUE(r.ok()) << r.errors().front().format();
+  const HotKeysConfig& h = r.value().clusters.at(0).hot_keys;
+  ASSERT_TRUE(h.near_cache.has_value());
+  EXPECT_EQ(h.near_cache->items, 64u);
+  EXPECT_EQ(h.near_cache->bytes, uint64_t{2} << 20);
+  EXPECT_EQ(h.near_cache->ttl, Duration{250});
+}
+
+TEST(ConfigHotKeysTest, NearCacheDefaultsAndOff) {
+  auto on = loadConfigString(clusterWith("hot_keys = { near_cache = {} }"), "lb.toml");
+  ASSERT_TRUE(on.ok()) << on.errors().front().format();
+  const auto& c = on.value().clusters.at(0).hot_keys.near_cache;
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->items, 1024u);
+  EXPECT_EQ(c->bytes, uint64_t{64} << 20);
+  EXPECT_EQ(c->ttl, Duration{1000});
+  auto bytes = loadConfigString(clusterWith("hot_keys = { near_cache = { bytes = 4096 } }"),
+                                "lb.toml");
+  ASSERT_TRUE(bytes.ok()) << bytes.errors().front().format();
+  EXPECT_EQ(bytes.value().clusters.at(0).hot_keys.near_cache->bytes, 4096u);
+  auto off = loadConfigString(clusterWith("hot_keys = { threshold = 0.1 }"), "lb.toml");
+  ASSERT_TRUE(off.ok());
+  EXPECT_FALSE(off.value().clusters.at(0).hot_keys.near_cache.has_value());
+}
+
+// The near cache answers redis and memcached reads: on a cluster an HTTP listener uses it
+// would do nothing, so it is refused there and accepted behind a redis listener.
+TEST(ConfigHotKeysTest, NearCacheOnlyBehindCacheListeners) {
+  const std::string cluster =
+      "[clusters.cache]\nhot_keys = { near_cache = { items = 8 } }\n"
+      "backends = [ { name = \"a\", address = \"127.0.0.1:9001\" } ]\n";
+  EXPECT_EQ(hotKeysErrorsOf("[listeners.web]\nlisten = \"127.0.0.1:8080\"\ncluster = \"cache\"\n" +
+                            cluster),
+            std::vector<std::string>{
+                "lb.toml:5:27: clusters.cache.hot_keys.near_cache: the near cache serves redis "
+                "and memcached reads only, and listener 'web' (http) sends this cluster its "
+                "requests; remove it or give that listener a cluster of its own"});
+  EXPECT_EQ(hotKeysErrorsOf("[listeners.kv]\nlisten = \"127.0.0.1:6380\"\nprotocol = \"redis\"\n"
+                            "cluster = \"cache\"\n" + cluster),
+            std::vector<std::string>{});
+}
 
 // Every problem of the table at once, in file order, as with every other table.
 TEST(ConfigHotKeysTest, ReportsEveryProblemAtOnce) {

@@ -66,6 +66,7 @@ void CacheSession::start(Admission admission) noexcept {
   conn_.setNoDelay();
   slot_ = static_cast<uint32_t>(env_.nextRandom());
   table_ = cache_.holdTable(*snapshot_, listener_.cluster, wire_);
+  if (table_ != nullptr) near_ = table_->near.get();
   last_activity_ms_ = uv_now(env_.loop());
   const uint64_t idle = static_cast<uint64_t>(listener_.config->timeouts.idle.count());
   conn_.startTimer(idle);
@@ -140,12 +141,25 @@ void CacheSession::finish(CacheOutcome outcome) noexcept {
 // live load is taken at the pick (a compare-and-swap under the bounded-load cap), so the cap
 // holds across workers for cache commands as for HTTP.
 bool CacheSession::pickHost(std::string_view key, uint32_t* host) noexcept {
-  const uint64_t hash = hashKeyBytes(cluster_.selector->key_hash,
-                                     keyWithinHashTag(key, listener_.config->hash_tag));
+  return pickHashed(countKey(key), host);
+}
+
+uint64_t CacheSession::routeHash(std::string_view key) const noexcept {
+  return hashKeyBytes(cluster_.selector->key_hash,
+                      keyWithinHashTag(key, listener_.config->hash_tag));
+}
+
+uint64_t CacheSession::countKey(std::string_view key) noexcept {
+  const uint64_t hash = routeHash(key);
   // Counted on the hash that routes it (with a hash_tag, every key of one tag is one entry,
-  // shown by the first of its keys the summary tracked): what loads one backend.
+  // shown by the first of its keys the summary tracked): what loads one backend. A read the
+  // near cache answers is counted too, or a key would stop being hot by being cached.
   cluster_.countKey(env_.index(), hash, key);
-  return cache_.picks().pickForKey(hash, host);
+  return hash;
+}
+
+bool CacheSession::pickHashed(uint64_t route_hash, uint32_t* host) noexcept {
+  return cache_.picks().pickForKey(route_hash, host);
 }
 
 bool CacheSession::pickKeyless(uint32_t* host) noexcept {
@@ -210,6 +224,7 @@ static void unlinkFragment(CacheCommand* cmd, CacheFragment* f) noexcept {
 void CacheSession::fragmentReply(CacheFragment* f, const char* p, size_t n) noexcept {
   CacheCommand* cmd = f->command;
   unlinkFragment(cmd, f);
+  if (cmd->near_fill || cmd->near_writes > 0) nearReplied(cmd, p, n);
   switch (useReply(*cmd, p, n)) {
     case ReplyUse::kPass:
       if (cmd == head_ && cmd->pending == 0 && state_ != State::kClosed) {
@@ -251,6 +266,8 @@ void CacheSession::fragmentFailed(CacheFragment* f, CacheErrorReason reason,
                                   std::string_view text) noexcept {
   CacheCommand* cmd = f->command;
   unlinkFragment(cmd, f);
+  // A write that failed may still have been applied: its keys' stripes move again.
+  if (cmd->near_writes > 0) nearReplied(cmd, nullptr, 0);
   detach(cmd);
   cmd->merged = false;
   answerFailure(cmd, reason, text);
@@ -385,6 +402,7 @@ void CacheSession::closeNow(CacheOutcome outcome) noexcept {
   out_.clear();   // a write still queued comes back cancelled; libuv reads its bytes no more
   arena_.clear();
   releaseInput();
+  near_ = nullptr;
   cache_.releaseTable(table_);
   table_ = nullptr;
   conn_.close();

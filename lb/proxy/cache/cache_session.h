@@ -53,6 +53,7 @@
 namespace lb {
 
 class CacheWorker;
+class NearCache;
 class ServerConnection;
 struct ServerTable;
 class WorkerEnv;
@@ -149,6 +150,29 @@ class CacheSession : public Session,
   // The host `key` goes to now (the listener's hash tag, the cluster's key hash and
   // selector, bounded loads and health, the pick counted); false when no backend is usable.
   bool pickHost(std::string_view key, uint32_t* host) noexcept;
+  // The same in two steps, for a read the near cache may answer without a backend: the
+  // hash that routes `key` (counted for hot-key detection), then the pick by it.
+  uint64_t countKey(std::string_view key) noexcept;
+  // The hash that routes `key`, not counted (for a key pickHost counts elsewhere).
+  uint64_t routeHash(std::string_view key) const noexcept;
+  bool pickHashed(uint64_t route_hash, uint32_t* host) noexcept;
+
+  // --- For parse(): the near cache (near_cache.h; cache_session_near.cc) ----------------
+  // A plain read of one key (Redis GET, memcached get) routed by `route_hash`: true when
+  // answered from the near cache; else, for a hot key, its reply will fill the cache once
+  // nearSent(cmd, host) has said where it went.
+  bool nearRead(CacheCommand* cmd, std::string_view key, uint64_t route_hash) noexcept;
+  void nearSent(CacheCommand* cmd, uint32_t host) noexcept;
+  // A command that may change `keys` of its keys is about to be forwarded: nearWriteBegin
+  // once (room to remember them), then nearWrite for each key, before any fragment is sent.
+  void nearWriteBegin(CacheCommand* cmd, size_t keys) noexcept;
+  void nearWrite(CacheCommand* cmd, std::string_view key) noexcept;
+  // A hot key's command that the near cache cannot serve (lb_hotkey_requests_total bypass).
+  void nearBypass(uint64_t route_hash) noexcept;
+  bool nearEnabled() const noexcept { return near_ != nullptr; }
+  // Whether a backend reply to a plain read may be stored (the protocol's: a value or a
+  // miss, never an error).
+  virtual bool nearCacheable(const char* p, size_t n) const noexcept;
   // The same for a command without a key, by on_missing_key (random, round_robin); false
   // for reject or when no backend is usable.
   bool pickKeyless(uint32_t* host) noexcept;
@@ -189,6 +213,8 @@ class CacheSession : public Session,
   void closeNow(CacheOutcome outcome) noexcept;
   void logRecord() noexcept;
   void dirty() noexcept;
+  bool nearHot(uint64_t route_hash) const noexcept;
+  void nearReplied(CacheCommand* cmd, const char* p, size_t n) noexcept;
 
   // ConnectionOwner: the client's socket (reads in cache_session_input.cc).
   void onAlloc(uv_buf_t* buf) noexcept override;
@@ -208,6 +234,7 @@ class CacheSession : public Session,
   const CacheWire& wire_;
   ListenerWorkerStats& lstats_;
   ServerTable* table_ = nullptr;
+  NearCache* near_ = nullptr;      // table_'s, while held; null when the cluster has none
   uint32_t slot_ = 0;              // which of a group's connections this client uses
   State state_ = State::kServing;
   CacheOutcome outcome_ = CacheOutcome::kOk;

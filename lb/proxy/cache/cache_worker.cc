@@ -4,6 +4,7 @@
 #include <exception>
 #include <new>
 
+#include "lb/proxy/cache/near_tracker.h"
 #include "lb/proxy/cache/server_connection.h"
 #include "lb/runtime/worker_env.h"
 
@@ -106,6 +107,7 @@ ServerGroup* CacheWorker::group(const BackendSnapshot& backend, const CacheWire&
   g->target.address = backend.address;
   g->target.address_len = backend.address_len;
   g->wire = &wire;
+  g->id = next_group_id_++;
   g->password = cluster.password;
   g->handshake = wire.handshake(cluster.password);
   g->servers.resize(cluster.server_connections, nullptr);
@@ -141,12 +143,43 @@ ServerTable* CacheWorker::holdTable(const Snapshot& snapshot, uint32_t cluster,
     if (scratch_.fragment_of_host.size() < c.backends.size())
       scratch_.fragment_of_host.resize(c.backends.size(), -1);
     picks_.reserveHosts(c.backends.size());
+    table->near = nearCacheOf(c);
+    if (table->near)
+      for (ServerGroup* g : table->hosts) {
+        if (g->tracker == nullptr) g->tracker = wire.newTracker(env_, *g);
+        if (g->tracker != nullptr) g->tracker->attach(table->near);
+      }
     table->sessions = 1;
     tables_.push_back(table.get());
     return table.release();
   } catch (...) {
     return nullptr;
   }
+}
+
+// One cache per cluster state and bounds on this worker, whichever snapshot's table asks: a
+// reload that keeps hot_keys.near_cache as it was keeps the cached items; one that changes
+// the bounds starts a new, empty cache (the old one goes with the last table holding it).
+std::shared_ptr<NearCache> CacheWorker::nearCacheOf(const ClusterSnapshot& c) {
+  const auto& cfg = c.config->hot_keys.near_cache;
+  if (!cfg || !c.state) return nullptr;
+  NearCacheLimits limits;
+  limits.items = cfg->items;
+  limits.bytes = cfg->bytes;
+  limits.ttl_ms = static_cast<uint64_t>(cfg->ttl.count());
+  for (size_t i = near_.size(); i-- > 0;) {
+    std::shared_ptr<NearCache> live = near_[i].cache.lock();
+    if (!live) {
+      near_.erase(near_.begin() + static_cast<ptrdiff_t>(i));
+      continue;
+    }
+    if (near_[i].state == c.state.get() && near_[i].limits.items == limits.items &&
+        near_[i].limits.bytes == limits.bytes && near_[i].limits.ttl_ms == limits.ttl_ms)
+      return live;
+  }
+  auto cache = std::make_shared<NearCache>(c.state->near_cache, env_.index(), limits, c.state);
+  near_.push_back({c.state.get(), limits, cache});
+  return cache;
 }
 
 void CacheWorker::releaseTable(ServerTable* table) noexcept {
@@ -174,6 +207,10 @@ void CacheWorker::dropTable(size_t index) noexcept {
 }
 
 void CacheWorker::retireGroup(ServerGroup* g) noexcept {
+  if (g->tracker != nullptr) {
+    g->tracker->close();
+    g->tracker = nullptr;
+  }
   for (ServerConnection* s : g->servers)
     if (s != nullptr) s->retire();
 }
@@ -200,6 +237,11 @@ void CacheWorker::close() noexcept {
   // Copies: a server's close may free its group (serverGone) once its handles are closed,
   // which is later, in the loop's closing phase; the list itself does not change here.
   std::vector<ServerGroup*> groups = groups_;
+  for (ServerGroup* g : groups)
+    if (g->tracker != nullptr) {
+      g->tracker->close();
+      g->tracker = nullptr;
+    }
   for (ServerGroup* g : groups)
     for (ServerConnection* s : g->servers)
       if (s != nullptr) s->close();

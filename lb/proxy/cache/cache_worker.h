@@ -32,6 +32,7 @@
 #include "lb/proxy/cache/server_connection.h"
 #include "lb/proxy/cache/wire.h"
 #include "lb/proxy/cache/flush_list.h"
+#include "lb/proxy/cache/near_cache.h"
 #include "lb/runtime/backend_attempt.h"
 #include "lb/runtime/worker_env.h"
 
@@ -44,6 +45,9 @@ struct ServerTable {
   const CacheWire* wire = nullptr;
   std::vector<ServerGroup*> hosts;   // by host index
   uint32_t sessions = 0;             // sessions that hold it
+  // The cluster's near cache on this worker (hot_keys.near_cache), shared by the tables of
+  // every snapshot with the same cluster state and bounds; null when it is off.
+  std::shared_ptr<NearCache> near;
 };
 
 // Scratch a session fills while it parses and dispatches one command, then forgets: never
@@ -109,6 +113,7 @@ class CacheWorker final : public ServerConnectionHost, public WorkerService {
   ServerGroup* group(const BackendSnapshot& backend, const CacheWire& wire,
                           const ClusterConfig& cluster);
   void dropTable(size_t index) noexcept;
+  std::shared_ptr<NearCache> nearCacheOf(const ClusterSnapshot& cluster);
   void retireGroup(ServerGroup* g) noexcept;
 
   WorkerEnv& env_;
@@ -122,6 +127,14 @@ class CacheWorker final : public ServerConnectionHost, public WorkerService {
   uint64_t generation_ = 0;          // the newest snapshot this worker has seen
   std::vector<ServerTable*> tables_;
   std::vector<ServerGroup*> groups_;
+  // Near caches by cluster state, weakly: a cache lives while a table holds it.
+  struct NearSlot {
+    const ClusterState* state;
+    NearCacheLimits limits;
+    std::weak_ptr<NearCache> cache;
+  };
+  std::vector<NearSlot> near_;
+  uint32_t next_group_id_ = 1;
   bool closed_ = false;
 };
 

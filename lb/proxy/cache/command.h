@@ -86,6 +86,21 @@ struct CacheCommand {
   void* plan = nullptr;
   uint32_t keys = 0;
   uint32_t flags = 0;                         // the protocol's
+
+  // The near cache (near_cache.h). A read whose reply may fill it: the key (a copy in the
+  // arena), its near-cache hash, the ticket taken before it was sent and the backend it went
+  // to. A write: the near-cache hashes of its keys (in the arena), whose stripes are bumped
+  // again when its backend answers, so that a read that raced it cannot leave the old value
+  // cached past the write's acknowledgement.
+  bool near_fill = false;
+  uint32_t near_key_len = 0;
+  const char* near_key = nullptr;
+  uint64_t near_hash = 0;
+  uint32_t near_stripe = 0;
+  uint32_t near_flushes = 0;
+  uint32_t near_source = 0;
+  uint32_t near_writes = 0;
+  char* near_write_hashes = nullptr;        // near_writes uint64_t, unaligned
 };
 
 }  // namespace lb

@@ -36,6 +36,7 @@ ByteChain& ServerConnection::open(uint64_t connect_timeout_ms) noexcept {
 void ServerConnection::connect(uint64_t timeout_ms) noexcept {
   int err = 0;
   state_ = State::kConnecting;
+  tracking_epoch_ = 0;   // a new connection: the server tracks nothing for it yet
   conn_ = worker_.env().upstreams().connect(group_.target, this, timeout_ms, false, &err);
   if (conn_ == nullptr) {
     // Not even a connect could start (out of descriptors). The fragments pushed this turn

@@ -50,6 +50,7 @@
 
 namespace lb {
 
+class NearTracker;
 class ServerConnection;
 class WorkerEnv;
 
@@ -62,6 +63,8 @@ struct ServerGroup {
   std::vector<ServerConnection*> servers; // server_connections of them; null once closed
   uint32_t tables = 0;               // tables that use this group
   uint32_t open = 0;                 // servers not yet freed
+  uint32_t id = 0;                   // the worker's name for it: a near-cache entry's source
+  NearTracker* tracker = nullptr;    // near_tracker.h; closed when the group retires
 };
 
 // What a server connection needs of its worker (CacheWorker): the loop and pools, the flush
@@ -97,6 +100,10 @@ class ServerConnection final : public UpstreamOwner, public Flushable {
   void close() noexcept;
 
   size_t queued() const noexcept { return queued_; }
+  // The near tracker's epoch this connection last sent its enable command in (0: none since
+  // it connected: a new connection starts untracked).
+  uint32_t trackingEpoch() const noexcept { return tracking_epoch_; }
+  void setTrackingEpoch(uint32_t e) noexcept { tracking_epoch_ = e; }
   bool connected() const noexcept { return state_ == State::kReady; }
 
   // Flushable: write the chain.
@@ -152,6 +159,7 @@ class ServerConnection final : public UpstreamOwner, public Flushable {
   CacheFragment* tail_ = nullptr;
   size_t queued_ = 0;
   bool handshake_pending_ = false; // the next reply is the handshake's
+  uint32_t tracking_epoch_ = 0;
   int64_t live_release_ = 0;       // live units to give back at the end of this batch
 
   char* in_ = nullptr;             // replies read and not yet delivered

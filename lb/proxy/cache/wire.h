@@ -11,6 +11,10 @@
 
 namespace lb {
 
+class NearTracker;
+class WorkerEnv;
+struct ServerGroup;
+
 // A reply scan's progress between reads, so that a large reply arriving in pieces is scanned
 // once, not from its start on every read. Zeroed for every new reply.
 struct ReplyScan {
@@ -39,6 +43,13 @@ class CacheWire {
   virtual bool handshakeOk(const char* p, size_t n) const noexcept = 0;
   // The framing hint of the handshake's reply.
   virtual uint8_t handshakeKind() const noexcept { return 0; }
+  // For a group of a cluster with a near cache: what tells it about writes that bypass lb
+  // (near_tracker.h), started now on `env`'s loop; nullptr when the protocol has none.
+  virtual NearTracker* newTracker(WorkerEnv& env, const ServerGroup& group) const {
+    (void)env;
+    (void)group;
+    return nullptr;
+  }
 };
 
 }  // namespace lb

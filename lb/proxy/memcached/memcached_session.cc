@@ -141,6 +141,18 @@ void MemcachedSession::routeRetrieval(CacheCommand* cmd, const mc::Request& r) n
   CacheScratch& sc = cache().scratch();
   const std::vector<std::string_view>& tokens = sc.args;
   const size_t keys = tokens.size() - r.first_key;
+  if (nearEnabled()) {
+    // gat and gats change the item's exptime (a time in the past expires it): writes, for
+    // the near cache, forwarded always and never stored.
+    if (r.command == Command::kGat || r.command == Command::kGats) {
+      nearWriteBegin(cmd, keys);
+      for (size_t k = 0; k < keys; ++k) nearWrite(cmd, tokens[r.first_key + k]);
+    }
+    if (keys == 1) {
+      routeOneRetrieval(cmd, r);
+      return;
+    }
+  }
   const Owners owners =
       pickOwners(cmd, r.first_key, 1, keys, "no backend is available for this key");
   if (owners == Owners::kAnswered) return;
@@ -159,6 +171,33 @@ void MemcachedSession::routeRetrieval(CacheCommand* cmd, const mc::Request& r) n
   });
 }
 
+// get, gets, gat or gats of one key with the near cache on: get is the plain read it serves
+// and fills (its reply carries no cas unique, so the bytes are the same for every client);
+// the others are forwarded, a hot key's counted as bypass.
+void MemcachedSession::routeOneRetrieval(CacheCommand* cmd, const mc::Request& r) noexcept {
+  const std::vector<std::string_view>& tokens = cache().scratch().args;
+  const std::string_view key = tokens[r.first_key];
+  const uint64_t hash = countKey(key);
+  const bool plain = r.command == Command::kGet;
+  if (plain && nearRead(cmd, key, hash)) return;
+  if (!plain) nearBypass(hash);
+  uint32_t host;
+  if (!pickHashed(hash, &host)) {
+    refuse(cmd, CacheErrorReason::kNoBackend, "no backend is available for this key");
+    return;
+  }
+  if (plain) nearSent(cmd, host);
+  mc::writeRetrieval(r, tokens, nullptr, 1, openFragment(host));
+  sendFragment(cmd, host, mc::kReplyValues);
+}
+
+// A get's reply worth keeping: its one VALUE item and END, or a bare END (a miss), never an
+// error line.
+bool MemcachedSession::nearCacheable(const char* p, size_t n) const noexcept {
+  const std::string_view reply(p, n);
+  return reply == "END\r\n" || (reply.starts_with("VALUE ") && reply.ends_with("\r\nEND\r\n"));
+}
+
 // One key, one owner. noreply and q are lb's to keep: the command goes on without them, in
 // its canonical form, and useReply drops the answer the client did not want.
 void MemcachedSession::routeKey(CacheCommand* cmd, const mc::Request& r, const char* p) noexcept {
@@ -175,6 +214,13 @@ void MemcachedSession::routeKey(CacheCommand* cmd, const mc::Request& r, const c
                                                     : kQuietStore;
   }
   cmd->flags = quiet;   // before any refusal: a noreply command gets none
+  // Every one of these may change the key but me (debug), mg included: its flags can touch,
+  // vivify or invalidate the item. noreply changes nothing here: the backend still answers
+  // lb, whose reply moves the stripe again.
+  if (nearEnabled() && r.command != Command::kMetaDebug) {
+    nearWriteBegin(cmd, 1);
+    nearWrite(cmd, key);
+  }
   uint32_t host;
   if (!pickHost(key, &host)) {
     refuse(cmd, CacheErrorReason::kNoBackend, "no backend is available for this key");

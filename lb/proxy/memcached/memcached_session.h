@@ -59,6 +59,8 @@ class MemcachedSession final : public CacheProtocolSession<MemcachedSession> {
 
   void dispatch(const mc::Request& r, const char* p) noexcept;
   void routeRetrieval(CacheCommand* cmd, const mc::Request& r) noexcept;
+  void routeOneRetrieval(CacheCommand* cmd, const mc::Request& r) noexcept;
+  bool nearCacheable(const char* p, size_t n) const noexcept override;
   void routeKey(CacheCommand* cmd, const mc::Request& r, const char* p) noexcept;
   // CLIENT_ERROR (unsupported) or SERVER_ERROR lb: <what>, counted under `reason`; nothing
   // for a noreply command. lb's own failures (answerFailure) are answered so too.

@@ -18,6 +18,12 @@ constexpr CommandSpec numkeys(std::string_view name, int8_t at, int8_t dest = 0)
 constexpr CommandSpec split(std::string_view name, Route route) {
   return {name, route, 1, -1, route == Route::kMset || route == Route::kMsetnx ? int8_t{2} : int8_t{1}};
 }
+// Redis' command table has no "write" flag on it (PFCOUNT, which rewrites its cached
+// cardinality, is not one of these).
+constexpr CommandSpec ro(CommandSpec s) {
+  s.read_only = true;
+  return s;
+}
 constexpr CommandSpec local(std::string_view name, Local what) {
   return {name, Route::kLocal, 0, 0, 1, 0, what};
 }
@@ -37,53 +43,53 @@ constexpr const char* kScripts =
 
 constexpr CommandSpec kCommands[] = {
     // Strings.
-    key("get"), key("set"), key("setnx"), key("setex"), key("psetex"), key("getset"),
-    key("getdel"), key("getex"), key("append"), key("strlen"), key("incr"), key("decr"),
-    key("incrby"), key("decrby"), key("incrbyfloat"), key("getrange"), key("setrange"),
-    key("substr"), key("getbit"), key("setbit"), key("bitcount"), key("bitpos"),
-    key("bitfield"), key("bitfield_ro"), same("lcs", 1, 2),
-    split("mget", Route::kMget), split("mset", Route::kMset), split("msetnx", Route::kMsetnx),
+    ro(key("get")), key("set"), key("setnx"), key("setex"), key("psetex"), key("getset"),
+    key("getdel"), key("getex"), key("append"), ro(key("strlen")), key("incr"), key("decr"),
+    key("incrby"), key("decrby"), key("incrbyfloat"), ro(key("getrange")), key("setrange"),
+    ro(key("substr")), ro(key("getbit")), key("setbit"), ro(key("bitcount")), ro(key("bitpos")),
+    key("bitfield"), ro(key("bitfield_ro")), ro(same("lcs", 1, 2)),
+    ro(split("mget", Route::kMget)), split("mset", Route::kMset), split("msetnx", Route::kMsetnx),
     same("bitop", 2, -1),
     // Keys.
-    split("del", Route::kCount), split("unlink", Route::kCount), split("exists", Route::kCount),
-    split("touch", Route::kCount), key("expire"), key("expireat"), key("pexpire"),
-    key("pexpireat"), key("expiretime"), key("pexpiretime"), key("ttl"), key("pttl"),
-    key("persist"), key("type"), key("dump"), key("restore"), key("sort"), key("sort_ro"),
-    same("rename", 1, 2), same("renamenx", 1, 2), same("copy", 1, 2), key("object", 2),
+    split("del", Route::kCount), split("unlink", Route::kCount), ro(split("exists", Route::kCount)),
+    ro(split("touch", Route::kCount)), key("expire"), key("expireat"), key("pexpire"),
+    key("pexpireat"), ro(key("expiretime")), ro(key("pexpiretime")), ro(key("ttl")), ro(key("pttl")),
+    key("persist"), ro(key("type")), ro(key("dump")), key("restore"), key("sort"), ro(key("sort_ro")),
+    same("rename", 1, 2), same("renamenx", 1, 2), same("copy", 1, 2), ro(key("object", 2)),
     // Lists.
     key("lpush"), key("rpush"), key("lpushx"), key("rpushx"), key("lpop"), key("rpop"),
-    key("llen"), key("lrange"), key("lindex"), key("lset"), key("linsert"), key("lrem"),
-    key("ltrim"), key("lpos"), same("rpoplpush", 1, 2), same("lmove", 1, 2),
+    ro(key("llen")), ro(key("lrange")), ro(key("lindex")), key("lset"), key("linsert"), key("lrem"),
+    key("ltrim"), ro(key("lpos")), same("rpoplpush", 1, 2), same("lmove", 1, 2),
     numkeys("lmpop", 1),
     // Sets.
-    key("sadd"), key("srem"), key("smembers"), key("sismember"), key("smismember"),
-    key("scard"), key("spop"), key("srandmember"), key("sscan"), same("smove", 1, 2),
-    same("sinter", 1, -1), same("sinterstore", 1, -1), same("sunion", 1, -1),
-    same("sunionstore", 1, -1), same("sdiff", 1, -1), same("sdiffstore", 1, -1),
-    numkeys("sintercard", 1),
+    key("sadd"), key("srem"), ro(key("smembers")), ro(key("sismember")), ro(key("smismember")),
+    ro(key("scard")), key("spop"), ro(key("srandmember")), ro(key("sscan")), same("smove", 1, 2),
+    ro(same("sinter", 1, -1)), same("sinterstore", 1, -1), ro(same("sunion", 1, -1)),
+    same("sunionstore", 1, -1), ro(same("sdiff", 1, -1)), same("sdiffstore", 1, -1),
+    ro(numkeys("sintercard", 1)),
     // Hashes.
-    key("hset"), key("hsetnx"), key("hget"), key("hmset"), key("hmget"), key("hdel"),
-    key("hlen"), key("hstrlen"), key("hexists"), key("hkeys"), key("hvals"), key("hgetall"),
-    key("hincrby"), key("hincrbyfloat"), key("hrandfield"), key("hscan"),
+    key("hset"), key("hsetnx"), ro(key("hget")), key("hmset"), ro(key("hmget")), key("hdel"),
+    ro(key("hlen")), ro(key("hstrlen")), ro(key("hexists")), ro(key("hkeys")), ro(key("hvals")), ro(key("hgetall")),
+    key("hincrby"), key("hincrbyfloat"), ro(key("hrandfield")), ro(key("hscan")),
     // Sorted sets.
-    key("zadd"), key("zincrby"), key("zrem"), key("zcard"), key("zcount"), key("zlexcount"),
-    key("zscore"), key("zmscore"), key("zrank"), key("zrevrank"), key("zrange"),
-    key("zrangebyscore"), key("zrangebylex"), key("zrevrange"), key("zrevrangebyscore"),
-    key("zrevrangebylex"), key("zremrangebyrank"), key("zremrangebyscore"),
-    key("zremrangebylex"), key("zpopmin"), key("zpopmax"), key("zrandmember"), key("zscan"),
+    key("zadd"), key("zincrby"), key("zrem"), ro(key("zcard")), ro(key("zcount")), ro(key("zlexcount")),
+    ro(key("zscore")), ro(key("zmscore")), ro(key("zrank")), ro(key("zrevrank")), ro(key("zrange")),
+    ro(key("zrangebyscore")), ro(key("zrangebylex")), ro(key("zrevrange")), ro(key("zrevrangebyscore")),
+    ro(key("zrevrangebylex")), key("zremrangebyrank"), key("zremrangebyscore"),
+    key("zremrangebylex"), key("zpopmin"), key("zpopmax"), ro(key("zrandmember")), ro(key("zscan")),
     same("zrangestore", 1, 2), numkeys("zunionstore", 2, 1), numkeys("zinterstore", 2, 1),
-    numkeys("zdiffstore", 2, 1), numkeys("zunion", 1), numkeys("zinter", 1),
-    numkeys("zdiff", 1), numkeys("zintercard", 1), numkeys("zmpop", 1),
+    numkeys("zdiffstore", 2, 1), ro(numkeys("zunion", 1)), ro(numkeys("zinter", 1)),
+    ro(numkeys("zdiff", 1)), ro(numkeys("zintercard", 1)), numkeys("zmpop", 1),
     // HyperLogLog, geo, streams.
     key("pfadd"), same("pfcount", 1, -1), same("pfmerge", 1, -1), key("geoadd"),
-    key("geodist"), key("geohash"), key("geopos"), key("georadius"), key("georadius_ro"),
-    key("georadiusbymember"), key("georadiusbymember_ro"), key("geosearch"),
-    same("geosearchstore", 1, 2), key("xadd"), key("xlen"), key("xrange"), key("xrevrange"),
-    key("xdel"), key("xtrim"), key("xack"), key("xclaim"), key("xautoclaim"), key("xpending"),
-    key("xsetid"), key("xinfo", 2), key("xgroup", 2),
+    ro(key("geodist")), ro(key("geohash")), ro(key("geopos")), key("georadius"), ro(key("georadius_ro")),
+    key("georadiusbymember"), ro(key("georadiusbymember_ro")), ro(key("geosearch")),
+    same("geosearchstore", 1, 2), key("xadd"), ro(key("xlen")), ro(key("xrange")), ro(key("xrevrange")),
+    key("xdel"), key("xtrim"), key("xack"), key("xclaim"), key("xautoclaim"), ro(key("xpending")),
+    key("xsetid"), ro(key("xinfo", 2)), key("xgroup", 2),
     // Scripts: their declared keys.
-    numkeys("eval", 2), numkeys("evalsha", 2), numkeys("eval_ro", 2), numkeys("evalsha_ro", 2),
-    numkeys("fcall", 2), numkeys("fcall_ro", 2),
+    numkeys("eval", 2), numkeys("evalsha", 2), ro(numkeys("eval_ro", 2)), ro(numkeys("evalsha_ro", 2)),
+    numkeys("fcall", 2), ro(numkeys("fcall_ro", 2)),
     // Answered by lb.
     local("ping", Local::kPing), local("echo", Local::kEcho), local("quit", Local::kQuit),
     local("select", Local::kSelect), local("auth", Local::kAuth),

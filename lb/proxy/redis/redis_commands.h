@@ -33,6 +33,10 @@ struct CommandSpec {
   int8_t numkeys = 0;      // kNumkeys: index of the numkeys argument
   Local local = Local::kNone;
   const char* reason = nullptr;   // kRefused
+  // Never changes its keys (Redis' command table without the "write" flag). A command not
+  // marked so may, and invalidates every key it names in the near cache before it is
+  // forwarded: unmarked is the safe side.
+  bool read_only = false;
 };
 
 // The spec of command `name` (any case); nullptr for a command lb does not know.

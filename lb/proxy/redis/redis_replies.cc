@@ -1,6 +1,7 @@
 // The reply side of the Redis protocol: RESP2 framing of backend replies and the AUTH
 // handshake (the server connection's CacheWire), and the merge of a split command's replies.
 #include "lb/proxy/redis/redis_replies.h"
+#include "lb/proxy/redis/redis_tracking.h"
 
 #include <cstring>
 
@@ -39,6 +40,9 @@ class RedisWire final : public CacheWire {
   }
   bool handshakeOk(const char* p, size_t n) const noexcept override {
     return n == 5 && memcmp(p, "+OK\r\n", 5) == 0;
+  }
+  NearTracker* newTracker(WorkerEnv& env, const ServerGroup& group) const override {
+    return new RedisTracker(env, group, redis::kOkReply);
   }
 };
 

@@ -54,6 +54,12 @@ RedisSession::RedisSession(WorkerEnv& env, const std::shared_ptr<const Snapshot>
     : CacheProtocolSession(env, snapshot, listener, redisWire()),
       authenticated_(snapshot->listeners[listener].config->password.empty()) {}
 
+// A GET's reply worth keeping: a bulk string or nil ($-1), never an error (WRONGTYPE for a
+// key that is not a string, a backend's -ERR).
+bool RedisSession::nearCacheable(const char* p, size_t n) const noexcept {
+  return n >= 5 && p[0] == '$';
+}
+
 ReplyUse RedisSession::useReply(const CacheCommand& cmd, const char*, size_t) noexcept {
   return cmd.kind == kPass ? ReplyUse::kPass : ReplyUse::kStore;
 }
@@ -154,6 +160,7 @@ void RedisSession::dispatch(std::string_view raw, bool inline_form) noexcept {
     refuse(cmd, CacheErrorReason::kUnknownCommand, what);
     return;
   }
+  if (nearEnabled() && !spec->read_only) nearInvalidate(cmd, *spec);
   switch (spec->route) {
     case Route::kLocal:
       answerLocal(cmd, *spec);
@@ -171,11 +178,19 @@ void RedisSession::dispatch(std::string_view raw, bool inline_form) noexcept {
         wrongArity(cmd);
         return;
       }
+      const std::string_view key = args[spec->first];
+      const uint64_t hash = countKey(key);
+      // GET key, and only that, is a plain read the near cache answers (GET with more
+      // arguments is an arity error the server gives).
+      const bool plain_get = nearEnabled() && spec->name == "get" && args.size() == 2;
+      if (plain_get && nearRead(cmd, key, hash)) return;
+      if (!plain_get && nearEnabled() && spec->read_only) nearBypass(hash);
       uint32_t host;
-      if (!pickHost(args[spec->first], &host)) {
+      if (!pickHashed(hash, &host)) {
         refuse(cmd, CacheErrorReason::kNoBackend, "no backend is available for this key");
         return;
       }
+      if (plain_get) nearSent(cmd, host);
       sendRaw(cmd, host, raw, redis::kAnyReply);
       return;
     }
@@ -192,6 +207,50 @@ void RedisSession::dispatch(std::string_view raw, bool inline_form) noexcept {
       splitByOwner(cmd, *spec, raw);
       return;
   }
+}
+
+// A command that may change its keys, before it is routed: each key it names leaves the near
+// cache (every worker's, through the cluster's stripes) and its reads in flight will not
+// fill. The keys are found as routing finds them; a command whose arguments do not parse
+// names no key here and is refused by its routing below.
+void RedisSession::nearInvalidate(CacheCommand* cmd, const CommandSpec& spec) noexcept {
+  const std::vector<std::string_view>& args = cache().scratch().args;
+  const int argc = static_cast<int>(args.size());
+  int first = spec.first;
+  int last = spec.last;
+  int step = spec.step;
+  switch (spec.route) {
+    case Route::kKey:
+      break;
+    case Route::kSameServer:
+      last = spec.last < 0 ? argc + spec.last : spec.last;
+      break;
+    case Route::kMsetnx:
+    case Route::kMset:
+    case Route::kCount:
+    case Route::kMget:
+      first = 1;
+      last = argc - 1;
+      break;
+    case Route::kNumkeys: {
+      int64_t count = 0;
+      if (argc <= spec.numkeys || !resp::parseInteger(args[spec.numkeys], &count) ||
+          count < 0 || static_cast<uint64_t>(count) > args.size() - spec.numkeys - 1)
+        return;
+      const size_t keys = static_cast<size_t>(count) + (spec.first > 0 ? 1 : 0);
+      nearWriteBegin(cmd, keys);
+      if (spec.first > 0) nearWrite(cmd, args[spec.first]);
+      for (int64_t i = 0; i < count; ++i)
+        nearWrite(cmd, args[static_cast<size_t>(spec.numkeys + 1 + i)]);
+      return;
+    }
+    case Route::kLocal:
+    case Route::kRefused:
+      return;
+  }
+  if (first < 1 || step < 1 || last >= argc || last < first) return;
+  nearWriteBegin(cmd, static_cast<size_t>((last - first) / step + 1));
+  for (int i = first; i <= last; i += step) nearWrite(cmd, args[static_cast<size_t>(i)]);
 }
 
 // Keys that must live together: first..last by step (MSETNX: every other argument).
@@ -304,6 +363,9 @@ void RedisSession::splitByOwner(CacheCommand* cmd, const CommandSpec& spec,
     return;
   }
   const size_t keys = (args.size() - 1) / per_key;
+  // MGET is not served from the near cache (yet): its hot keys are counted as bypass.
+  if (spec.route == Route::kMget && nearEnabled())
+    for (size_t k = 0; k < keys; ++k) nearBypass(routeHash(args[1 + k]));
   const uint8_t reply_kind = spec.route == Route::kMget   ? redis::kArrayReply
                              : spec.route == Route::kMset ? redis::kOkReply
                                                           : redis::kIntegerReply;

@@ -1,0 +1,125 @@
+// CacheSession's side of the near cache (near_cache.h): serving and filling plain reads of
+// hot keys, and invalidating before every write is forwarded. The protocols say which of
+// their commands are which (RedisSession, MemcachedSession); the rules are here, once.
+#include <cstring>
+
+#include "lb/proxy/cache/cache_session.h"
+#include "lb/proxy/cache/cache_worker.h"
+#include "lb/proxy/cache/near_cache.h"
+#include "lb/proxy/cache/near_tracker.h"
+#include "lb/proxy/cache/server_connection.h"
+#include "lb/runtime/worker_env.h"
+
+namespace lb {
+
+bool CacheSession::nearCacheable(const char*, size_t) const noexcept { return false; }
+
+// Only keys in the cluster's hot set use the near cache (design.md "Hot keys"): a cold key's
+// reads go to its backend, and a cache of a few items stays with the keys that load one
+// server. The hot set is the one this worker adopted last (HotKeyState::isHot: a pointer
+// load and a probe), by the hash that routes the key.
+bool CacheSession::nearHot(uint64_t route_hash) const noexcept {
+  return near_ != nullptr && cluster_.state != nullptr &&
+         cluster_.state->hot_keys.isHot(env_.index(), route_hash);
+}
+
+bool CacheSession::nearRead(CacheCommand* cmd, std::string_view key,
+                            uint64_t route_hash) noexcept {
+  if (!nearHot(route_hash)) return false;
+  NearCacheWorkerStats& st = near_->stats();
+  const uint64_t h = NearCache::hashOf(key);
+  const std::string_view hit = near_->find(h, key, uv_now(env_.loop()));
+  if (!hit.empty()) {
+    st.paths[static_cast<int>(NearPath::kHit)].add();
+    answer(cmd, hit);   // a copy: the entry may go before the reply is written
+    return true;
+  }
+  st.paths[static_cast<int>(NearPath::kMiss)].add();
+  // The ticket before the read is sent: a write bumped after this drops the fill.
+  const NearTicket t = near_->ticket(h);
+  const char* copy = arena_.copy(key.data(), key.size(), cmd->seq);
+  if (copy == nullptr) return false;   // no fill this time; the read goes on as ever
+  cmd->near_fill = true;
+  cmd->near_key = copy;
+  cmd->near_key_len = static_cast<uint32_t>(key.size());
+  cmd->near_hash = h;
+  cmd->near_stripe = t.stripe;
+  cmd->near_flushes = t.flushes;
+  return false;
+}
+
+// Before the read's bytes go to `host`: where its fill comes from, and, for a protocol with
+// a tracker, whether it may fill at all. With the tracker down nothing fills (a write that
+// bypasses lb would go unseen); a server connection not yet enabled in the tracker's epoch
+// sends the enable command first, in the same pipeline, so the server tracks this read.
+void CacheSession::nearSent(CacheCommand* cmd, uint32_t host) noexcept {
+  if (!cmd->near_fill) return;
+  ServerGroup* g = table_->hosts[host];
+  cmd->near_source = g->id;
+  NearTracker* t = g->tracker;
+  if (t == nullptr) return;   // memcached: the ttl is the bound
+  if (!t->up()) {
+    cmd->near_fill = false;
+    return;
+  }
+  ServerConnection* s = g->servers[slot_ % g->servers.size()];
+  if (s->trackingEpoch() == t->epoch()) return;
+  CacheFragment* f = cache_.newFragment();
+  if (f == nullptr) {
+    cmd->near_fill = false;
+    return;
+  }
+  ByteChain& out = s->open(static_cast<uint64_t>(listener_.config->timeouts.connect.count()));
+  out.append(t->enableCommand().data(), t->enableCommand().size());
+  f->command = nullptr;   // lb's own: its reply is dropped
+  f->reply_kind = t->enableReplyKind();
+  f->timeout_ms = static_cast<uint32_t>(listener_.config->timeouts.response.count());
+  f->sent_ns = uv_hrtime();
+  g->state->addLive();    // every queued fragment holds a unit; its reply gives it back
+  s->push(f);
+  s->setTrackingEpoch(t->epoch());
+}
+
+void CacheSession::nearBypass(uint64_t route_hash) noexcept {
+  if (nearHot(route_hash)) near_->stats().paths[static_cast<int>(NearPath::kBypass)].add();
+}
+
+void CacheSession::nearWriteBegin(CacheCommand* cmd, size_t keys) noexcept {
+  if (near_ == nullptr || keys == 0) return;
+  cmd->near_write_hashes = arena_.allocate(keys * sizeof(uint64_t), cmd->seq);
+  cmd->near_writes = 0;
+}
+
+// Before the write goes out: every worker's entry of the key is stale from now (the shared
+// stripe), and this worker's goes now. The hash is kept so the stripe moves again when the
+// backend answers (nearReplied).
+void CacheSession::nearWrite(CacheCommand* cmd, std::string_view key) noexcept {
+  if (near_ == nullptr) return;
+  const uint64_t h = NearCache::hashOf(key);
+  near_->invalidateWrite(h, key);
+  if (cmd->near_write_hashes == nullptr) return;
+  memcpy(cmd->near_write_hashes + sizeof(uint64_t) * cmd->near_writes, &h, sizeof h);
+  ++cmd->near_writes;
+}
+
+// A backend answered a command of this session that uses the near cache (`p` null: it
+// failed). A write's stripes move again: a read sent while the write was on its way could
+// have been answered with the old value by then (another server connection, another
+// worker), and its fill, ticketed after the first bump, would otherwise keep that value
+// past the write's acknowledgement. A read's reply fills the cache if its ticket holds.
+void CacheSession::nearReplied(CacheCommand* cmd, const char* p, size_t n) noexcept {
+  if (near_ == nullptr) return;
+  for (uint32_t i = 0; i < cmd->near_writes; ++i) {
+    uint64_t h;
+    memcpy(&h, cmd->near_write_hashes + sizeof(uint64_t) * i, sizeof h);
+    near_->shared().bump(h);
+  }
+  if (!cmd->near_fill || p == nullptr) return;
+  cmd->near_fill = false;
+  if (!nearCacheable(p, n)) return;
+  near_->fill(cmd->near_hash, {cmd->near_key, cmd->near_key_len}, {p, n},
+              NearTicket{cmd->near_stripe, cmd->near_flushes}, uv_now(env_.loop()),
+              cmd->near_source);
+}
+
+}  // namespace lb
