@@ -34,7 +34,8 @@ namespace lb {
 
 // What became of a request for a hot key; the path label of lb_hotkey_requests_total.
 // kSpread: an HTTP GET or HEAD sent to the least loaded of its key's first hot_keys.spread
-// hosts. (The near cache's paths join this list when it is built.)
+// hosts. The near cache's paths (near_hit, near_miss, bypass) are counted with its own
+// per-worker counters, in NearCacheState (lb/routing/near_cache_state.h), under the same family.
 enum class HotKeyPath : uint8_t { kSpread, kCount };
 inline constexpr int kHotKeyPaths = static_cast<int>(HotKeyPath::kCount);
 inline const char* hotKeyPathName(HotKeyPath p) noexcept {
