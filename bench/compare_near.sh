@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# A hot-key read load through lb's near cache against nutcracker (twemproxy) and against one
+# redis-server straight, in one run (issue 22, acceptance 4).
+#
+#   8 redis-servers behind nutcracker (ketama, fnv1a_64) and behind lb twice: `lb_near` with
+#   hot_keys.near_cache on, `lb_plain` without (the same cluster otherwise: selector
+#   twemproxy, the same names), and 1 redis-server straight (`redis_direct`).
+# The load: redis-benchmark GET of KEYS keys (-r KEYS, `hot:__rand_int__`, set beforehand),
+# -c 50, pipelined (-P 16) and not, so every key is far above the hot threshold: the case a
+# near cache is for (Fan et al., SoCC 2011: the few hottest items). lb first sees the load
+# for WARMUP seconds so the keys are hot and cached before a round is timed. Rounds are
+# interleaved across targets; the table shows each target's median round, and the ratios to
+# nutcracker and to redis straight. After the rounds it prints lb_near's near-cache hits
+# and misses, so a reader can see the cache answered.
+#
+# Usage: bench/compare_near.sh [BUILD_DIR]          (default build; run `make` first)
+# Env: ROUNDS (3), REQUESTS (400000), KEYS (10), WORKERS (1: lb workers), WARMUP (3).
+# Loopback only, free ports; every process started here is stopped on exit.
+set -euo pipefail
+build=${1:-build}
+rounds=${ROUNDS:-3}
+requests=${REQUESTS:-400000}
+keys=${KEYS:-10}
+workers=${WORKERS:-1}
+warmup=${WARMUP:-3}
+for tool in redis-server redis-benchmark redis-cli nutcracker curl; do
+  command -v "$tool" >/dev/null || { echo "compare_near.sh: $tool missing (make deps)" >&2; exit 2; }
+done
+[[ -x $build/lb ]] || { echo "compare_near.sh: $build/lb not found; run make first" >&2; exit 2; }
+
+source "$(dirname "$0")/lib.sh"
+redis() {   # port
+  redis-server --port "$1" --bind 127.0.0.1 --save '' --appendonly no --daemonize no \
+               --dir "$work" >"$work/redis.$1.log" 2>&1 &
+  pids+=($!)
+  wait_port "$1"
+}
+
+servers=()
+for _ in 1 2 3 4 5 6 7 8; do servers+=("$(free_port)"); done
+for p in "${servers[@]}"; do redis "$p"; done
+solo=$(free_port); redis "$solo"
+
+nut=$(free_port)
+{
+  echo "pool:"
+  echo "  listen: 127.0.0.1:$nut"
+  echo "  hash: fnv1a_64"
+  echo "  distribution: ketama"
+  echo "  redis: true"
+  echo "  auto_eject_hosts: false"
+  echo "  servers:"
+  for i in "${!servers[@]}"; do echo "   - 127.0.0.1:${servers[$i]}:1 redis-$i"; done
+} >"$work/nutcracker.yml"
+nutcracker -c "$work/nutcracker.yml" -o "$work/nutcracker.log" -s "$(free_port)" -a 127.0.0.1 &
+pids+=($!)
+
+lb_config() {   # file port admin near(0|1)
+  {
+    echo "[lb]"
+    echo "workers = $workers"
+    echo "log_level = \"warn\""
+    echo "access_log = \"\""
+    echo "[admin]"
+    echo "listen = \"127.0.0.1:$3\""
+    echo "[listeners.redis]"
+    echo "listen = \"127.0.0.1:$2\""
+    echo "protocol = \"redis\""
+    echo "cluster = \"fleet\""
+    echo "[clusters.fleet]"
+    echo "selector = \"twemproxy\""
+    if [[ $4 == 1 ]]; then
+      echo "hot_keys = { threshold = 0.02, near_cache = { items = 1024, bytes = \"64MiB\", ttl = \"1s\" } }"
+    fi
+    echo "backends = ["
+    for i in "${!servers[@]}"; do echo "  { name = \"redis-$i\", address = \"127.0.0.1:${servers[$i]}\" },"; done
+    echo "]"
+  } >"$1"
+}
+lb_near=$(free_port); near_admin=$(free_port)
+lb_plain=$(free_port); plain_admin=$(free_port)
+lb_config "$work/near.toml" "$lb_near" "$near_admin" 1
+lb_config "$work/plain.toml" "$lb_plain" "$plain_admin" 0
+"$build/lb" --config "$work/near.toml" >"$work/lb_near.log" 2>&1 &
+pids+=($!)
+"$build/lb" --config "$work/plain.toml" >"$work/lb_plain.log" 2>&1 &
+pids+=($!)
+wait_port "$nut"; wait_port "$lb_near"; wait_port "$lb_plain"
+
+# The keys, with 100-byte values, on whichever server owns each (through lb) and on solo.
+value=$(head -c 100 /dev/zero | tr '\0' v)
+for k in $(seq 0 $((keys - 1))); do
+  key=$(printf 'hot:%012d' "$k")
+  redis-cli -p "$lb_plain" SET "$key" "$value" >/dev/null
+  redis-cli -p "$solo" SET "$key" "$value" >/dev/null
+done
+
+declare -A port=([nutcracker]=$nut [lb_near]=$lb_near [lb_plain]=$lb_plain [redis_direct]=$solo)
+targets=(nutcracker lb_near lb_plain redis_direct)
+bench() {   # port pipeline requests
+  redis-benchmark -h 127.0.0.1 -p "$1" -c 50 -n "$3" -P "$2" -r "$keys" --csv \
+                  GET 'hot:__rand_int__' 2>/dev/null | tail -1 |
+    awk -F'","' '{ gsub(/"/, ""); split($0, f, ","); print f[2] }'
+}
+# Warm-up: the near cache's keys become hot (a window or two) and fill.
+end=$((SECONDS + warmup))
+while (( SECONDS < end )); do bench "$lb_near" 16 100000 >/dev/null; done
+
+mkdir -p "$work/res"
+echo "bench/compare_near.sh: redis-benchmark -c 50 -n $requests -r $keys GET hot:__rand_int__,"
+echo "$rounds rounds, lb workers = $workers; $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
+for r in $(seq "$rounds"); do
+  for p in 16 1; do
+    for t in "${targets[@]}"; do echo "$t $p $(bench "${port[$t]}" "$p" "$requests")" >>"$work/res/all"; done
+  done
+done
+echo
+echo "| -P | nutcracker | lb near cache | lb, no near cache | redis direct | lb near / nutcracker | lb near / redis direct |"
+echo "|---|---|---|---|---|---|---|"
+for p in 16 1; do
+  med() { awk -v t="$1" -v p="$p" '$1 == t && $2 == p {print $3}' "$work/res/all" |
+          sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] + 0 }'; }
+  n=$(med nutcracker); l=$(med lb_near); q=$(med lb_plain); d=$(med redis_direct)
+  awk -v p="$p" -v n="$n" -v l="$l" -v q="$q" -v d="$d" 'BEGIN {
+    printf "| %s | %.0f | %.0f | %.0f | %.0f | %.2f | %.2f |\n", p, n, l, q, d, l / n, l / d }'
+done
+echo
+echo "lb_near, lb_hotkey_requests_total by path:"
+curl -s "http://127.0.0.1:$near_admin/metrics" | grep '^lb_hotkey_requests_total' || echo "(none)"
