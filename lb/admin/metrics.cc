@@ -189,7 +189,7 @@ std::vector<MetricFamily> collectSnapshotMetrics(const Snapshot& snap) {
   MetricFamily watch_up = family("lb_membership_watch_up",
                                  "1 while the cluster's watch on its etcd key runs, 0 otherwise.",
                                  MetricType::Gauge, nc);
-  // Hot keys (design.md "Hot keys"): never a key as a label, only ranks.
+  // Hot keys (docs/metrics.md): never a key as a label, only ranks.
   MetricFamily hot_active = family("lb_hotkeys_active",
                                    "Keys in the cluster's hot set (their share of its requests "
                                    "reached hot_keys.threshold, and the hold has not ended).",

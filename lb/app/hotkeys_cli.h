@@ -1,5 +1,5 @@
 // `lb hotkeys` (docs/operations.md, "Watching hot keys"): the terminal view of the admin's
-// GET /hotkeys (../shared/design.md, "Hot keys"). main() hands it the arguments after
+// GET /hotkeys. main() hands it the arguments after
 // "hotkeys".
 //
 //   lb hotkeys --admin HOST:PORT [--cluster C] [--interval 1s] [--once]

@@ -1,4 +1,4 @@
-// What `lb hotkeys` shows: the admin's /hotkeys answer (../shared/design.md, "Hot keys") read
+// What `lb hotkeys` shows: the admin's /hotkeys answer (docs/operations.md, "Watching hot keys") read
 // into plain structs, and drawn as a top-like table. Pure functions of their inputs (the time
 // and the width are arguments), so the tests pin whole screens.
 //

@@ -1,5 +1,5 @@
-// A cluster's `hot_keys = { threshold, hold, spread, near_cache }` table (docs/config.md, "hot_keys";
-// ../shared/design.md, "Hot keys"). Internal to lb/config's loader.
+// A cluster's `hot_keys = { threshold, hold, spread, near_cache }` table (docs/config.md,
+// "hot_keys"). Internal to lb/config's loader.
 #pragma once
 
 #include <string>

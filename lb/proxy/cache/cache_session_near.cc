@@ -14,7 +14,7 @@ namespace lb {
 
 bool CacheSession::nearCacheable(const char*, size_t) const noexcept { return false; }
 
-// Only keys in the cluster's hot set use the near cache (design.md "Hot keys"): a cold key's
+// Only keys in the cluster's hot set use the near cache (docs/config.md "near_cache"): a cold key's
 // reads go to its backend, and a cache of a few items stays with the keys that load one
 // server. The hot set is the one this worker adopted last (HotKeyState::isHot: a pointer
 // load and a probe), by the hash that routes the key.

@@ -1,4 +1,4 @@
-// One worker's near cache of one redis or memcached cluster (issue 22; design.md "Hot keys";
+// One worker's near cache of one redis or memcached cluster (issue 22;
 // docs/config.md "near_cache"): the exact reply bytes a backend gave a plain read of a hot
 // key (Redis GET, memcached get without CAS), so that the next read of that key is answered
 // from lb's memory, byte for byte what the server said. Fan et al., "Small cache, big

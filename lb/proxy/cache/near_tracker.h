@@ -1,5 +1,5 @@
-// How a cache protocol tells the near cache about writes lb does not see (design.md "Hot
-// keys"): Redis' CLIENT TRACKING in redirect mode (lb/proxy/redis/redis_tracking.h). One per
+// How a cache protocol tells the near cache about writes lb does not see (docs/config.md
+// "near_cache"): Redis' CLIENT TRACKING in redirect mode (lb/proxy/redis/redis_tracking.h). One per
 // backend group of a worker whose cluster has a near cache and whose protocol has one
 // (CacheWire::newTracker); memcached has none, and its staleness bound is the ttl.
 //
