@@ -67,13 +67,7 @@ std::optional<AnalyzeOptions> parseAnalyzeArgs(std::span<char* const> args, std:
       error = "unknown argument '" + std::string(args[i]) + "'";
       return std::nullopt;
     }
-    if (!has_value) {
-      if (i + 1 >= args.size()) {
-        error = arg + ": missing value";
-        return std::nullopt;
-      }
-      value = args[++i];
-    }
+    if (!takeOptionValue(args, &i, has_value, arg, &value, &error)) return std::nullopt;
     const bool simulate_only =
         arg != "--config" && arg != "--cluster" && arg != "--key" && arg != "--listener";
     if (simulate_only && simulate_opt.empty()) simulate_opt = arg;

@@ -291,15 +291,7 @@ std::optional<HotkeysOptions> parseHotkeysArgs(std::span<char* const> args, std:
     std::string arg = args[i];
     std::string value;
     const bool has_value = splitLongOption(&arg, &value);
-    auto takeValue = [&]() -> bool {
-      if (has_value) return true;
-      if (i + 1 >= args.size()) {
-        error = arg + ": missing value";
-        return false;
-      }
-      value = args[++i];
-      return true;
-    };
+    auto takeValue = [&] { return takeOptionValue(args, &i, has_value, arg, &value, &error); };
     if (arg == "-h" || arg == "--help") {
       o.help = true;
     } else if (arg == "--admin") {

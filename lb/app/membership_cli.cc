@@ -469,15 +469,7 @@ std::optional<MembershipOptions> parseMembershipArgs(std::span<char* const> args
     std::string arg = args[i];
     std::string value;
     const bool has_value = splitLongOption(&arg, &value);
-    auto takeValue = [&]() -> bool {
-      if (has_value) return true;
-      if (i + 1 >= args.size()) {
-        error = arg + ": missing value";
-        return false;
-      }
-      value = args[++i];
-      return true;
-    };
+    auto takeValue = [&] { return takeOptionValue(args, &i, has_value, arg, &value, &error); };
     auto only = [&](bool allowed) {
       if (!allowed) error = arg + ": not an option of `lb membership " + command + "`";
       return allowed;

@@ -21,4 +21,15 @@ bool splitLongOption(std::string* arg, std::string* value) {
   return true;
 }
 
+bool takeOptionValue(std::span<char* const> args, size_t* i, bool has_inline,
+                     const std::string& name, std::string* value, std::string* error) {
+  if (has_inline) return true;
+  if (*i + 1 >= args.size()) {
+    *error = name + ": missing value";
+    return false;
+  }
+  *value = args[++*i];
+  return true;
+}
+
 }  // namespace lb

@@ -1,6 +1,7 @@
 // Small string helpers every layer needs. Pure, allocation-free, any thread.
 #pragma once
 
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -14,5 +15,12 @@ bool equalsNoCase(std::string_view a, std::string_view b) noexcept;
 // "--name" and *value "value"; false, both untouched, for anything else ("-x", "--name",
 // "a=b"). Every subcommand's parser accepts both "--name value" and "--name=value" this way.
 bool splitLongOption(std::string* arg, std::string* value);
+
+// The value of the option args[*i], whose name is `name` once splitLongOption has split it:
+// the part after '=' when it had one (`has_inline`, already in *value), else the next
+// argument (and *i moves past it). False, with *error "NAME: missing value", when there is
+// none. The one way every subcommand takes an option's value.
+bool takeOptionValue(std::span<char* const> args, size_t* i, bool has_inline,
+                     const std::string& name, std::string* value, std::string* error);
 
 }  // namespace lb
