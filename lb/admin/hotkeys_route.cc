@@ -47,15 +47,13 @@ void appendKey(std::string& o, const ClusterSnapshot& c, const HotKey& k) {
   if (routable) {
     // A hot key's GETs and HEADs go to any of its first hot_keys.spread usable hosts
     // (plugins/selectors/hot_spread.h picks among the same ones); else to its owner alone.
-    const uint32_t n = c.table->hostCount();
-    const uint32_t spread = k.hot ? std::min(c.config->hot_keys.spread, kMaxSpread) : 0;
+    const uint32_t spread = k.hot ? c.config->hot_keys.spread : 0;
     if (spread >= 2) {
-      uint32_t listed = 0;
-      for (uint32_t a = 0; a < n && listed < spread; ++a) {
-        const uint32_t h = c.table->pick(k.hash, a);
-        if (c.loads && !c.loads->usable(h)) continue;
-        if (listed++ > 0) o += ',';
-        appendJsonString(o, c.backends[h].config->name);
+      SpreadSet set;
+      const uint32_t listed = spreadSet(*c.table, k.hash, c.loads.get(), spread, &set);
+      for (uint32_t i = 0; i < listed; ++i) {
+        if (i > 0) o += ',';
+        appendJsonString(o, c.backends[set[i].host].config->name);
       }
     } else {
       appendJsonString(o, c.backends[c.table->pick(k.hash, 0)].config->name);

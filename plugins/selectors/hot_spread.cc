@@ -5,24 +5,23 @@
 
 namespace lb {
 
+uint32_t spreadSet(const SelectorTable& table, uint64_t hash, const LoadView* loads,
+                   uint32_t spread, SpreadSet* out) noexcept {
+  const uint32_t n = table.hostCount();
+  const uint32_t want = std::min({std::max(spread, 1u), kMaxSpread, n});
+  uint32_t count = 0;
+  for (uint32_t a = 0; a < n && count < want; ++a) {
+    const uint32_t h = table.pick(hash, a);
+    if (loads == nullptr || loads->usable(h)) (*out)[count++] = {h, a};
+  }
+  return count;
+}
+
 bool pickSpread(const SelectorTable& table, uint64_t hash, const LoadView& loads,
                 uint32_t spread, const BoundedLoad* bounded, Reserve reserve,
                 Pick* out) noexcept {
-  const uint32_t n = table.hostCount();
-  const uint32_t want = std::min({std::max(spread, 1u), kMaxSpread, n});
-  struct Candidate {
-    uint32_t host;
-    uint32_t attempt;
-  };
-  std::array<Candidate, kMaxSpread> cands;
-  uint32_t count = 0;
-  // Attempts below hostCount() are distinct hosts (SelectorTable::pick): the first `want`
-  // usable ones are the key's spread set. A down host does not count, so a key keeps
-  // `spread` copies while a host of its set is out, as a failover would reach the next one.
-  for (uint32_t a = 0; a < n && count < want; ++a) {
-    const uint32_t h = table.pick(hash, a);
-    if (loads.usable(h)) cands[count++] = {h, a};
-  }
+  SpreadSet cands;
+  const uint32_t count = spreadSet(table, hash, &loads, spread, &cands);
   if (count == 0) return false;
 
   const bool reserving = bounded != nullptr && reserve == Reserve::kYes;
@@ -53,7 +52,7 @@ bool pickSpread(const SelectorTable& table, uint64_t hash, const LoadView& loads
       ++i;
     }
     if (!have) return false;
-    const Candidate c = cands[best];
+    const SpreadCandidate c = cands[best];
     if (reserving && !loads.tryReserve(c.host, bounded->cap(c.host, total))) {
       std::copy(cands.begin() + best + 1, cands.begin() + left, cands.begin() + best);
       --left;

@@ -20,6 +20,7 @@
 // then walk past the spread hosts as they would for any key).
 #pragma once
 
+#include <array>
 #include <cstdint>
 
 #include "plugins/selector.h"
@@ -30,6 +31,21 @@ namespace lb {
 // The most hosts one key spreads over: the walk remembers its candidates in a stack array of
 // this size (the distinct walk's small range, plugins/selectors/distinct_walk.h).
 inline constexpr uint32_t kMaxSpread = 16;
+
+// One host of a key's spread set, and its position in the key's preference order.
+struct SpreadCandidate {
+  uint32_t host;
+  uint32_t attempt;
+};
+using SpreadSet = std::array<SpreadCandidate, kMaxSpread>;
+
+// The key's spread set: its first min(spread, kMaxSpread, hosts) usable hosts (any host when
+// `loads` is null) in preference order, into *out; returns how many. Attempts below
+// hostCount() are distinct hosts (SelectorTable::pick), and a down host does not count, so
+// a key keeps `spread` copies while a host of its set is out, as a failover would reach the
+// next one. What pickSpread chooses among, and what /hotkeys lists as serving the key.
+uint32_t spreadSet(const SelectorTable& table, uint64_t hash, const LoadView* loads,
+                   uint32_t spread, SpreadSet* out) noexcept;
 
 // Hot path: no allocation, no lock; O(spread) picks of the table plus one load per candidate.
 // `spread` is clamped to [1, kMaxSpread] and to the table's hosts. `bounded` is null when
