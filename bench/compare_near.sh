@@ -29,31 +29,13 @@ done
 [[ -x $build/lb ]] || { echo "compare_near.sh: $build/lb not found; run make first" >&2; exit 2; }
 
 source "$(dirname "$0")/lib.sh"
-redis() {   # port
-  redis-server --port "$1" --bind 127.0.0.1 --save '' --appendonly no --daemonize no \
-               --dir "$work" >"$work/redis.$1.log" 2>&1 &
-  pids+=($!)
-  wait_port "$1"
-}
-
 servers=()
 for _ in 1 2 3 4 5 6 7 8; do servers+=("$(free_port)"); done
-for p in "${servers[@]}"; do redis "$p"; done
-solo=$(free_port); redis "$solo"
+for p in "${servers[@]}"; do start_redis "$p"; done
+solo=$(free_port); start_redis "$solo"; solo_pid=${pids[-1]}
 
 nut=$(free_port)
-{
-  echo "pool:"
-  echo "  listen: 127.0.0.1:$nut"
-  echo "  hash: fnv1a_64"
-  echo "  distribution: ketama"
-  echo "  redis: true"
-  echo "  auto_eject_hosts: false"
-  echo "  servers:"
-  for i in "${!servers[@]}"; do echo "   - 127.0.0.1:${servers[$i]}:1 redis-$i"; done
-} >"$work/nutcracker.yml"
-nutcracker -c "$work/nutcracker.yml" -o "$work/nutcracker.log" -s "$(free_port)" -a 127.0.0.1 &
-pids+=($!)
+start_nutcracker_redis "$nut" "${servers[@]}"
 
 lb_config() {   # file port admin near(0|1)
   {
@@ -82,9 +64,9 @@ lb_plain=$(free_port); plain_admin=$(free_port)
 lb_config "$work/near.toml" "$lb_near" "$near_admin" 1
 lb_config "$work/plain.toml" "$lb_plain" "$plain_admin" 0
 "$build/lb" --config "$work/near.toml" >"$work/lb_near.log" 2>&1 &
-pids+=($!)
+near_pid=$!; pids+=($!)
 "$build/lb" --config "$work/plain.toml" >"$work/lb_plain.log" 2>&1 &
-pids+=($!)
+plain_pid=$!; pids+=($!)
 wait_port "$nut"; wait_port "$lb_near"; wait_port "$lb_plain"
 
 # The keys, with 100-byte values, on whichever server owns each (through lb) and on solo.
@@ -96,6 +78,7 @@ for k in $(seq 0 $((keys - 1))); do
 done
 
 declare -A port=([nutcracker]=$nut [lb_near]=$lb_near [lb_plain]=$lb_plain [redis_direct]=$solo)
+declare -A pid_of=([nutcracker]=$nut_pid [lb_near]=$near_pid [lb_plain]=$plain_pid [redis_direct]=$solo_pid)
 targets=(nutcracker lb_near lb_plain redis_direct)
 bench() {   # port pipeline requests
   redis-benchmark -h 127.0.0.1 -p "$1" -c 50 -n "$3" -P "$2" -r "$keys" --csv \
@@ -111,18 +94,34 @@ echo "bench/compare_near.sh: redis-benchmark -c 50 -n $requests -r $keys GET hot
 echo "$rounds rounds, lb workers = $workers; $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
 for r in $(seq "$rounds"); do
   for p in 16 1; do
-    for t in "${targets[@]}"; do echo "$t $p $(bench "${port[$t]}" "$p" "$requests")" >>"$work/res/all"; done
+    for t in "${targets[@]}"; do
+      cpu0=$(cpu_ticks "${pid_of[$t]}")
+      rps=$(bench "${port[$t]}" "$p" "$requests")
+      cpu1=$(cpu_ticks "${pid_of[$t]}")
+      echo "$t $p $rps $(cpu_us_per_request "$cpu0" "$cpu1" "$requests")" >>"$work/res/all"
+    done
   done
 done
 echo
+echo "req/s (median round), and the CPU of the process the client talks to, µs per request"
+echo "(user + system, /proc/PID/stat: on 2 shared cores the figure that holds; nutcracker's"
+echo "backends' CPU is not in its figure):"
+echo
 echo "| -P | nutcracker | lb near cache | lb, no near cache | redis direct | lb near / nutcracker | lb near / redis direct |"
 echo "|---|---|---|---|---|---|---|"
+med() {   # target pipeline column
+  awk -v t="$1" -v p="$2" -v c="$3" '$1 == t && $2 == p {print $c}' "$work/res/all" |
+    sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] + 0 }'
+}
 for p in 16 1; do
-  med() { awk -v t="$1" -v p="$p" '$1 == t && $2 == p {print $3}' "$work/res/all" |
-          sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] + 0 }'; }
-  n=$(med nutcracker); l=$(med lb_near); q=$(med lb_plain); d=$(med redis_direct)
-  awk -v p="$p" -v n="$n" -v l="$l" -v q="$q" -v d="$d" 'BEGIN {
-    printf "| %s | %.0f | %.0f | %.0f | %.0f | %.2f | %.2f |\n", p, n, l, q, d, l / n, l / d }'
+  for c in 3 4; do
+    n=$(med nutcracker "$p" "$c"); l=$(med lb_near "$p" "$c"); q=$(med lb_plain "$p" "$c"); d=$(med redis_direct "$p" "$c")
+    # For req/s higher is faster; for CPU per request lower is, so its ratios are inverted
+    # (peer / lb): above 1 means lb is faster either way.
+    awk -v p="$p" -v c="$c" -v n="$n" -v l="$l" -v q="$q" -v d="$d" 'BEGIN {
+      if (c == 3) printf "| %s, req/s | %.0f | %.0f | %.0f | %.0f | %.2f | %.2f |\n", p, n, l, q, d, l / n, l / d
+      else printf "| %s, CPU µs/req | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f |\n", p, n, l, q, d, n / l, d / l }'
+  done
 done
 echo
 echo "lb_near, lb_hotkey_requests_total by path:"

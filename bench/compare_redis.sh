@@ -21,30 +21,12 @@ done
 [[ -x $build/lb ]] || { echo "compare_redis.sh: $build/lb not found; run make first" >&2; exit 2; }
 
 source "$(dirname "$0")/lib.sh"
-redis() {   # port
-  redis-server --port "$1" --bind 127.0.0.1 --save '' --appendonly no --daemonize no \
-               --dir "$work" >"$work/redis.$1.log" 2>&1 &
-  pids+=($!)
-  wait_port "$1"
-}
-
 servers=("$(free_port)" "$(free_port)" "$(free_port)")
-for p in "${servers[@]}"; do redis "$p"; done
-solo=$(free_port); redis "$solo"
+for p in "${servers[@]}"; do start_redis "$p"; done
+solo=$(free_port); start_redis "$solo"
 
 nut=$(free_port)
-{
-  echo "pool:"
-  echo "  listen: 127.0.0.1:$nut"
-  echo "  hash: fnv1a_64"
-  echo "  distribution: ketama"
-  echo "  redis: true"
-  echo "  auto_eject_hosts: false"
-  echo "  servers:"
-  for i in "${!servers[@]}"; do echo "   - 127.0.0.1:${servers[$i]}:1 redis-$i"; done
-} >"$work/nutcracker.yml"
-nutcracker -c "$work/nutcracker.yml" -o "$work/nutcracker.log" -s "$(free_port)" -a 127.0.0.1 &
-pids+=($!)
+start_nutcracker_redis "$nut" "${servers[@]}"
 
 lb_redis=$(free_port); lb_tcp=$(free_port)
 {

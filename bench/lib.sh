@@ -32,3 +32,50 @@ wait_port() {   # port: waits up to 10 s for something to accept on 127.0.0.1:po
   for _ in $(seq 200); do (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0; sleep 0.05; done
   echo "$(basename "$0"): nothing listens on $1" >&2; return 1
 }
+
+# A redis-server on 127.0.0.1:PORT, no persistence, logging into the scratch directory.
+start_redis() {   # port
+  redis-server --port "$1" --bind 127.0.0.1 --save '' --appendonly no --daemonize no \
+               --dir "$work" >"$work/redis.$1.log" 2>&1 &
+  pids+=($!)
+  wait_port "$1"
+}
+
+# nutcracker (twemproxy) with one redis pool on 127.0.0.1:PORT over the given server ports,
+# ketama over fnv1a_64 and no ejection: how lb's `twemproxy` selector is compared with it.
+# The servers are named redis-0, redis-1, ... as the lb configs beside it name them.
+# Sets nut_pid.
+start_nutcracker_redis() {   # port server_port...
+  local listen=$1 i=0 p; shift
+  {
+    echo "pool:"
+    echo "  listen: 127.0.0.1:$listen"
+    echo "  hash: fnv1a_64"
+    echo "  distribution: ketama"
+    echo "  redis: true"
+    echo "  auto_eject_hosts: false"
+    echo "  servers:"
+    for p in "$@"; do echo "   - 127.0.0.1:$p:1 redis-$i"; i=$((i + 1)); done
+  } >"$work/nutcracker.yml"
+  nutcracker -c "$work/nutcracker.yml" -o "$work/nutcracker.log" -s "$(free_port)" -a 127.0.0.1 &
+  nut_pid=$!
+  pids+=($nut_pid)
+}
+
+# CPU ticks (user, system) of a process with all its threads and its child processes
+# (nginx forks workers): utime and stime, the 14th and 15th fields of /proc/PID/stat.
+cpu_ticks() {   # pid
+  local p u=0 s=0 f
+  for p in "$1" $(pgrep -P "$1" 2>/dev/null); do
+    read -r -a f <"/proc/$p/stat" 2>/dev/null || continue
+    u=$((u + f[13])); s=$((s + f[14]))
+  done
+  echo "$u $s"
+}
+
+# Microseconds of CPU (user + system) per request between two cpu_ticks readings.
+cpu_us_per_request() {   # "u s" before, "u s" after, requests
+  awk -v a="$1" -v b="$2" -v n="$3" -v hz="$(getconf CLK_TCK)" 'BEGIN {
+    split(a, x, " "); split(b, y, " "); if (n == 0) { print "-"; exit }
+    printf "%.2f", ((y[1] - x[1]) + (y[2] - x[2])) * 1e6 / hz / n }'
+}
