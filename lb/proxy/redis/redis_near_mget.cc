@@ -163,28 +163,14 @@ void RedisSession::nearMget(CacheCommand* cmd, std::string_view raw, size_t keys
 // above; never anything from an error reply or one that is not an array).
 void RedisSession::nearFillsReplied(CacheCommand* cmd, uint16_t fragment, const char* p,
                                     size_t n) noexcept {
-  if (n < 4 || p[0] != '*') return;
-  const char* cr = static_cast<const char*>(memchr(p, '\r', n));
-  if (cr == nullptr) return;
-  int64_t count = 0;
-  if (!resp::parseInteger({p + 1, static_cast<size_t>(cr - p) - 1}, &count) || count < 0) return;
-  size_t pos = static_cast<size_t>(cr - p) + 2;
-  uint32_t element = 0;
+  redis::ArrayCursor elements;
+  if (!elements.open(p, n)) return;
   for (uint32_t i = 0; i < cmd->near_fill_count; ++i) {
     const NearFill& fill = cmd->near_fills[i];
     if (fill.fragment != fragment) continue;
-    if (fill.element >= static_cast<uint64_t>(count)) return;
-    int64_t len = 0;
-    for (;;) {
-      ReplyScan scan;
-      len = pos < n ? resp::scanValue(p + pos, n - pos, scan) : 0;
-      if (len <= 0) return;
-      if (element == fill.element) break;
-      pos += static_cast<size_t>(len);
-      ++element;
-    }
-    const char* v = p + pos;
-    if (v[0] == '$' && len >= 5 && v[1] != '-') nearStore(fill, {v, static_cast<size_t>(len)});
+    std::string_view element;
+    if (!elements.seek(fill.element, &element)) return;
+    if (redis::mgetElementFills(element)) nearStore(fill, element);
   }
 }
 
