@@ -27,9 +27,10 @@ class NearMgetRedisTest : public ::testing::Test {
   double path(const char* p) { return nearMetric(fleet_, "lb_hotkey_requests_total", "path", p); }
 
   static std::string mget(const std::vector<std::string>& keys) {
-    std::vector<std::string> args{"MGET"};
-    args.insert(args.end(), keys.begin(), keys.end());
-    return redisEncode(args);
+    // RESP by hand: redisEncode takes a fixed list.
+    std::string out = "*" + std::to_string(keys.size() + 1) + "\r\n$4\r\nMGET\r\n";
+    for (const std::string& k : keys) out += bulk(k);
+    return out;
   }
   static std::string bulk(const std::string& v) {
     return "$" + std::to_string(v.size()) + "\r\n" + v + "\r\n";
