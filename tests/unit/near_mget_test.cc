@@ -26,12 +26,12 @@ TEST(NearMgetElementTest, OnlyABulkStringFills) {
 }
 
 TEST(NearMgetCursorTest, FindsElementsForwardWhateverTheirBytes) {
-  const std::string r = "*4\r\n$3\r\n*1\r\n$-1\r\n$0\r\n\r\n$5\r\nab\r\nc\r\n";
+  const std::string r = "*4\r\n$3\r\n*1\n\r\n$-1\r\n$0\r\n\r\n$5\r\nab\r\nc\r\n";
   redis::ArrayCursor c;
   ASSERT_TRUE(c.open(r.data(), r.size()));
   std::string_view e;
   ASSERT_TRUE(c.seek(0, &e));
-  EXPECT_EQ(e, "$3\r\n*1\r\n");
+  EXPECT_EQ(e, "$3\r\n*1\n\r\n");
   ASSERT_TRUE(c.seek(2, &e));
   EXPECT_EQ(e, "$0\r\n\r\n");
   ASSERT_TRUE(c.seek(3, &e));
