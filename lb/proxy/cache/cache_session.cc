@@ -225,6 +225,7 @@ void CacheSession::fragmentReply(CacheFragment* f, const char* p, size_t n) noex
   CacheCommand* cmd = f->command;
   unlinkFragment(cmd, f);
   if (cmd->near_fill || cmd->near_writes > 0) nearReplied(cmd, p, n);
+  if (cmd->near_fill_count > 0) nearFillsReplied(cmd, f->index, p, n);
   switch (useReply(*cmd, p, n)) {
     case ReplyUse::kPass:
       if (cmd == head_ && cmd->pending == 0 && state_ != State::kClosed) {

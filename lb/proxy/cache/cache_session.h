@@ -163,6 +163,22 @@ class CacheSession : public Session,
   // nearSent(cmd, host) has said where it went.
   bool nearRead(CacheCommand* cmd, std::string_view key, uint64_t route_hash) noexcept;
   void nearSent(CacheCommand* cmd, uint32_t host) noexcept;
+  // The same steps for one key of a multi-key read (Redis MGET; redis_near_mget.cc):
+  // nearHot says whether the key routed by `route_hash` uses the near cache at all;
+  // nearFind gives its stored reply ("" when none), counting the hit or the miss;
+  // nearTicket takes a miss's ticket into `fill` (false: no room for the key's copy, no
+  // fill); nearFillSent, before any byte of the read goes to `host`, says where the fill
+  // comes from and whether it may fill (false: it may not).
+  bool nearHot(uint64_t route_hash) const noexcept;
+  std::string_view nearFind(std::string_view key, uint64_t* hash) noexcept;
+  bool nearTicket(CacheCommand* cmd, std::string_view key, uint64_t hash, NearFill* fill) noexcept;
+  bool nearFillSent(uint32_t host, uint32_t* source) noexcept;
+  // A fragment's reply of a command with near_fills (the protocol's: it knows the
+  // elements): each fill of that fragment whose element may be stored goes to nearStore,
+  // which stores it if its ticket holds.
+  virtual void nearFillsReplied(CacheCommand* cmd, uint16_t fragment, const char* p,
+                                size_t n) noexcept;
+  void nearStore(const NearFill& fill, std::string_view reply) noexcept;
   // A command that may change `keys` of its keys is about to be forwarded: nearWriteBegin
   // once (room to remember them), then nearWrite for each key, before any fragment is sent.
   void nearWriteBegin(CacheCommand* cmd, size_t keys) noexcept;
@@ -213,7 +229,6 @@ class CacheSession : public Session,
   void closeNow(CacheOutcome outcome) noexcept;
   void logRecord() noexcept;
   void dirty() noexcept;
-  bool nearHot(uint64_t route_hash) const noexcept;
   void nearReplied(CacheCommand* cmd, const char* p, size_t n) noexcept;
 
   // ConnectionOwner: the client's socket (reads in cache_session_input.cc).

@@ -54,21 +54,19 @@ bool CacheSession::nearRead(CacheCommand* cmd, std::string_view key,
 // sends the enable command first, in the same pipeline, so the server tracks this read.
 void CacheSession::nearSent(CacheCommand* cmd, uint32_t host) noexcept {
   if (!cmd->near_fill) return;
+  if (!nearFillSent(host, &cmd->near_source)) cmd->near_fill = false;
+}
+
+bool CacheSession::nearFillSent(uint32_t host, uint32_t* source) noexcept {
   ServerGroup* g = table_->hosts[host];
-  cmd->near_source = g->id;
+  *source = g->id;
   NearTracker* t = g->tracker;
-  if (t == nullptr) return;   // memcached: the ttl is the bound
-  if (!t->up()) {
-    cmd->near_fill = false;
-    return;
-  }
+  if (t == nullptr) return true;   // memcached: the ttl is the bound
+  if (!t->up()) return false;
   ServerConnection* s = g->servers[slot_ % g->servers.size()];
-  if (s->trackingEpoch() == t->epoch()) return;
+  if (s->trackingEpoch() == t->epoch()) return true;
   CacheFragment* f = cache_.newFragment();
-  if (f == nullptr) {
-    cmd->near_fill = false;
-    return;
-  }
+  if (f == nullptr) return false;
   ByteChain& out = s->open(static_cast<uint64_t>(listener_.config->timeouts.connect.count()));
   out.append(t->enableCommand().data(), t->enableCommand().size());
   f->command = nullptr;   // lb's own: its reply is dropped
@@ -78,6 +76,35 @@ void CacheSession::nearSent(CacheCommand* cmd, uint32_t host) noexcept {
   g->state->addLive();    // every queued fragment holds a unit; its reply gives it back
   s->push(f);
   s->setTrackingEpoch(t->epoch());
+  return true;
+}
+
+// One key of a multi-key read: its stored reply, the hit or the miss counted. The bytes are
+// valid until the cache changes (the next find may drop an expired entry): copy them first.
+std::string_view CacheSession::nearFind(std::string_view key, uint64_t* hash) noexcept {
+  NearCacheWorkerStats& st = near_->stats();
+  *hash = NearCache::hashOf(key);
+  const std::string_view hit = near_->find(*hash, key, uv_now(env_.loop()));
+  st.paths[static_cast<int>(hit.empty() ? NearPath::kMiss : NearPath::kHit)].add();
+  return hit;
+}
+
+bool CacheSession::nearTicket(CacheCommand* cmd, std::string_view key, uint64_t hash,
+                              NearFill* fill) noexcept {
+  const NearTicket t = near_->ticket(hash);   // before the read is sent
+  const char* copy = arena_.copy(key.data(), key.size(), cmd->seq);
+  if (copy == nullptr) return false;
+  *fill = NearFill{copy, hash, static_cast<uint32_t>(key.size()), t.stripe, t.flushes, 0, 0, 0,
+                   true};
+  return true;
+}
+
+void CacheSession::nearFillsReplied(CacheCommand*, uint16_t, const char*, size_t) noexcept {}
+
+void CacheSession::nearStore(const NearFill& fill, std::string_view reply) noexcept {
+  if (near_ == nullptr || !fill.live) return;
+  near_->fill(fill.hash, {fill.key, fill.key_len}, reply, NearTicket{fill.stripe, fill.flushes},
+              uv_now(env_.loop()), fill.source);
 }
 
 void CacheSession::nearBypass(uint64_t route_hash) noexcept {

@@ -63,6 +63,11 @@ struct CacheScratch {
   std::vector<uint32_t> fragment_hosts;   // the host of each fragment
   std::vector<std::string_view> keys;     // a split command's keys
   std::vector<uint16_t> key_fragments;    // the fragment of each of them
+  // MGET with a near cache: the keys sent on (their client index), each one's element in
+  // its fragment's reply, and each key's value from the near cache (bytes null: sent on).
+  std::vector<uint32_t> near_remote;
+  std::vector<uint32_t> near_element;
+  std::vector<FragmentReply> near_hits;
 };
 
 class CacheWorker final : public ServerConnectionHost, public WorkerService {

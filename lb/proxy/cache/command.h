@@ -54,6 +54,22 @@ struct CacheFragment {
   bool timed_out = false;                     // its command has been answered with a timeout
 };
 
+// One key of a multi-key read whose element of a fragment's reply may fill the near cache:
+// the key (a copy in the arena), its near-cache hash, the ticket taken before the read was
+// sent, the backend it went to, and where its element is (the fragment, and the element's
+// place in that fragment's array). `live` is cleared when it may not fill (tracker down).
+struct NearFill {
+  const char* key;
+  uint64_t hash;
+  uint32_t key_len;
+  uint32_t stripe;
+  uint32_t flushes;
+  uint32_t source;
+  uint32_t element;
+  uint16_t fragment;
+  bool live;
+};
+
 // One stored fragment reply of a merged command (in the session's reply arena).
 struct FragmentReply {
   const char* bytes;
@@ -101,6 +117,10 @@ struct CacheCommand {
   uint32_t near_source = 0;
   uint32_t near_writes = 0;
   char* near_write_hashes = nullptr;        // near_writes uint64_t, unaligned
+  // A read of several keys (Redis MGET) whose hot keys the near cache did not have: one
+  // NearFill each (in the arena), filled from its element of its fragment's reply.
+  NearFill* near_fills = nullptr;
+  uint32_t near_fill_count = 0;
 };
 
 }  // namespace lb

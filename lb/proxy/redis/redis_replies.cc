@@ -187,5 +187,37 @@ void mergeReplies(const MergeInput& cmd, CacheScratch& sc, ByteChain& out) noexc
   }
 }
 
+bool ArrayCursor::open(const char* p, size_t n) noexcept {
+  int64_t count = 0;
+  uint32_t first = 0;
+  if (!arrayHeader(FragmentReply{p, static_cast<uint32_t>(n)}, &count, &first) || count < 0)
+    return false;
+  p_ = p;
+  n_ = n;
+  pos_ = first;
+  count_ = static_cast<uint64_t>(count);
+  at_ = 0;
+  return true;
+}
+
+bool ArrayCursor::seek(uint32_t index, std::string_view* element) noexcept {
+  if (p_ == nullptr || index < at_ || index >= count_) return false;
+  for (;;) {
+    ReplyScan scan;
+    const int64_t len = pos_ < n_ ? resp::scanValue(p_ + pos_, n_ - pos_, scan) : 0;
+    if (len <= 0) return false;
+    if (at_ == index) {
+      *element = {p_ + pos_, static_cast<size_t>(len)};
+      return true;
+    }
+    pos_ += static_cast<size_t>(len);
+    ++at_;
+  }
+}
+
+bool mgetElementFills(std::string_view e) noexcept {
+  return e.size() >= 5 && e[0] == '$' && e[1] != '-';
+}
+
 }  // namespace redis
 }  // namespace lb

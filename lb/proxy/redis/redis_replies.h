@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string_view>
 
 #include "lb/proxy/cache/byte_chain.h"
 #include "lb/proxy/cache/command.h"
@@ -53,6 +54,29 @@ struct MergeInput {
 // count, for MSET +OK. Anything else gives "-ERR lb: a backend answered a split command
 // unexpectedly", never a merge of it. `scratch` holds positions meanwhile.
 void mergeReplies(const MergeInput& in, CacheScratch& scratch, ByteChain& out) noexcept;
+
+// The elements of an array reply, walked forward (a near-cached MGET's fills from a
+// fragment's reply: redis_near_mget.cc).
+class ArrayCursor {
+ public:
+  // False when [p, p + n) does not start with an array header.
+  bool open(const char* p, size_t n) noexcept;
+  // Element `index` (no lower than any earlier call's) into `element`: false when the array
+  // has no such element or it is not whole.
+  bool seek(uint32_t index, std::string_view* element) noexcept;
+
+ private:
+  const char* p_ = nullptr;
+  size_t n_ = 0;
+  size_t pos_ = 0;
+  uint64_t count_ = 0;
+  uint32_t at_ = 0;   // the element at pos_
+};
+
+// Whether an MGET element may fill the near cache as its key's GET reply: a bulk string,
+// never a nil (MGET's nil is also its answer for a key that is not a string, which GET
+// answers with WRONGTYPE).
+bool mgetElementFills(std::string_view element) noexcept;
 
 }  // namespace redis
 }  // namespace lb

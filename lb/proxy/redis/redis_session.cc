@@ -363,9 +363,10 @@ void RedisSession::splitByOwner(CacheCommand* cmd, const CommandSpec& spec,
     return;
   }
   const size_t keys = (args.size() - 1) / per_key;
-  // MGET is not served from the near cache (yet): its hot keys are counted as bypass.
-  if (spec.route == Route::kMget && nearEnabled())
-    for (size_t k = 0; k < keys; ++k) nearBypass(routeHash(args[1 + k]));
+  if (spec.route == Route::kMget && nearEnabled()) {
+    nearMget(cmd, raw, keys);
+    return;
+  }
   const uint8_t reply_kind = spec.route == Route::kMget   ? redis::kArrayReply
                              : spec.route == Route::kMset ? redis::kOkReply
                                                           : redis::kIntegerReply;

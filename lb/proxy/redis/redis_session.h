@@ -63,6 +63,11 @@ class RedisSession final : public CacheProtocolSession<RedisSession> {
                     std::string_view raw) noexcept;
   void splitByOwner(CacheCommand* cmd, const redis::CommandSpec& spec,
                     std::string_view raw) noexcept;
+  // MGET with a near cache (redis_near_mget.cc): hot keys the near cache has are answered
+  // from it, the others go to their owners; a hot key it lacks fills from its element.
+  void nearMget(CacheCommand* cmd, std::string_view raw, size_t keys) noexcept;
+  void nearFillsReplied(CacheCommand* cmd, uint16_t fragment, const char* p,
+                        size_t n) noexcept override;
   void answerLocal(CacheCommand* cmd, const redis::CommandSpec& spec) noexcept;
   void answerAuth(CacheCommand* cmd) noexcept;
   void sendRaw(CacheCommand* cmd, uint32_t host, std::string_view raw,
