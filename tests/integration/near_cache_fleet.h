@@ -84,4 +84,17 @@ bool nearWarm(CacheFleet& fleet, Read&& read, Millis timeout = 15s) {
   return false;
 }
 
+// Milliseconds from now until seen() first holds (it is asked again and again, as fast as it
+// answers), or nullopt if it has not within `timeout`: how long a write that bypassed lb
+// took to show through it.
+template <class Seen>
+std::optional<long long> nearMsUntil(Seen&& seen, Millis timeout = 5s) {
+  const auto sent = std::chrono::steady_clock::now();
+  while (std::chrono::steady_clock::now() - sent < timeout)
+    if (seen())
+      return std::chrono::duration_cast<std::chrono::milliseconds>(
+                 std::chrono::steady_clock::now() - sent).count();
+  return std::nullopt;
+}
+
 }  // namespace lb::test
