@@ -1,0 +1,101 @@
+#include "lb/simulate/workload.h"
+
+#include <algorithm>
+#include <cmath>
+#include <unordered_map>
+
+namespace lb {
+
+namespace {
+
+bool kept(uint64_t id, uint64_t seed, double rate) {
+  if (rate >= 1) return true;
+  SimRng r(id * 0x2545f4914f6cdd1dULL ^ seed);
+  return r.uniform() < rate;
+}
+
+}  // namespace
+
+SimWorkload::SimWorkload(const SimScenario& s, double key_rate) : kind_(s.popularity.kind) {
+  if (kind_ == SimPopularity::Kind::kTrace) {
+    std::unordered_map<std::string, uint32_t> id_of;
+    std::vector<uint32_t> sequence;
+    sequence.reserve(s.popularity.trace.size());
+    for (const auto& k : s.popularity.trace) {
+      auto [it, fresh] = id_of.try_emplace(k, static_cast<uint32_t>(names_.size()));
+      if (fresh) names_.push_back(k);
+      sequence.push_back(it->second);
+    }
+    total_keys_ = names_.size();
+    std::vector<uint32_t> local(total_keys_, UINT32_MAX);
+    for (uint64_t id = 0; id < total_keys_; ++id)
+      if (kept(id, s.seed, key_rate)) {
+        local[id] = static_cast<uint32_t>(ids_.size());
+        ids_.push_back(id);
+      }
+    for (const uint32_t id : sequence)
+      if (local[id] != UINT32_MAX) trace_.push_back(local[id]);
+    mass_ = sequence.empty() ? 0
+                             : static_cast<double>(trace_.size()) / static_cast<double>(sequence.size());
+    return;
+  }
+  total_keys_ = s.keys;
+  for (uint64_t id = 0; id < total_keys_; ++id)
+    if (kept(id, s.seed, key_rate)) ids_.push_back(id);
+  if (kind_ == SimPopularity::Kind::kUniform) {
+    mass_ = static_cast<double>(ids_.size()) / static_cast<double>(total_keys_);
+    return;
+  }
+  // Zipf: key id i has rank i + 1, weight (i + 1)^-alpha. A precomputed CDF over the sampled
+  // keys, searched by bisection: exact, and at 10^5 keys 17 probes a request.
+  double all = 0;
+  for (uint64_t id = 0; id < total_keys_; ++id)
+    all += std::pow(static_cast<double>(id + 1), -s.popularity.alpha);
+  double sum = 0;
+  cdf_.reserve(ids_.size());
+  for (const uint64_t id : ids_) {
+    sum += std::pow(static_cast<double>(id + 1), -s.popularity.alpha);
+    cdf_.push_back(sum);
+  }
+  for (double& c : cdf_) c /= sum;
+  if (!cdf_.empty()) cdf_.back() = 1;
+  mass_ = sum / all;
+}
+
+uint32_t SimWorkload::next(SimRng& rng) {
+  switch (kind_) {
+    case SimPopularity::Kind::kUniform:
+      return rng.below(static_cast<uint32_t>(ids_.size()));
+    case SimPopularity::Kind::kZipf: {
+      const double u = rng.uniform();
+      return static_cast<uint32_t>(std::upper_bound(cdf_.begin(), cdf_.end(), u) - cdf_.begin()) %
+             static_cast<uint32_t>(cdf_.size());
+    }
+    case SimPopularity::Kind::kTrace: {
+      const uint32_t k = trace_[trace_pos_];
+      trace_pos_ = (trace_pos_ + 1) % trace_.size();
+      return k;
+    }
+  }
+  return 0;
+}
+
+std::string SimWorkload::keyText(uint64_t id) const {
+  return kind_ == SimPopularity::Kind::kTrace ? names_[id] : "key:" + std::to_string(id);
+}
+
+std::vector<uint64_t> SimWorkload::sampledHashes(const KeyHash& h) const {
+  std::vector<uint64_t> out;
+  out.reserve(ids_.size());
+  for (const uint64_t id : ids_) out.push_back(hashKeyBytes(h, keyText(id)));
+  return out;
+}
+
+std::vector<uint64_t> SimWorkload::allHashes(const KeyHash& h) const {
+  std::vector<uint64_t> out;
+  out.reserve(total_keys_);
+  for (uint64_t id = 0; id < total_keys_; ++id) out.push_back(hashKeyBytes(h, keyText(id)));
+  return out;
+}
+
+}  // namespace lb
