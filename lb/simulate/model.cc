@@ -360,12 +360,19 @@ std::optional<SimResult> Run::go(std::string& error) {
   std::stable_sort(actions_.begin(), actions_.end(),
                    [](const Action& a, const Action& b) { return a.t < b.t; });
 
-  // Warm-up to steady state: whole steps of requests until the caches stop growing.
-  for (int chunk = 0, quiet = 0; chunk < 400 && quiet < 2; ++chunk) {
+  // Warm-up to steady state: whole steps of requests until, twice in a row, the caches stop
+  // growing (0.1%) or the hit ratio stops moving (0.1 point). Under Zipf the coldest keys
+  // keep trickling in long after the hit ratio has settled.
+  double last_hit = -1;
+  for (int chunk = 0, quiet = 0; chunk < 100 && (quiet < 2 || chunk < 3); ++chunk) {
     const uint64_t size = fleet_->totalSize();
+    reads_ = hits_ = 0;
     for (uint64_t i = 0; i < per_step; ++i) request(-1);
     const uint64_t grown = fleet_->totalSize() - size;
-    quiet = grown * 1000 <= fleet_->totalSize() ? quiet + 1 : 0;
+    const double hit = reads_ ? static_cast<double>(hits_) / static_cast<double>(reads_) : 0;
+    const bool still = grown * 1000 <= fleet_->totalSize() || std::fabs(hit - last_hit) < 0.001;
+    quiet = still ? quiet + 1 : 0;
+    last_hit = hit;
   }
 
   // The timeline.

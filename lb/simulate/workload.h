@@ -51,7 +51,8 @@ class SimWorkload {
   SimPopularity::Kind kind_;
   uint64_t total_keys_ = 0;
   std::vector<uint64_t> ids_;          // sampled key ids
-  std::vector<double> cdf_;            // zipf: cumulative over sampled keys, last = 1
+  std::vector<double> keep_;           // zipf: Walker's alias table over the sampled keys,
+  std::vector<uint32_t> alias_;        // one draw and one compare a request
   std::vector<uint32_t> trace_;        // trace: sampled requests in order (local ids)
   std::vector<std::string> names_;     // trace: distinct keys by id
   size_t trace_pos_ = 0;
