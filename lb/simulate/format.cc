@@ -125,20 +125,32 @@ std::string simulateJson(std::span<const SimResult> runs) {
 
 std::string simulatePlotScript(const SimScenario& s, std::span<const SimResult> runs,
                                const std::string& svg_file) {
-  // Right-end labels, pushed apart to at least `gap` (a fraction of the axis) bottom-up.
-  auto labels = [&](auto value, double lo, double hi) {
+  // Right-end labels, each with the line's extreme after the event (lowest hit ratio,
+  // highest reads) so that a line is known by its label, pushed apart to at least `gap` (a
+  // fraction of the axis) bottom-up, then down again from the top where they overflow it.
+  auto labels = [&](auto value, double lo, double hi, bool lowest) {
     std::vector<std::pair<double, size_t>> ends;
-    for (size_t i = 0; i < runs.size(); ++i)
+    std::vector<double> extreme(runs.size(), lowest ? hi : lo);
+    for (size_t i = 0; i < runs.size(); ++i) {
       ends.push_back({runs[i].timeline.empty() ? 0 : value(runs[i].timeline.back()), i});
+      for (const auto& p : runs[i].timeline)
+        if (p.t >= s.event_at_s)
+          extreme[i] = lowest ? std::min(extreme[i], value(p)) : std::max(extreme[i], value(p));
+    }
     std::sort(ends.begin(), ends.end());
     const double gap = (hi - lo) / 22;
     for (size_t i = 1; i < ends.size(); ++i)
       ends[i].first = std::max(ends[i].first, ends[i - 1].first + gap);
+    if (!ends.empty()) ends.back().first = std::min(ends.back().first, hi - gap / 2);
+    for (size_t i = ends.size(); i-- > 1;)
+      ends[i - 1].first = std::min(ends[i - 1].first, ends[i].first - gap);
     std::string out;
     for (const auto& [y, i] : ends)
-      out += "set label " + std::to_string(i + 1) + " " + quoted(simRunName(runs[i])) +
-             " at graph 1.01, first " + fixed(y, 4) + " left tc lt " + std::to_string(i + 1) +
-             "\n";
+      out += "set label " + std::to_string(i + 1) + " " +
+             quoted(simRunName(runs[i]) + (lowest ? "  low " : "  peak ") +
+                    fixed(100 * extreme[i], 0) + "%") +
+             " at graph 1.01, first " + fixed(y, 4) + " left noenhanced tc lt " +
+             std::to_string(i + 1) + "\n";
     return out;
   };
   double max_reads = 0;
@@ -148,7 +160,7 @@ std::string simulatePlotScript(const SimScenario& s, std::span<const SimResult> 
 
   std::string out = "set terminal svg size 1200,800 dynamic font 'sans,12'\n";
   out += "set output " + quoted(svg_file) + "\n";
-  out += "set datafile missing 'NaN'\nunset key\nset grid\nset rmargin 22\n";
+  out += "set datafile missing 'NaN'\nunset key\nset grid\nset rmargin 26\n";
   for (size_t i = 0; i < runs.size(); ++i) {
     out += "$r" + std::to_string(i) + " << EOD\n";
     for (const auto& p : runs[i].timeline)
@@ -157,17 +169,18 @@ std::string simulatePlotScript(const SimScenario& s, std::span<const SimResult> 
     out += "EOD\n";
   }
   out += "set multiplot layout 2,1\n";
-  out += "set title 'hit ratio (each line ends at its label)'\nset yrange [0:1.05]\n";
+  out += "set title 'hit ratio (each line ends at its label: its lowest after the event)'\nset yrange [0:1.05]\n";
   out += "set xlabel 'simulated seconds'\nset ylabel 'hit ratio'\n";
-  out += labels([](const SimPoint& p) { return p.hit_ratio; }, 0, 1.05);
+  out += labels([](const SimPoint& p) { return p.hit_ratio; }, 0, 1.05, true);
   out += "plot ";
   for (size_t i = 0; i < runs.size(); ++i)
     out += std::string(i ? ", " : "") + "$r" + std::to_string(i) + " using 1:2 with lines lw 2 lt " +
            std::to_string(i + 1);
   out += "\nunset label\n";
-  out += "set title 'backend (database) reads, fraction of the request rate'\n";
+  out += "set title 'backend (database) reads, fraction of the request rate (label: peak)'\n";
   out += "set yrange [0:" + fixed(max_reads, 3) + "]\nset ylabel 'reads / rate'\n";
-  out += labels([&](const SimPoint& p) { return p.backend_reads_per_s / s.rate; }, 0, max_reads);
+  out += labels([&](const SimPoint& p) { return p.backend_reads_per_s / s.rate; }, 0, max_reads,
+                false);
   out += "plot ";
   for (size_t i = 0; i < runs.size(); ++i)
     out += std::string(i ? ", " : "") + "$r" + std::to_string(i) + " using 1:3 with lines lw 2 lt " +
