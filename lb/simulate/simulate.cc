@@ -115,8 +115,8 @@ int runSimulate(int argc, char** argv) {
   for (const SelectorInfo* info : *selectors) {
     const SimSelector sel{std::string(info->name), info->build, info->key_hash,
                           options->selector_options};
+    // Plain, then with bounded loads when a factor is given.
     for (const uint32_t factor : {0u, options->balance_factor}) {
-      if (factor == 0 && !runs.empty() && runs.back().selector == sel.name) continue;
       auto r = simulateSelector(s, sel, factor, error);
       if (!r) return fail(kExitUsage, error);
       runs.push_back(std::move(*r));
