@@ -59,25 +59,30 @@ SimWorkload::SimWorkload(const SimScenario& s, double key_rate) : kind_(s.popula
     w[i] = std::pow(static_cast<double>(ids_[i] + 1), -s.popularity.alpha);
     sum += w[i];
   }
-  keep_.assign(n, 1);
-  alias_.resize(n);
+  std::vector<double> keep(n, 1);
+  std::vector<uint32_t> alias(n);
   std::vector<uint32_t> small, large;
   for (size_t i = 0; i < n; ++i) {
     w[i] = w[i] * static_cast<double>(n) / sum;
-    alias_[i] = static_cast<uint32_t>(i);
+    alias[i] = static_cast<uint32_t>(i);
     (w[i] < 1 ? small : large).push_back(static_cast<uint32_t>(i));
   }
   while (!small.empty() && !large.empty()) {
     const uint32_t lo = small.back(), hi = large.back();
     small.pop_back();
-    keep_[lo] = w[lo];
-    alias_[lo] = hi;
+    keep[lo] = w[lo];
+    alias[lo] = hi;
     w[hi] -= 1 - w[lo];
     if (w[hi] < 1) {
       large.pop_back();
       small.push_back(hi);
     }
   }
+  // Columns left at 1 alias themselves, so the 2^-32 the fixed-point threshold misses is
+  // harmless.
+  alias_.resize(n);
+  for (size_t i = 0; i < n; ++i)
+    alias_[i] = {static_cast<uint32_t>(std::min(4294967295.0, keep[i] * 4294967296.0)), alias[i]};
   mass_ = sum / all;
 }
 
@@ -86,8 +91,9 @@ uint32_t SimWorkload::next(SimRng& rng) {
     case SimPopularity::Kind::kUniform:
       return rng.below(static_cast<uint32_t>(ids_.size()));
     case SimPopularity::Kind::kZipf: {
-      const uint32_t i = rng.below(static_cast<uint32_t>(keep_.size()));
-      return rng.uniform() < keep_[i] ? i : alias_[i];
+      const uint64_t r = rng.next();
+      const auto i = static_cast<uint32_t>(((r & 0xffffffffULL) * alias_.size()) >> 32);
+      return static_cast<uint32_t>(r >> 32) < alias_[i].keep ? i : alias_[i].alias;
     }
     case SimPopularity::Kind::kTrace: {
       const uint32_t k = trace_[trace_pos_];

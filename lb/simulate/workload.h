@@ -51,8 +51,14 @@ class SimWorkload {
   SimPopularity::Kind kind_;
   uint64_t total_keys_ = 0;
   std::vector<uint64_t> ids_;          // sampled key ids
-  std::vector<double> keep_;           // zipf: Walker's alias table over the sampled keys,
-  std::vector<uint32_t> alias_;        // one draw and one compare a request
+  // Zipf: Walker's alias table over the sampled keys, one 64-bit draw and one cache line a
+  // request: column i keeps key i when the draw's high half is below `keep`, else takes
+  // `alias`.
+  struct AliasColumn {
+    uint32_t keep;
+    uint32_t alias;
+  };
+  std::vector<AliasColumn> alias_;
   std::vector<uint32_t> trace_;        // trace: sampled requests in order (local ids)
   std::vector<std::string> names_;     // trace: distinct keys by id
   size_t trace_pos_ = 0;
