@@ -34,7 +34,7 @@ endif
 DEB_PACKAGES := build-essential pkg-config libuv1-dev node-llhttp libtomlplusplus-dev \
   prometheus-cpp-dev libxxhash-dev zlib1g-dev libgtest-dev libgmock-dev libbenchmark-dev \
   libsystemd-dev systemd curl wrk redis-server redis-tools memcached prometheus nutcracker \
-  nettle-dev etcd-server etcd-client nlohmann-json3-dev tmux
+  nettle-dev etcd-server etcd-client nlohmann-json3-dev tmux gnuplot-nox
 
 CXX ?= g++
 CC ?= gcc

@@ -84,6 +84,8 @@ const char* helpText() {
   return "usage: lb [-t] -c FILE\n"
          "       lb analyze [options]      offline: how each selector balances and moves keys\n"
          "                                 (lb analyze --help)\n"
+         "       lb simulate [options]     offline: what a scale or health event does to the\n"
+         "                                 hit ratio and the database (lb simulate --help)\n"
          "       lb membership get|put|diff --etcd URL --key KEY [FILE]\n"
          "                                 a cluster's membership in etcd: show it, or\n"
          "                                 validate, diff and compare-and-swap a new one\n"

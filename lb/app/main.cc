@@ -6,6 +6,7 @@
 #include <string>
 
 #include "lb/analyze/analyze.h"
+#include "lb/simulate/simulate.h"
 #include "lb/app/command_line.h"
 #include "lb/app/hotkeys_cli.h"
 #include "lb/app/membership_cli.h"
@@ -33,6 +34,7 @@ int check(const std::string& path) {
 
 int run(int argc, char** argv) {
   if (argc >= 2 && strcmp(argv[1], "analyze") == 0) return lb::runAnalyze(argc - 2, argv + 2);
+  if (argc >= 2 && strcmp(argv[1], "simulate") == 0) return lb::runSimulate(argc - 2, argv + 2);
   if (argc >= 2 && strcmp(argv[1], "membership") == 0)
     return lb::runMembership(argc - 2, argv + 2);
   if (argc >= 2 && strcmp(argv[1], "hotkeys") == 0) return lb::runHotkeys(argc - 2, argv + 2);

@@ -24,6 +24,8 @@ const std::map<std::string, std::vector<std::string>>& directDeps() {
       {"proxy", {"runtime", "http"}},
       {"admin", {"routing", "config", "http"}},
       {"analyze", {"routing", "config"}},
+      // `lb simulate` runs the selectors as analyze sets them up (mod_n included).
+      {"simulate", {"analyze"}},
       // Fleet membership from etcd: the gateway client speaks HTTP over lb's sockets, the
       // document is validated as the config's backends are. Only app includes it.
       {"membership", {"config", "http"}},
@@ -49,7 +51,7 @@ void closure(const std::string& layer, std::set<std::string>* out) {
 const std::vector<std::string>& order() {
   static const std::vector<std::string> o = {"core",    "plugins", "net",     "http",
                                              "config",  "routing", "health",  "runtime",
-                                             "proxy",   "admin",   "analyze", "membership",
+                                             "proxy",   "admin",   "analyze", "simulate", "membership",
                                              "app",     "tools/origin"};
   return o;
 }

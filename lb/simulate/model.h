@@ -1,0 +1,102 @@
+// The model behind `lb simulate` (docs/analyze.md, "lb simulate"): a fleet of LRU caches
+// under a sampled request stream, a scenario of membership and health changes on a timeline,
+// and the figures an operator asks of it, for one selector at a time. Data in, figures out:
+// no parsing, no printing.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "plugins/selector.h"
+
+namespace lb {
+
+struct SimEvent {
+  enum class Kind { kAdd, kRemove, kFail, kFlap, kWeight, kRollout };
+  Kind kind = Kind::kAdd;
+  uint32_t count = 1;        // servers added, removed, failed or flapping (the last ones)
+  double at_s = -1;          // < 0: the scenario's default event time
+  double recover_s = -1;     // fail: back after this long (empty cache), < 0 never
+  double period_s = 3;       // flap: unreachable for a third of each period
+  uint32_t server = 0;       // weight: which server
+  uint32_t weight = 1;       // weight: its new weight
+  uint32_t proxies = 1;      // rollout: proxies moving to the new membership
+  double over_s = 0;         // rollout: first to last proxy
+};
+
+struct SimPopularity {
+  enum class Kind { kZipf, kUniform, kTrace };
+  Kind kind = Kind::kUniform;
+  double alpha = 0.99;
+  std::vector<std::string> trace;   // the trace's keys, in request order
+};
+
+struct SimScenario {
+  uint32_t servers = 4;
+  uint64_t keys = 100000;
+  SimPopularity popularity;
+  uint32_t capacity = 0;             // items per server (before sampling)
+  double rate = 1000000;             // requests per second, reads and writes
+  double writes = 0;                 // fraction of requests that are writes
+  double duration_s = 60;
+  double step_s = 1;
+  double event_at_s = 10;
+  std::vector<SimEvent> events;
+  uint64_t samples_per_step = 100000;  // requests simulated per step (sets the key sampling)
+  double after_window_s = 0.05;        // "right after the event": this much simulated time
+  uint32_t rise = 2, fall = 3;         // health hysteresis (lb's defaults)
+  double check_interval_s = 2;         // lb's default health-check interval
+  uint64_t seed = 1;
+};
+
+struct SimPoint {
+  double t = 0;
+  double hit_ratio = 0;
+  double backend_reads_per_s = 0;
+  double busiest_share = 0;
+  double misdirected_reads_per_s = 0;
+  double stale_reads_per_s = 0;
+  double retries_per_s = 0;            // requests to an unreachable server still marked up
+  uint32_t servers = 0;                // usable servers at the step's end
+};
+
+struct SimResult {
+  std::string selector;
+  uint32_t balance_factor = 0;         // bounded loads' factor (percent), 0 = off
+  uint32_t servers_before = 0, servers_after = 0;
+  double hit_ratio_before = 0;
+  double hit_ratio_after_event = 0;     // over the first after_window_s after the event
+  double hit_ratio_mean_after = 0;      // over every step from the event to the end
+  double backend_reads_per_s_before = 0;
+  double backend_reads_per_s_peak = 0;
+  double busiest_share_before = 0;
+  double busiest_share_after = 0;      // mean over the steps after the event
+  double keys_moved = 0;               // fraction of all keys whose server changed
+  std::optional<double> recovery_s;    // from the last change; nullopt: not within the run
+  double misdirected_reads = 0;        // total over the run (scaled to the real rate)
+  double split_brain_s = 0;            // time with misdirected reads
+  double stale_reads = 0;
+  // Sampling: the fraction of keys simulated, requests simulated per step, and the standard
+  // error of one step's hit ratio at the steady-state ratio.
+  double key_rate = 1;
+  uint64_t requests_per_step = 0;
+  double hit_ratio_stderr = 0;
+  double after_window_stderr = 0;
+  std::vector<SimPoint> timeline;
+};
+
+struct SimSelector {
+  std::string name;
+  SelectorBuilder build = nullptr;
+  KeyHash key_hash = KeyHash::kXxh64;
+  SelectorOptions options;
+};
+
+// Runs the scenario for one selector, bounded loads at `balance_factor` percent (0: off).
+// nullopt with `error` set when a table cannot be built.
+std::optional<SimResult> simulateSelector(const SimScenario& scenario, const SimSelector& sel,
+                                          uint32_t balance_factor, std::string& error);
+
+}  // namespace lb
