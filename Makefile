@@ -153,7 +153,7 @@ clean:
 #   PREFIX/bin/lb                          the proxy (lb-origin is a test tool: not installed)
 #   PREFIX/lib/systemd/system/lb.service   conf/systemd/lb.service, its paths rewritten to
 #                                          PREFIX and SYSCONFDIR
-#   PREFIX/share/doc/lb/                   README.md, docs/*.md, examples/ (conf/*.toml,
+#   PREFIX/share/doc/lb/                   README.md, docs/*.md and *.svg, examples/ (conf/*.toml,
 #                                          the Grafana dashboard, the Prometheus scrape config)
 #   SYSCONFDIR/lb/lb.toml                  conf/lb.toml, only when there is none: an operator's
 #                                          config is never overwritten
@@ -163,7 +163,7 @@ PREFIX ?= /usr/local
 SYSCONFDIR ?= /etc
 DOCDIR = $(PREFIX)/share/doc/lb
 UNITDIR = $(PREFIX)/lib/systemd/system
-INSTALL_DOCS := README.md $(wildcard docs/*.md)
+INSTALL_DOCS := README.md $(wildcard docs/*.md) $(wildcard docs/*.svg)
 INSTALL_EXAMPLES := $(wildcard conf/*.toml) conf/grafana/lb.json conf/prometheus/prometheus.yml
 
 install: $(BUILD)/lb

@@ -9,47 +9,10 @@
 #include <string>
 #include <vector>
 
+#include "lb/simulate/scenario.h"
 #include "plugins/selector.h"
 
 namespace lb {
-
-struct SimEvent {
-  enum class Kind { kAdd, kRemove, kFail, kFlap, kWeight, kRollout };
-  Kind kind = Kind::kAdd;
-  uint32_t count = 1;        // servers added, removed, failed or flapping (the last ones)
-  double at_s = -1;          // < 0: the scenario's default event time
-  double recover_s = -1;     // fail: back after this long (empty cache), < 0 never
-  double period_s = 3;       // flap: unreachable for a third of each period
-  uint32_t server = 0;       // weight: which server
-  uint32_t weight = 1;       // weight: its new weight
-  uint32_t proxies = 1;      // rollout: proxies moving to the new membership
-  double over_s = 0;         // rollout: first to last proxy
-};
-
-struct SimPopularity {
-  enum class Kind { kZipf, kUniform, kTrace };
-  Kind kind = Kind::kUniform;
-  double alpha = 0.99;
-  std::vector<std::string> trace;   // the trace's keys, in request order
-};
-
-struct SimScenario {
-  uint32_t servers = 4;
-  uint64_t keys = 100000;
-  SimPopularity popularity;
-  uint32_t capacity = 0;             // items per server (before sampling)
-  double rate = 1000000;             // requests per second, reads and writes
-  double writes = 0;                 // fraction of requests that are writes
-  double duration_s = 60;
-  double step_s = 1;
-  double event_at_s = 10;
-  std::vector<SimEvent> events;
-  uint64_t samples_per_step = 100000;  // requests simulated per step (sets the key sampling)
-  double after_window_s = 0.05;        // "right after the event": this much simulated time
-  uint32_t rise = 2, fall = 3;         // health hysteresis (lb's defaults)
-  double check_interval_s = 2;         // lb's default health-check interval
-  uint64_t seed = 1;
-};
 
 struct SimPoint {
   double t = 0;

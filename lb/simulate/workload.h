@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "lb/core/hash.h"
-#include "lb/simulate/model.h"
+#include "lb/simulate/scenario.h"
 
 namespace lb {
 

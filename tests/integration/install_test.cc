@@ -78,8 +78,8 @@ TEST_F(InstallTest, PutsBinaryUnitDocsAndConfigUnderDestdir) {
   EXPECT_EQ(check.exit_code, 0) << check.err;
 
   for (const char* doc : {"README.md", "operations.md", "config.md", "metrics.md",
-                          "selectors.md", "analyze.md", "examples/lb.toml", "examples/demo.toml",
-                          "examples/lb.json", "examples/prometheus.yml"})
+                          "selectors.md", "analyze.md", "simulate.svg", "examples/lb.toml",
+                          "examples/demo.toml", "examples/lb.json", "examples/prometheus.yml"})
     EXPECT_TRUE(isFile(root_ + "/usr/share/doc/lb/" + doc)) << doc;
 }
 
