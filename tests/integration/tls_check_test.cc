@@ -150,5 +150,38 @@ TEST_F(TlsCheckTest, ReloadWithRenewedCertificateServesItToNewConnectionsOnly) {
   EXPECT_EQ(countOf(before.output(), "X-Backend: origin-1"), 2u) << before.output();
 }
 
+TEST_F(TlsCheckTest, WrkThroughACertificateReloadFailsNoRequest) {
+  OriginProcess origin("origin-1");
+  ASSERT_TRUE(origin.ok()) << origin.output();
+  const uint16_t port = freePort();
+  LbProcess lb;
+  ASSERT_TRUE(lb.start(config(good_.cert, good_.key, port, origin.address()), {port}))
+      << lb.output();
+  TlsCert renewed = ca_->issue("renewed", {"a.test"}, 90);
+  ASSERT_TRUE(renewed.ok) << renewed.error;
+  // Keep-alive connections opened before the reload and new ones after (wrk reconnects
+  // nothing on its own, so -c covers the old ones and a second run the new ones).
+  Process wrk({"wrk", "-t1", "-c8", "-d3s", "https://127.0.0.1:" + std::to_string(port) + "/"});
+  // The reload lands mid-run: once requests flow through lb, wrk's connections are open.
+  auto deadline = std::chrono::steady_clock::now() + 5s;
+  for (;;) {
+    auto st = origin.stats();
+    if (st && st->requests_served > 100) break;
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << wrk.output();
+    std::this_thread::sleep_for(20ms);
+  }
+  ASSERT_TRUE(lb.reload(config(renewed.cert, renewed.key, port, origin.address())))
+      << lb.output();
+  ASSERT_TRUE(wrk.waitExit(10s).has_value());
+  const std::string out = wrk.output();
+  EXPECT_NE(out.find("requests in"), std::string::npos) << out;
+  EXPECT_EQ(out.find("Socket errors"), std::string::npos) << out;
+  EXPECT_EQ(out.find("Non-2xx"), std::string::npos) << out;
+  auto after = runCommand({"wrk", "-t1", "-c4", "-d1s",
+                           "https://127.0.0.1:" + std::to_string(port) + "/"});
+  EXPECT_EQ(after.out.find("Socket errors"), std::string::npos) << after.out;
+  EXPECT_NE(after.out.find("requests in"), std::string::npos) << after.out;
+}
+
 }  // namespace
 }  // namespace lb::test
