@@ -4,6 +4,9 @@
 // and the hostile cases (plaintext, garbage ClientHello, a stalled handshake, a client that
 // leaves mid-handshake), each counted in lb_tls_handshake_errors_total while other clients go
 // on being served.
+#include <sys/stat.h>
+
+#include <fstream>
 #include <map>
 #include <memory>
 #include <sstream>
@@ -200,6 +203,23 @@ TEST_F(TlsListenerTest, HostileHandshakesAreCountedAndOthersAreServed) {
   EXPECT_TRUE(waitTlsError("timeout", 1));
   auto after = curl("b.test");
   EXPECT_EQ(after.exit_code, 0) << after.err;
+}
+
+TEST_F(TlsListenerTest, RenegotiationIsRefused) {
+  // openssl s_client sends a TLS 1.2 renegotiation ClientHello when it reads "R" on its own
+  // line; requests come through a fifo, so the test writes each in turn.
+  const std::string fifo = dir_.path() + "/stdin";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  Process client({"sh", "-c", "exec openssl s_client -tls1_2 -connect 127.0.0.1:" +
+                                  std::to_string(port_) + " -servername a.test < " + fifo});
+  std::ofstream in(fifo);
+  in << "GET / HTTP/1.1\r\nHost: a.test\r\n\r\n" << std::flush;
+  ASSERT_TRUE(client.waitForOutput("X-Backend: origin-1", 5s)) << client.output();
+  in << "R\n" << std::flush;
+  EXPECT_TRUE(client.waitForOutput("no renegotiation", 5s)) << client.output();
+  // Others are served as before.
+  auto ok = curl("a.test");
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
 }
 
 TEST_F(TlsListenerTest, CertificateExpiryIsExported) {
