@@ -94,6 +94,25 @@ TEST_F(TlsCheckTest, NotPemIsAnError) {
   EXPECT_NE(r.err.find("is not a PEM certificate"), std::string::npos) << r.err;
 }
 
+TEST_F(TlsCheckTest, SchemaErrorsAreReportedAtTheirKeys) {
+  std::string toml = config(good_.cert, good_.key);
+  toml.replace(toml.find("\"1.2\""), 5, "\"1.1\"");
+  auto r = check(toml);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("lb.toml:4:23: listeners.web.tls.min_version: must be \"1.2\" or \"1.3\""),
+            std::string::npos)
+      << r.err;
+  auto none = check("[listeners.web]\nlisten = \"127.0.0.1:18443\"\ncluster = \"web\"\n"
+                    "tls = { certificates = [], ciphers = \"x\" }\n"
+                    "[clusters.web]\nbackends = [ { name = \"o\", address = \"127.0.0.1:9\" } ]\n");
+  EXPECT_EQ(none.exit_code, 1);
+  EXPECT_NE(none.err.find("listeners.web.tls.certificates: must list at least one"),
+            std::string::npos)
+      << none.err;
+  EXPECT_NE(none.err.find("listeners.web.tls: unknown key 'ciphers'"), std::string::npos)
+      << none.err;
+}
+
 TEST_F(TlsCheckTest, ReloadWithBrokenCertificateKeepsTheOldOneServing) {
   OriginProcess origin("origin-1");
   ASSERT_TRUE(origin.ok()) << origin.output();
