@@ -9,7 +9,7 @@
 # The ports are conf/demo.toml's (8080 http, 8081 tcp, 6400 redis, 11400 memcached, 9901
 # admin, 9001-9004 origins, 6401-6402 redis-servers, 11401-11402 memcached). To use others
 # (a test picks free ones), set any of:
-#   LB_DEMO_HTTP_PORT  LB_DEMO_TCP_PORT  LB_DEMO_ADMIN_PORT  LB_DEMO_BACKEND_PORTS="p1 p2 p3 p4"
+#   LB_DEMO_HTTP_PORT  LB_DEMO_HTTPS_PORT (8443)  LB_DEMO_TCP_PORT  LB_DEMO_ADMIN_PORT  LB_DEMO_BACKEND_PORTS="p1 p2 p3 p4"
 #   LB_DEMO_REDIS_PORT  LB_DEMO_REDIS_BACKEND_PORTS="p1 p2"
 #   LB_DEMO_MEMCACHED_PORT  LB_DEMO_MEMCACHED_BACKEND_PORTS="p1 p2"
 # and the script runs lb on a copy of demo.toml with those ports.
@@ -27,6 +27,7 @@ for bin in redis-server redis-cli memcached; do
 done
 
 http_port=${LB_DEMO_HTTP_PORT:-8080}
+https_port=${LB_DEMO_HTTPS_PORT:-8443}
 tcp_port=${LB_DEMO_TCP_PORT:-8081}
 admin_port=${LB_DEMO_ADMIN_PORT:-9901}
 read -r -a backend_ports <<<"${LB_DEMO_BACKEND_PORTS:-9001 9002 9003 9004}"
@@ -82,6 +83,23 @@ sed -e "s/127\.0\.0\.1:8080\"/127.0.0.1:$http_port\"/" \
     -e "s/127\.0\.0\.1:11401\"/127.0.0.1:${memcached_ports[0]}\"/" \
     -e "s/127\.0\.0\.1:11402\"/127.0.0.1:${memcached_ports[1]}\"/" \
     "$here/demo.toml" >"$config"
+# The HTTPS listener's certificate: self-signed for localhost, made fresh for each run.
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 30 \
+  -subj /CN=localhost -addext subjectAltName=DNS:localhost,IP:127.0.0.1 \
+  -keyout "$workdir/demo.key" -out "$workdir/demo.pem" >/dev/null 2>&1 ||
+  { echo "run_demo: openssl could not make the demo certificate" >&2; exit 1; }
+# An HTTPS listener on the same origins, added to the copy only: demo.toml itself must pass
+# `lb --check` where no certificate exists. A relative path is the config file's folder's.
+cat >>"$config" <<TOML
+
+[listeners.web_tls]
+listen = "127.0.0.1:$https_port"
+protocol = "http"
+cluster = "origins"
+hash = [ { header = "x-cache-key" }, { path = true } ]
+timeouts = { connect = "1s", header = "10s", idle = "60s" }
+tls = { certificates = [ { cert = "demo.pem", key = "demo.key" } ], min_version = "1.2" }
+TOML
 "$lb" --check --config "$config" >/dev/null
 
 # Waits up to 10 s for something to accept on 127.0.0.1:$1, while process $2 still runs.
@@ -129,7 +147,7 @@ done
 "$lb" --config "$config" &
 lb_pid=$!
 pids+=("$lb_pid")
-for p in "$http_port" "$tcp_port" "$redis_port" "$memcached_port" "$admin_port"; do
+for p in "$http_port" "$https_port" "$tcp_port" "$redis_port" "$memcached_port" "$admin_port"; do
   wait_port "$p" "$lb_pid" || { echo "run_demo: lb did not start (port $p)" >&2; exit 1; }
 done
 
@@ -144,6 +162,8 @@ redis-servers (${redis_ports[*]}) and :$memcached_port (memcached) in front of t
       the path is the key: the same path always answers from the same origin
   curl -si -H 'x-cache-key: user42' http://127.0.0.1:$http_port/anything | grep -i x-backend
       a header key wins over the path (the first hash entry that yields a key)
+  curl -si --cacert $workdir/demo.pem https://localhost:$https_port/hello | grep -i x-backend
+      the same over TLS (self-signed certificate: demo.pem; or curl -k)
   curl -si http://127.0.0.1:$tcp_port/ | grep -i x-backend
       the tcp listener pipes bytes; its key is your source address
   curl -s 'http://127.0.0.1:$admin_port/ring?cluster=origins&key=user42'

@@ -395,14 +395,55 @@ std::vector<MetricFamily> collectSnapshotMetrics(const Snapshot& snap) {
                  static_cast<double>(reasons[r]));
   }
 
+  // TLS listeners only (lb/tls): no all-zero series for plain ones.
+  MetricFamily tls_handshakes = family("lb_tls_handshakes_total",
+                                       "TLS handshakes completed on the listener, by protocol "
+                                       "version and whether the session was resumed.",
+                                       MetricType::Counter, nl * 4);
+  MetricFamily tls_errors = family("lb_tls_handshake_errors_total",
+                                   "TLS handshakes that failed, by reason (plaintext, protocol, "
+                                   "timeout, closed).",
+                                   MetricType::Counter, nl * 4);
+  MetricFamily tls_expiry = family("lb_tls_certificate_expiry_timestamp_seconds",
+                                   "When each of the listener's certificates expires (notAfter, "
+                                   "seconds since the epoch).",
+                                   MetricType::Gauge, nl);
+  constexpr int kTlsReasons = static_cast<int>(TlsErrorReason::kCount);
+  for (const ListenerSnapshot& l : snap.listeners) {
+    if (l.tls == nullptr) continue;
+    const std::string& name = l.config->name;
+    uint64_t done[2][2] = {};
+    uint64_t failed[kTlsReasons] = {};
+    for (unsigned w = 0; w < l.state->workers; ++w) {
+      const TlsWorkerStats& ts = l.state->per_worker[w].tls;
+      for (int v = 0; v < 2; ++v)
+        for (int r = 0; r < 2; ++r) done[v][r] += ts.handshakes[v][r].get();
+      for (int r = 0; r < kTlsReasons; ++r) failed[r] += ts.errors[r].get();
+    }
+    for (int v = 0; v < 2; ++v)
+      for (int r = 0; r < 2; ++r)
+        addCounter(tls_handshakes,
+                   {{"listener", name}, {"resumed", r == 1 ? "true" : "false"},
+                    {"version", v == 1 ? "1.3" : "1.2"}},
+                   static_cast<double>(done[v][r]));
+    for (int r = 0; r < kTlsReasons; ++r)
+      addCounter(tls_errors,
+                 {{"listener", name},
+                  {"reason", tlsErrorReasonName(static_cast<TlsErrorReason>(r))}},
+                 static_cast<double>(failed[r]));
+    for (const auto& c : l.tls_expiry)
+      addGauge(tls_expiry, {{"listener", name}, {"name", c.name}}, c.not_after);
+  }
+
   std::vector<MetricFamily> out;
-  out.reserve(33);
+  out.reserve(36);
   for (MetricFamily* f : {&active, &conns, &requests, &picks, &bytes, &latency, &healthy, &weight,
                           &share, &cap, &commands, &connect_failures, &checks, &transitions,
                           &ejections, &panic, &fingerprint, &revision, &updates, &last_sync,
                           &watch_up, &hot_active, &hot_share, &hot_detections, &hot_requests,
                           &near_items, &near_bytes, &near_invalidations, &down_conns,
-                          &over_limit, &down_requests, &errors, &cache_errors})
+                          &over_limit, &down_requests, &errors, &cache_errors,
+                          &tls_handshakes, &tls_errors, &tls_expiry})
     if (!f->metric.empty()) out.push_back(std::move(*f));
   return out;
 }

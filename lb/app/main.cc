@@ -11,6 +11,7 @@
 #include "lb/app/hotkeys_cli.h"
 #include "lb/app/membership_cli.h"
 #include "lb/app/resolver.h"
+#include "lb/app/tls_setup.h"
 #include "lb/app/worker_group.h"
 #include "lb/config/config.h"
 
@@ -21,6 +22,10 @@ int check(const std::string& path) {
   auto config = lb::loadConfigFile(path, &resolver);
   lb::Errors warnings;
   lb::Errors errors = config.ok() ? lb::checkServes(config.value(), &warnings) : config.errors();
+  if (config.ok()) {
+    lb::Errors tls = lb::checkListenersTls(config.value());
+    errors.insert(errors.end(), tls.begin(), tls.end());
+  }
   for (const auto& w : warnings) fprintf(stderr, "%s\n", w.format().c_str());
   if (!errors.empty()) {
     for (const auto& e : errors) fprintf(stderr, "%s\n", e.format().c_str());
@@ -33,6 +38,7 @@ int check(const std::string& path) {
 }
 
 int run(int argc, char** argv) {
+  lb::setListenerTlsBuilder(lb::buildListenerTls);
   if (argc >= 2 && strcmp(argv[1], "analyze") == 0) return lb::runAnalyze(argc - 2, argv + 2);
   if (argc >= 2 && strcmp(argv[1], "simulate") == 0) return lb::runSimulate(argc - 2, argv + 2);
   if (argc >= 2 && strcmp(argv[1], "membership") == 0)

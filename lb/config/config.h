@@ -52,6 +52,23 @@ struct Limits {
   uint32_t max_in_flight = 1024;
 };
 
+// `tls = { certificates = [{ cert, key }, ...], min_version, alpn }` on a listener
+// (docs/config.md, "TLS"). Paths as written, relative ones made relative to the config
+// file's folder by the loader; the files themselves are read when the snapshot is built.
+struct TlsCertificateConfig {
+  std::string cert;
+  std::string key;
+  SourcePos cert_pos;
+  SourcePos key_pos;
+};
+struct ListenerTlsConfig {
+  bool enabled = false;
+  std::vector<TlsCertificateConfig> certificates;
+  std::string min_version = "1.2";
+  std::vector<std::string> alpn;   // unless written: ["http/1.1"] on http listeners, else none
+  SourcePos pos;
+};
+
 struct ListenerConfig {
   std::string name;
   std::string listen;      // "host:port" or "[v6]:port", validated by the loader
@@ -64,6 +81,7 @@ struct ListenerConfig {
   OnMissingKey on_missing_key = OnMissingKey::kRandom;
   Timeouts timeouts;
   Limits limits;
+  ListenerTlsConfig tls;
   // redis, memcached: hash only the part of a key inside the first pair of these two
   // characters ("{}"), as twemproxy and Redis Cluster do; "" = the whole key.
   std::string hash_tag;

@@ -38,6 +38,7 @@ namespace {
 // A write of more buffers than this is queued whole (owners write pool-block chains of at
 // most 32).
 constexpr unsigned kMaxBuffers = 64;
+thread_local const AcceptTransport* accept_transport = nullptr;
 }  // namespace
 
 Connection::Connection(ConnectionOwner& owner, uv_loop_t* loop) noexcept
@@ -55,8 +56,15 @@ int Connection::accept(uv_stream_t* server) noexcept {
   if (rc != 0) return rc;
   int len = sizeof peer_;
   uv_tcp_getpeername(&tcp_, reinterpret_cast<sockaddr*>(&peer_), &len);
+  if (accept_transport != nullptr && accept_transport->make != nullptr) {
+    Transport* t = accept_transport->make(accept_transport->ctx, *this);
+    if (t == nullptr) return UV_ENOMEM;
+    transport_ = t;
+  }
   return 0;
 }
+
+void Connection::setAcceptTransport(const AcceptTransport* a) noexcept { accept_transport = a; }
 
 int Connection::connect(const sockaddr* address, uint64_t timeout_ms) noexcept {
   const int rc = uv_tcp_connect(&connect_req_, &tcp_, address, onConnect);
@@ -95,6 +103,7 @@ int Connection::readStart() noexcept {
   if (reading_ || closing_) return 0;
   const int rc = uv_read_start(stream(), onAlloc, onRead);
   reading_ = rc == 0;
+  if (reading_) transport_->readResumed(*this);
   return rc;
 }
 
@@ -288,6 +297,7 @@ void Connection::close() noexcept {
   uv_timer_stop(&timer_);
   uv_close(reinterpret_cast<uv_handle_t*>(&timer_), onHandleClosed);
   uv_close(reinterpret_cast<uv_handle_t*>(&tcp_), onHandleClosed);
+  transport_->closing(*this);
 }
 
 void Connection::onHandleClosed(uv_handle_t* h) {
@@ -296,7 +306,12 @@ void Connection::onHandleClosed(uv_handle_t* h) {
 
 // The owner may free itself (and this) in onClosed: nothing touches `this` after it.
 void Connection::callbackDone() noexcept {
-  if (--pending_ == 0 && closing_) owner_->onClosed();
+  if (--pending_ == 0 && closing_) {
+    Transport* t = transport_;
+    transport_ = &PlainTransport::instance();
+    t->release(*this);
+    owner_->onClosed();
+  }
 }
 
 }  // namespace lb

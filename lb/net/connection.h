@@ -80,6 +80,13 @@ class ConnectionOwner {
   ~ConnectionOwner() = default;
 };
 
+// Which transport the next Connection::accept() on this thread puts under its connection (a
+// listener sets it around its protocol's accept; lb/runtime/listener.cc): null = plain.
+struct AcceptTransport {
+  Transport* (*make)(void* ctx, Connection& c) noexcept = nullptr;
+  void* ctx = nullptr;
+};
+
 class Connection {
  public:
   static constexpr size_t kHighWatermark = 256 * 1024;
@@ -149,6 +156,9 @@ class Connection {
   // onWritten-like completion at the end. Both connections' reads stop while it runs.
   bool plain() const noexcept { return transport_ == &PlainTransport::instance(); }
   void setTransport(Transport* t) noexcept { transport_ = t; }
+  Transport* transport() const noexcept { return transport_; }
+  // Loop thread: what accept() uses until the next call (null: plain).
+  static void setAcceptTransport(const AcceptTransport* a) noexcept;
 
   // --- Timer -------------------------------------------------------------------------
   void startTimer(uint64_t ms) noexcept;

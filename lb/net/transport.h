@@ -18,8 +18,9 @@
 //     descriptor, so the dups do not collide with libuv's own registration). It applies
 //     only where both transports are plain (Connection::plain()).
 //
-// A transport is stateless towards the Connection except through the Connection it is
-// given; the plain one is a single static instance, so a connection costs no allocation.
+// The plain transport is a single static instance, so a plain connection costs no
+// allocation; a TLS transport is one object per connection (lb/tls/tls_transport.h), made at
+// accept and freed by release() once the connection's last libuv callback has come back.
 // All functions run on the loop thread and are noexcept: they run inside libuv callbacks.
 #pragma once
 
@@ -47,6 +48,14 @@ class Transport {
   virtual int shutdown(Connection& c, uv_shutdown_t* req, uv_shutdown_cb cb) noexcept = 0;
   // Bytes accepted by queueWrite and not yet on the socket: what the watermarks compare.
   virtual size_t queued(Connection& c) noexcept = 0;
+  // The owner started reading again: bytes the transport already holds (plaintext decrypted
+  // past where the owner stopped) go up now.
+  virtual void readResumed(Connection& c) noexcept { (void)c; }
+  // Connection::close() has closed the handles: writes the transport still holds (not yet
+  // handed to libuv) come back now, cancelled.
+  virtual void closing(Connection& c) noexcept { (void)c; }
+  // The connection's last callback has come back (just before the owner's onClosed).
+  virtual void release(Connection& c) noexcept { (void)c; }
 
  protected:
   ~Transport() = default;

@@ -166,6 +166,12 @@ bool backendAddress(const BackendConfig& b, const ResolvedHosts* hosts, BackendS
 
 }  // namespace
 
+namespace {
+ListenerTlsBuilder tls_builder = nullptr;
+}  // namespace
+
+void setListenerTlsBuilder(ListenerTlsBuilder builder) { tls_builder = builder; }
+
 Result<std::shared_ptr<const Snapshot>> buildSnapshot(Config config, StateRegistry& registry,
                                                       uint64_t generation,
                                                       const ResolvedHosts* resolved,
@@ -237,6 +243,13 @@ Result<std::shared_ptr<const Snapshot>> buildSnapshot(Config config, StateRegist
     std::string why;
     if (!parseAddress(lc.listen, &ls.listen_address, &ls.listen_address_len, &why))
       errors.push_back({file, lc.pos, "listeners." + lc.name + ".listen", why});
+    if (lc.tls.enabled) {
+      if (tls_builder == nullptr)
+        errors.push_back({file, lc.tls.pos, "listeners." + lc.name + ".tls",
+                          "TLS is not available in this build"});
+      else
+        ls.tls = tls_builder(lc, file, &ls.tls_expiry, &errors);
+    }
     if (!lc.hash.empty()) {
       auto chain = KeyChain::build(lc.hash, protocolName(lc.protocol), file, "listeners." + lc.name + ".hash",
                                    lc.combine ? KeyChain::Mode::kCombine : KeyChain::Mode::kFirst);

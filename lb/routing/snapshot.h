@@ -108,8 +108,19 @@ struct ClusterSnapshot {
 class KeyChain;        // plugins/keys/key_chain.h
 class AccessLogSink;   // lb/core/log_sink.h
 
+class TlsServerContext;   // lb/tls/tls_context.h (built by lb/app's ListenerTlsBuilder)
+
+// One certificate of a TLS listener, for lb_tls_certificate_expiry_timestamp_seconds.
+struct TlsCertificateExpiry {
+  std::string name;
+  double not_after = 0;
+};
+
 struct ListenerSnapshot {
   const ListenerConfig* config = nullptr;
+  // config->tls made into OpenSSL contexts (null: plain), shared by every worker.
+  std::shared_ptr<const TlsServerContext> tls;
+  std::vector<TlsCertificateExpiry> tls_expiry;
   uint32_t cluster = 0;                     // index into Snapshot::clusters
   std::shared_ptr<const KeyChain> keys;     // the listener's hash policies, combined
   std::shared_ptr<ListenerState> state;
@@ -188,6 +199,14 @@ std::vector<double> keyspaceShares(const SelectorTable& table, const KeyHash& ke
 // address that names a host takes its answer from `resolved`; a name missing there is an
 // error (so is any name when `resolved` is null). The config itself was validated when loaded.
 // `origins` names the clusters whose backends came from a membership (null: all from the file).
+// Main thread. Builds a listener's TLS contexts from config.tls (reads and checks its files):
+// null with errors appended (at `file`) when they do not load. Routing stands below lb/tls, so
+// lb/app installs the builder once at start; with none, a TLS listener is an error.
+using ListenerTlsBuilder = std::shared_ptr<const TlsServerContext> (*)(
+    const ListenerConfig& listener, const std::string& file,
+    std::vector<TlsCertificateExpiry>* expiry, Errors* errors);
+void setListenerTlsBuilder(ListenerTlsBuilder builder);
+
 Result<std::shared_ptr<const Snapshot>> buildSnapshot(Config config, StateRegistry& registry,
                                                       uint64_t generation,
                                                       const ResolvedHosts* resolved = nullptr,

@@ -10,6 +10,7 @@
 #include "lb/core/sys_error.h"
 #include "lb/routing/snapshot.h"
 #include "lb/runtime/worker_env.h"
+#include "lb/tls/tls_transport.h"
 
 namespace lb {
 
@@ -93,12 +94,38 @@ void Listener::onConnection(uv_stream_t* server, int status) {
   l->accept();
 }
 
+namespace {
+
+// What a TLS listener's accept puts under the new connection (Connection::setAcceptTransport),
+// so that no protocol's session knows TLS is there.
+struct TlsAccept {
+  const ListenerSnapshot* listener;
+  unsigned worker;
+};
+
+Transport* makeTlsTransport(void* ctx, Connection&) noexcept {
+  const auto* a = static_cast<const TlsAccept*>(ctx);
+  const ListenerSnapshot& ls = *a->listener;
+  // The statistics live in the listener's state, which outlives reloads; the transport keeps
+  // it alive as long as the connection lasts.
+  std::shared_ptr<TlsWorkerStats> stats(ls.state, &ls.state->per_worker[a->worker].tls);
+  return TlsTransport::accept(ls.tls, std::move(stats),
+                              ls.config->protocol == Protocol::kHttp);
+}
+
+}  // namespace
+
 void Listener::accept() noexcept {
   const auto& snap = env_.snapshot();
   if (snap == nullptr || index_ >= snap->listeners.size()) return;
-  const Admission admission = admitConnection(snap->listeners[index_], env_.index());
+  const ListenerSnapshot& ls = snap->listeners[index_];
+  const Admission admission = admitConnection(ls, env_.index());
+  const TlsAccept tls{&ls, env_.index()};
+  const AcceptTransport transport{makeTlsTransport, const_cast<TlsAccept*>(&tls)};
+  if (ls.tls != nullptr) Connection::setAcceptTransport(&transport);
   env_.protocols()[static_cast<size_t>(protocol_)](env_, reinterpret_cast<uv_stream_t*>(&tcp_),
                                                    snap, index_, admission);
+  Connection::setAcceptTransport(nullptr);
 }
 
 Admission admitConnection(const ListenerSnapshot& ls, unsigned worker) noexcept {

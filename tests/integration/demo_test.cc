@@ -67,7 +67,9 @@ TEST(RunDemoTest, AnswersCurlRedisCliAndMemcachedAndStopsEverythingOnSigint) {
   const std::string redis_backends = ports(2, &redis_ports);
   const std::string memcached_backends = ports(2, &memcached_ports);
   std::string build = builtBinary("");
+  const uint16_t https = freePort();
   Process demo({"env", "LB_DEMO_HTTP_PORT=" + std::to_string(http),
+                "LB_DEMO_HTTPS_PORT=" + std::to_string(https),
                 "LB_DEMO_TCP_PORT=" + std::to_string(tcp),
                 "LB_DEMO_ADMIN_PORT=" + std::to_string(admin), "LB_DEMO_BACKEND_PORTS=" + backends,
                 "LB_DEMO_REDIS_PORT=" + std::to_string(redis),
@@ -83,6 +85,10 @@ TEST(RunDemoTest, AnswersCurlRedisCliAndMemcachedAndStopsEverythingOnSigint) {
   std::string lower = r.out;
   for (char& ch : lower) ch = static_cast<char>(tolower(static_cast<unsigned char>(ch)));
   EXPECT_NE(lower.find("x-backend: origin-"), std::string::npos) << r.out;
+  // The HTTPS listener, on the self-signed certificate the demo made (curl -k).
+  auto tls = runCommand({"curl", "-s", "-i", "-k", "--max-time", "5",
+                         "https://127.0.0.1:" + std::to_string(https) + "/hello"});
+  EXPECT_NE(tls.out.find("HTTP/1.1 200"), std::string::npos) << tls.out << tls.err;
   auto raw = runCommand({"curl", "-s", "-i", "--max-time", "5", localUrl(tcp, "/")});
   EXPECT_NE(raw.out.find("HTTP/1.1 200"), std::string::npos) << raw.out << raw.err;
 

@@ -51,7 +51,7 @@ TEST(LayersTest, RuntimeIncludingAProtocolIsReportedWithFileLineAndRule) {
   ASSERT_EQ(v.size(), 1u);
   EXPECT_EQ(describe(v[0]),
             "lb/runtime/listener.cc:4: includes lb/proxy/http/http_session.h: runtime may "
-            "include core, plugins, net, http, config, routing, health");
+            "include core, plugins, net, tls, http, config, routing, health");
 }
 
 TEST(LayersTest, CoreMayIncludeNothingOfLbs) {
@@ -104,7 +104,7 @@ TEST(LayersTest, RuntimeIncludingTheCacheEngineIsReported) {
   ASSERT_EQ(v.size(), 1u);
   EXPECT_EQ(describe(v[0]),
             "lb/runtime/worker_env.h:2: includes lb/proxy/cache/cache_worker.h: runtime may "
-            "include core, plugins, net, http, config, routing, health");
+            "include core, plugins, net, tls, http, config, routing, health");
 }
 
 TEST(LayersTest, LowerLayersAreReachableThroughTheChain) {

@@ -16,11 +16,12 @@ const std::map<std::string, std::vector<std::string>>& directDeps() {
       {"core", {}},
       {"plugins", {"core"}},
       {"net", {"core"}},
+      {"tls", {"core", "net"}},
       {"http", {"core", "net"}},
       {"config", {"plugins"}},
       {"routing", {"config"}},
       {"health", {"routing", "http"}},
-      {"runtime", {"routing", "health"}},
+      {"runtime", {"routing", "health", "tls"}},
       {"proxy", {"runtime", "http"}},
       {"admin", {"routing", "config", "http"}},
       {"analyze", {"routing", "config"}},
@@ -49,7 +50,7 @@ void closure(const std::string& layer, std::set<std::string>* out) {
 
 // Layers in bottom-up order, for messages that read the same every time.
 const std::vector<std::string>& order() {
-  static const std::vector<std::string> o = {"core",    "plugins", "net",     "http",
+  static const std::vector<std::string> o = {"core",    "plugins", "net",     "tls",     "http",
                                              "config",  "routing", "health",  "runtime",
                                              "proxy",   "admin",   "analyze", "simulate", "membership",
                                              "app",     "tools/origin"};
