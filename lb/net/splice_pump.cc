@@ -72,7 +72,7 @@ int SplicePump::start(Connection& from, Connection& to, uint64_t budget) noexcep
   out_fd_ = in_fd_ >= 0 ? dupOf(to) : -1;
   int err = 0;
   if (out_fd_ < 0 || !t_pipes.take(pipe_)) {
-    err = UV__ERR(errno);
+    err = -errno;
   } else if ((err = uv_poll_init(loop_, &in_poll_, in_fd_)) == 0) {
     if ((err = uv_poll_init(loop_, &out_poll_, out_fd_)) != 0) {
       // in_poll_ holds no resource until started; its close needs no callback of ours.
@@ -141,7 +141,7 @@ void SplicePump::run() noexcept {
       } else if (n < 0 && errno == EAGAIN) {
         blocked_out_ = true;
       } else if (!(n < 0 && errno == EINTR)) {
-        status = n == 0 ? UV_EPIPE : UV__ERR(errno);
+        status = n == 0 ? UV_EPIPE : -errno;
         error_on_source_ = false;
         break;
       }
@@ -165,7 +165,7 @@ void SplicePump::run() noexcept {
         int e = errno;
         // Descriptors splice cannot serve (a kernel without it, a socket type it refuses):
         // the owner copies instead, provided nothing has moved yet.
-        status = (e == EINVAL || e == ENOSYS) && read_ == 0 ? kUnsupported : UV__ERR(e);
+        status = (e == EINVAL || e == ENOSYS) && read_ == 0 ? kUnsupported : -e;
         error_on_source_ = true;
         break;
       }
