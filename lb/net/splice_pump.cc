@@ -23,6 +23,7 @@ constexpr int kRounds = 16;
 struct PipePool {
   static constexpr int kKeep = 32;
   int fds[kKeep][2];
+  size_t caps[kKeep];   // each pipe's capacity, asked once when it was made
   int n = 0;
   ~PipePool() {
     for (int i = 0; i < n; ++i) {
@@ -30,23 +31,27 @@ struct PipePool {
       ::close(fds[i][1]);
     }
   }
-  bool take(int out[2]) noexcept {
+  bool take(int out[2], size_t* cap) noexcept {
     if (n > 0) {
       --n;
       out[0] = fds[n][0];
       out[1] = fds[n][1];
+      *cap = caps[n];
       return true;
     }
     if (pipe2(out, O_NONBLOCK | O_CLOEXEC) != 0) return false;
     // Best effort: past fs.pipe-max-size or the user's pipe-user-pages-soft the kernel refuses
     // and the pipe keeps its default size; F_GETPIPE_SZ says what it is.
     (void)fcntl(out[0], F_SETPIPE_SZ, SplicePump::kPipeSize);
+    int got = fcntl(out[0], F_GETPIPE_SZ);
+    *cap = got > 0 ? static_cast<size_t>(got) : 4096;
     return true;
   }
-  void give(int p[2]) noexcept {
+  void give(int p[2], size_t cap) noexcept {
     if (n < kKeep) {
       fds[n][0] = p[0];
       fds[n][1] = p[1];
+      caps[n] = cap;
       ++n;
     } else {
       ::close(p[0]);
@@ -71,7 +76,7 @@ int SplicePump::start(Connection& from, Connection& to, uint64_t budget) noexcep
   in_fd_ = dupOf(from);
   out_fd_ = in_fd_ >= 0 ? dupOf(to) : -1;
   int err = 0;
-  if (out_fd_ < 0 || !t_pipes.take(pipe_)) {
+  if (out_fd_ < 0) {
     err = -errno;
   } else if ((err = uv_poll_init(loop_, &in_poll_, in_fd_)) == 0) {
     if ((err = uv_poll_init(loop_, &out_poll_, out_fd_)) != 0) {
@@ -82,14 +87,11 @@ int SplicePump::start(Connection& from, Connection& to, uint64_t budget) noexcep
   if (err != 0) {
     if (in_fd_ >= 0) ::close(in_fd_);
     if (out_fd_ >= 0) ::close(out_fd_);
-    if (pipe_[0] >= 0) t_pipes.give(pipe_);
-    in_fd_ = out_fd_ = pipe_[0] = pipe_[1] = -1;
+    in_fd_ = out_fd_ = -1;
     return err < 0 ? err : UV_EINVAL;
   }
   in_poll_.data = this;
   out_poll_.data = this;
-  int cap = fcntl(pipe_[0], F_GETPIPE_SZ);
-  capacity_ = cap > 0 ? static_cast<size_t>(cap) : 65536;
   in_pipe_ = 0;
   budget_ = budget;
   read_ = written_ = 0;
@@ -146,6 +148,11 @@ void SplicePump::run() noexcept {
         break;
       }
     }
+    if (!dry && !eof_ && budget_ > 0 && pipe_[0] < 0 && !takePipe()) {
+      status = read_ == 0 ? kUnsupported : -EMFILE;   // no descriptor left for a pipe
+      error_on_source_ = true;
+      break;
+    }
     if (!dry && !eof_ && budget_ > 0 && in_pipe_ < capacity_) {
       size_t want = std::min<uint64_t>(capacity_ - in_pipe_, budget_);
       ssize_t n = splice(in_fd_, nullptr, pipe_[1], nullptr, want, kFlags);
@@ -173,6 +180,9 @@ void SplicePump::run() noexcept {
     if (in_pipe_ == 0 && (eof_ || budget_ == 0)) status = budget_ == 0 ? 0 : UV_EOF;
     if (!progress) break;
   }
+  // An empty pipe goes back to the pool between bursts (HAProxy's pipe pool does the same), so
+  // an idle connection holds none: pipes count against the user's pipe-user-pages-soft.
+  if (in_pipe_ == 0 && pipe_[0] >= 0) givePipe();
   if (got > 0) {
     last_ms_ = uv_now(loop_);
     owner_->onPumpRead(*this, got);
@@ -184,7 +194,8 @@ void SplicePump::run() noexcept {
   }
   // Level-triggered: a source with more to read, or a destination that can take more, calls
   // back on the next turn, so stopping at kRounds loses nothing.
-  arm(&in_poll_, &in_events_, !eof_ && budget_ > 0 && in_pipe_ < capacity_ ? UV_READABLE : 0,
+  arm(&in_poll_, &in_events_,
+      !eof_ && budget_ > 0 && (pipe_[0] < 0 || in_pipe_ < capacity_) ? UV_READABLE : 0,
       onInReady);
   arm(&out_poll_, &out_events_, in_pipe_ > 0 ? UV_WRITABLE : 0, onOutReady);
 }
@@ -207,14 +218,25 @@ void SplicePump::stop() noexcept {
   ::close(in_fd_);
   ::close(out_fd_);
   in_fd_ = out_fd_ = -1;
-  if (in_pipe_ == 0) {
-    t_pipes.give(pipe_);
-  } else {   // bytes nobody will read: the pipe is not reusable
+  if (pipe_[0] >= 0 && in_pipe_ > 0) {   // bytes nobody will read: the pipe is not reusable
     ::close(pipe_[0]);
     ::close(pipe_[1]);
+    pipe_[0] = pipe_[1] = -1;
+  } else if (pipe_[0] >= 0) {
+    givePipe();
   }
-  pipe_[0] = pipe_[1] = -1;
   in_pipe_ = 0;
+}
+
+bool SplicePump::takePipe() noexcept {
+  if (t_pipes.take(pipe_, &capacity_)) return true;
+  pipe_[0] = pipe_[1] = -1;
+  return false;
+}
+
+void SplicePump::givePipe() noexcept {
+  t_pipes.give(pipe_, capacity_);
+  pipe_[0] = pipe_[1] = -1;
 }
 
 void SplicePump::onPollClosed(uv_handle_t* h) {

@@ -17,8 +17,9 @@
 // stopped reader leaves at most one pipe's worth (kPipeSize) in flight, held in kernel pipe
 // pages, not in lb's memory.
 //
-// Pipes come from a per-thread pool (each worker is one thread with one loop): a pipe that
-// ends empty goes back, one that ends with bytes in it is closed.
+// Pipes come from a per-thread pool (each worker is one thread with one loop) when bytes
+// arrive and go back as soon as the pipe is empty again, so an idle connection holds none;
+// one that ends with bytes in it is closed.
 //
 // Lifetime: embedded in its owner, neither copied nor moved. stop() closes the polls and the
 // duplicates; the pump is reusable only after onPumpClosed, which the owner must wait for
@@ -88,6 +89,8 @@ class SplicePump {
   void run() noexcept;
   void finish(int status) noexcept;
   void arm(uv_poll_t* h, int* current, int want, uv_poll_cb cb) noexcept;
+  bool takePipe() noexcept;
+  void givePipe() noexcept;
 
   SplicePumpOwner* owner_;
   uv_loop_t* loop_;
