@@ -134,6 +134,14 @@ class HttpParser {
   bool keepAlive() const noexcept { return keep_alive_; }   // llhttp_should_keep_alive at head
   // llhttp_should_keep_alive now (after resumeAfterHead(skip_body) it knows about HEAD).
   bool keepAliveNow() const noexcept { return llhttp_should_keep_alive(&parser_) != 0; }
+  // A Content-Length body's bytes not yet fed (0 for any other framing): what a splice pump
+  // may move past the parser, which is then done with this message.
+  uint64_t lengthBodyLeft() const noexcept {
+    return (parser_.flags & F_CONTENT_LENGTH) && !(parser_.flags & F_CHUNKED) && head_done_ &&
+                   !completed_
+               ? parser_.content_length
+               : 0;
+  }
   bool needsEof() const noexcept { return llhttp_message_needs_eof(&parser_) != 0; }
   bool chunked() const noexcept { return (parser_.flags & F_CHUNKED) != 0; }
   bool hasContentLength() const noexcept { return (parser_.flags & F_CONTENT_LENGTH) != 0; }

@@ -8,7 +8,7 @@
 //
 // Bytes go through a Transport (transport.h): plain TCP now; TLS goes under it later with no
 // change to any owner. A splice(2) pump between two connections (bytes never reach the
-// owner) is Connection::pipeTo's place, described below and in docs/architecture.md.
+// owner) is lb/net/splice_pump.h's SplicePump, which works on two Connections from outside.
 //
 // Rules (h2o's and libuv's): the Connection is embedded in its owner (no allocation of its
 // own), neither copied nor moved; handle.data = this, and static trampolines forward to
@@ -149,11 +149,9 @@ class Connection {
   // Ends the write side after every queued write; onShutdown follows. One at a time.
   int shutdown() noexcept;
 
-  // --- Pipe (not built yet) ----------------------------------------------------------
-  // pipeTo(Connection& to, uint64_t n): move the next n bytes this connection reads to `to`
-  // without passing them through the owner: a splice(2) pump when both transports are plain
-  // (plain()), a read-and-write loop through pool blocks otherwise; the owner hears one
-  // onWritten-like completion at the end. Both connections' reads stop while it runs.
+  // --- Pipe -------------------------------------------------------------------------
+  // A SplicePump (lb/net/splice_pump.h) moves bytes between two connections without the
+  // owner when both transports are plain (plain()); the owner stops both reads first.
   bool plain() const noexcept { return transport_ == &PlainTransport::instance(); }
   void setTransport(Transport* t) noexcept { transport_ = t; }
   Transport* transport() const noexcept { return transport_; }

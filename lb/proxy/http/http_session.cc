@@ -35,7 +35,8 @@ HttpSession::HttpSession(WorkerEnv* worker, const std::shared_ptr<const Snapshot
       lst_(ls),
       cluster_(&snap->clusters[ls->cluster]),
       lstats_(&ls->state->per_worker[worker->index()]),
-      client_(*this, worker->loop()) {
+      client_(*this, worker->loop()),
+      body_pump_(*this, worker->loop()) {
   worker_->link(this);
   lstats_->connections_active.add(1);
 }
@@ -98,7 +99,10 @@ void HttpSession::onTimer() noexcept {
 void HttpSession::onLingerDone() noexcept { closeAll(); }
 
 // The connection's last callback is back: nothing of libuv's refers to this session now.
-void HttpSession::onClosed() noexcept { delete this; }
+void HttpSession::onClosed() noexcept {
+  conn_closed_ = true;
+  if (!pump_open_) delete this;
+}
 
 // ---- reading from the client -------------------------------------------------------------
 
@@ -364,7 +368,7 @@ void HttpSession::drain() noexcept {
 void HttpSession::closeAll() noexcept {
   if (state_ == State::kClosed) return;
   state_ = State::kClosed;
-  releaseUpstream(false);
+  releaseUpstream(false);   // stops a body pump first
   client_.close();
   worker_->unlink(this);
   lstats_->connections_active.add(-1);

@@ -119,13 +119,17 @@
 #include "lb/routing/snapshot.h"
 #include "lb/runtime/backend_attempt.h"
 #include "lb/net/connection.h"
+#include "lb/net/splice_pump.h"
 #include "lb/runtime/upstream_pool.h"
 #include "lb/runtime/worker_env.h"
 #include "plugins/key.h"
 
 namespace lb {
 
-class HttpSession final : public Session, public UpstreamOwner, private ConnectionOwner {
+class HttpSession final : public Session,
+                          public UpstreamOwner,
+                          private ConnectionOwner,
+                          private SplicePumpOwner {
  public:
   // Loop thread. Accepts one connection from `server` and starts serving it (with a 503 when
   // the listener's Admission says it is over limits.max_connections).
@@ -269,6 +273,19 @@ class HttpSession final : public Session, public UpstreamOwner, private Connecti
   // byte (or when lb answers before one), given back when the connection goes idle, lingers
   // or closes. Null in kIdle and in kHead before the first byte.
   HttpExchange* ex_ = nullptr;
+
+  // A response's Content-Length body of at least kSpliceMin bytes moves backend to client
+  // with splice(2) (http_session_splice.cc); the session frees itself only once the pump's
+  // handles have closed too.
+  static constexpr uint64_t kSpliceMin = 256 * 1024;
+  bool spliceResponseBody() noexcept;
+  void stopBodyPump() noexcept;
+  void onPumpRead(SplicePump& p, size_t n) noexcept override;
+  void onPumpDone(SplicePump& p, int status) noexcept override;
+  void onPumpClosed(SplicePump& p) noexcept override;
+  SplicePump body_pump_;
+  bool pump_open_ = false;       // started, its close callbacks not yet back
+  bool conn_closed_ = false;     // client_'s onClosed came
 };
 
 }  // namespace lb

@@ -179,6 +179,7 @@ void HttpSession::upstreamFailed(bool connect_failure) noexcept {
 // Gives the connection back (to the pool when `reusable` and idle, else closed) and the
 // picked backend's unit of live load. Idempotent.
 void HttpSession::releaseUpstream(bool reusable) noexcept {
+  stopBodyPump();   // its duplicates of both sockets close before either goes anywhere
   attempt_.release();
   if (up_ != nullptr) {
     if (reusable && !up_->writing())
@@ -338,6 +339,7 @@ void HttpSession::pumpResponse() noexcept {
     }
     if (ex_->response == ResponsePhase::kDone) break;
     upin_.len = upin_.pos = 0;
+    if (spliceResponseBody()) return;   // onPumpDone carries on
     setUpReading(true);
     return;
   }

@@ -45,7 +45,9 @@ TcpSession::TcpSession(WorkerEnv& env, const std::shared_ptr<const Snapshot>& sn
       snapshot_(snapshot),
       listener_(snapshot_->listeners[listener]),
       cluster_(snapshot_->clusters[listener_.cluster]),
-      client_(*this, env.loop()) {
+      client_(*this, env.loop()),
+      pump_up_(*this, env.loop()),
+      pump_down_(*this, env.loop()) {
   env_.link(this);
   client_.readIntoPool(&env.buffers(), kHeader);
   down_.conn = &client_;
@@ -159,8 +161,68 @@ void TcpSession::startPiping() noexcept {
   last_activity_ms_ = uv_now(env_.loop());
   uint64_t idle = static_cast<uint64_t>(listener_.config->timeouts.idle.count());
   if (idle > 0) client_.startTimer(idle);
-  startReading(down_);
-  startReading(up_);
+  startPump(down_);
+  if (state_ == State::kPiping) startPump(up_);
+}
+
+// Splices `from`'s bytes to the other side, or reads them through libuv when the pump cannot
+// start (a transport that is not plain, no pipe or descriptor left).
+void TcpSession::startPump(Side& from) noexcept {
+  SplicePump& p = &from == &down_ ? pump_up_ : pump_down_;
+  if (p.start(*from.conn, *other(from).conn, SplicePump::kUnbounded) == 0) {
+    ++pumps_open_;
+    from.pump = &p;
+    from.reading = true;
+    return;
+  }
+  startReading(from);
+}
+
+void TcpSession::stopPump(Side& from) noexcept {
+  if (from.pump == nullptr) return;
+  from.pump->stop();
+  from.pump = nullptr;
+  from.reading = false;
+}
+
+void TcpSession::onPumpRead(SplicePump& p, size_t n) noexcept {
+  Side& from = sourceOf(p);
+  last_activity_ms_ = uv_now(env_.loop());
+  from.bytes_read += n;
+  if (&from == &down_)
+    attempt_.stats()->bytes_tx.add(n);
+  else
+    attempt_.stats()->bytes_rx.add(n);
+}
+
+void TcpSession::onPumpDone(SplicePump& p, int status) noexcept {
+  Side& from = sourceOf(p);
+  stopPump(from);
+  if (state_ != State::kPiping) return;
+  if (status == SplicePump::kUnsupported) {
+    startReading(from);   // the copy path, from the first byte (none has moved)
+    return;
+  }
+  if (status == UV_EOF) {
+    // Every byte before the EOF is on the other side: the same half-close as the copy path.
+    from.eof = true;
+    Side& to = other(from);
+    if (!to.shut_sent) {
+      to.shut_sent = true;
+      if (to.conn->shutdown() != 0) to.shut_done = true;
+    }
+    maybeFinish();
+    return;
+  }
+  bool client_side = p.errorOnSource() == (&from == &down_);
+  if (!client_side && &from == &up_ && up_.bytes_read == 0 && p.errorOnSource())
+    attempt_.reportFailure(BackendFailure::kConnectReset);
+  close(client_side ? TcpOutcome::kClientReset : TcpOutcome::kBackendReset);
+}
+
+void TcpSession::onPumpClosed(SplicePump&) noexcept {
+  --pumps_open_;
+  if (state_ == State::kClosing) maybeFree();
 }
 
 void TcpSession::startReading(Side& side) noexcept {
@@ -310,7 +372,7 @@ void TcpSession::onClosed() noexcept {
 }
 
 void TcpSession::maybeFree() noexcept {
-  if (client_closed_ && up_writes_ == 0) delete this;
+  if (client_closed_ && up_writes_ == 0 && pumps_open_ == 0) delete this;
 }
 
 void TcpSession::close(TcpOutcome outcome) noexcept {
@@ -320,6 +382,10 @@ void TcpSession::close(TcpOutcome outcome) noexcept {
   finishRecord();
   attempt_.release();
   listener_.state->per_worker[env_.index()].connections_active.add(-1);
+  // The pumps first: their descriptors are duplicates, and the sockets end (FIN) only once
+  // every duplicate is closed too.
+  stopPump(down_);
+  stopPump(up_);
   client_.close();
   if (conn_ != nullptr) {
     // Writes queued on it call back cancelled (counted in up_writes_).

@@ -6,10 +6,15 @@
 //   -> key hash (source_ip / five_tuple, or on_missing_key) -> the runtime's BackendAttempt:
 //      pick, connect (timeouts.connect); a refused or timed-out connect moves to the next
 //      distinct host in the key's order, up to `retries`               [kConnecting]
-//   -> piping: each side's reads are written to the other side; a side whose peer's write
-//      queue passes kHighWatermark stops reading until it drains below kLowWatermark
-//      (half-close passes through: EOF from one side becomes shutdown(SHUT_WR) on the other
-//      once its queued writes are out; done once both directions are shut)     [kPiping]
+//   -> piping: when both sockets are plain, each direction is a SplicePump (splice(2)
+//      through a pipe, lb/net/splice_pump.h) from the first byte: a tcp listener transforms
+//      nothing, and a spliced message costs the same two syscalls as a copied one (read and
+//      write), so there is no size below which copying wins once the connection is set up.
+//      Otherwise, or where splice is refused (EINVAL, ENOSYS before any byte), each side's
+//      reads are written to the other side; a side whose peer's write queue passes
+//      kHighWatermark stops reading until it drains below kLowWatermark (a pump holds at most
+//      its pipe). Half-close passes through: EOF from one side becomes shutdown(SHUT_WR) on
+//      the other once its bytes are out; done once both directions are shut)   [kPiping]
 //   -> close: live load and gauges back down, one access-log line, free after the last
 //      callback                                                                  [kClosing]
 //
@@ -33,6 +38,7 @@
 #include "lb/routing/snapshot.h"
 #include "lb/runtime/backend_attempt.h"
 #include "lb/net/connection.h"
+#include "lb/net/splice_pump.h"
 #include "lb/runtime/protocols.h"
 #include "lb/runtime/session.h"
 #include "lb/runtime/upstream_pool.h"
@@ -56,7 +62,10 @@ enum class TcpOutcome : uint8_t {
 };
 const char* tcpOutcomeName(TcpOutcome o) noexcept;
 
-class TcpSession final : public Session, public UpstreamOwner, private ConnectionOwner {
+class TcpSession final : public Session,
+                         public UpstreamOwner,
+                         private ConnectionOwner,
+                         private SplicePumpOwner {
  public:
   // Loop thread only (a ProtocolTable AcceptFn). Accepts one pending connection from
   // `server` (a listening uv_tcp_t on env's loop) and starts routing it on `snapshot`'s
@@ -103,6 +112,7 @@ class TcpSession final : public Session, public UpstreamOwner, private Connectio
     bool shut_sent = false;   // uv_shutdown issued on this side
     bool shut_done = false;
     uint64_t bytes_read = 0;
+    SplicePump* pump = nullptr;   // moving this side's reads to the other side, when spliced
   };
   struct WriteOp;   // header at the start of a pool block carrying a write
 
@@ -138,6 +148,15 @@ class TcpSession final : public Session, public UpstreamOwner, private Connectio
   void onClosed() noexcept override;
   static void onUpWritten(ConnectionWrite* w, int status) noexcept;
 
+  // SplicePumpOwner: pump_up_ moves the client's bytes to the backend, pump_down_ the
+  // backend's to the client.
+  void onPumpRead(SplicePump& p, size_t n) noexcept override;
+  void onPumpDone(SplicePump& p, int status) noexcept override;
+  void onPumpClosed(SplicePump& p) noexcept override;
+  Side& sourceOf(SplicePump& p) noexcept { return &p == &pump_up_ ? down_ : up_; }
+  void startPump(Side& from) noexcept;
+  void stopPump(Side& from) noexcept;
+
   WorkerEnv& env_;
   std::shared_ptr<const Snapshot> snapshot_;
   const ListenerSnapshot& listener_;
@@ -150,6 +169,9 @@ class TcpSession final : public Session, public UpstreamOwner, private Connectio
   UpstreamConn* conn_ = nullptr;
   BackendAttempt attempt_;
   uint32_t up_writes_ = 0;      // writes queued on a backend connection, not yet back
+  SplicePump pump_up_;
+  SplicePump pump_down_;
+  uint32_t pumps_open_ = 0;     // pumps started and not yet closed (their handles are ours)
   bool client_closed_ = false;  // client_'s onClosed came
 
   uint64_t hash_ = 0;

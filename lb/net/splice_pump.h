@@ -1,0 +1,118 @@
+// One direction of zero-copy relay between two plain sockets: splice(2) from the source
+// socket into a pipe, and from the pipe into the destination socket, so the bytes never
+// enter user space (HAProxy's "option splice-response" does the same). The owner hands it
+// the two Connections, a byte budget (or kUnbounded: until EOF) and hears, through
+// SplicePumpOwner, each batch of bytes read and, once, how the pump ended.
+//
+// Readiness, without fighting libuv (docs/architecture.md, "Connections"): the owner stops
+// libuv's reads on both connections and queues no libuv write on the destination while the
+// pump runs. The pump dup()s each descriptor and watches the duplicate with its own uv_poll_t
+// (level-triggered): epoll keys a registration on the descriptor and its open file, so the
+// duplicate's registration is distinct from libuv's on the original and neither handle sees
+// the other's events. The socket stays one socket: a shutdown() or close() by libuv acts
+// on it as usual, and the pump's duplicates are closed with the pump.
+//
+// Back-pressure both ways: the pump reads only while its pipe has room, and watches the
+// destination for writability only while bytes wait in the pipe and it returned EAGAIN; a
+// stopped reader leaves at most one pipe's worth (kPipeSize) in flight, held in kernel pipe
+// pages, not in lb's memory.
+//
+// Pipes come from a per-thread pool (each worker is one thread with one loop) when bytes
+// arrive and go back as soon as the pipe is empty again, so an idle connection holds none;
+// one that ends with bytes in it is closed.
+//
+// Lifetime: embedded in its owner, neither copied nor moved. stop() closes the polls and the
+// duplicates; the pump is reusable only after onPumpClosed, which the owner must wait for
+// before freeing it (uv_close is asynchronous). Loop thread only; every callback noexcept.
+#pragma once
+
+#include <uv.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace lb {
+
+class Connection;
+class SplicePump;
+
+class SplicePumpOwner {
+ public:
+  // n bytes were read from the source (they are in the pipe or already on the destination).
+  virtual void onPumpRead(SplicePump& p, size_t n) noexcept = 0;
+  // The pump stopped on its own: 0 (the budget is on the destination), UV_EOF (the source
+  // ended and every byte before its EOF is on the destination), kUnsupported (splice is not
+  // possible on these descriptors and no byte moved: use the copy path), or < 0 (a read or
+  // write error; error_on_source() says which side). The polls are stopped, not yet closed.
+  virtual void onPumpDone(SplicePump& p, int status) noexcept = 0;
+  // After stop(): every handle has closed; the pump may be freed or started again.
+  virtual void onPumpClosed(SplicePump& p) noexcept = 0;
+
+ protected:
+  ~SplicePumpOwner() = default;
+};
+
+class SplicePump {
+ public:
+  static constexpr uint64_t kUnbounded = UINT64_MAX;
+  static constexpr int kUnsupported = 1;
+  // The pipe's capacity asked with F_SETPIPE_SZ: the connection's high watermark, so a
+  // spliced connection holds no more in flight than a copied one.
+  static constexpr int kPipeSize = 256 * 1024;
+
+  SplicePump(SplicePumpOwner& owner, uv_loop_t* loop) noexcept : owner_(&owner), loop_(loop) {}
+  SplicePump(const SplicePump&) = delete;
+  SplicePump& operator=(const SplicePump&) = delete;
+
+  // Starts moving up to `budget` bytes from `from` to `to` (both plain; their reads stopped by
+  // the caller). 0, or < 0 when it could not start (no pipe, no descriptor: use the copy
+  // path; nothing to stop).
+  int start(Connection& from, Connection& to, uint64_t budget) noexcept;
+  // Stops and closes the handles; onPumpClosed follows. Idempotent; after onPumpDone too.
+  void stop() noexcept;
+
+  bool active() const noexcept { return started_ && !done_; }
+  bool started() const noexcept { return started_; }
+  bool errorOnSource() const noexcept { return error_on_source_; }
+  uint64_t bytesRead() const noexcept { return read_; }
+  uint64_t bytesWritten() const noexcept { return written_; }
+  uint64_t lastActivityMs() const noexcept { return last_ms_; }
+
+  // Idle pipes kept per thread (closed at thread exit).
+  static int pooledPipes() noexcept;
+
+ private:
+  static void onInReady(uv_poll_t* h, int status, int events);
+  static void onOutReady(uv_poll_t* h, int status, int events);
+  static void onPollClosed(uv_handle_t* h);
+
+  void run() noexcept;
+  void finish(int status) noexcept;
+  void arm(uv_poll_t* h, int* current, int want, uv_poll_cb cb) noexcept;
+  bool takePipe() noexcept;
+  void givePipe() noexcept;
+
+  SplicePumpOwner* owner_;
+  uv_loop_t* loop_;
+  uv_poll_t in_poll_;
+  uv_poll_t out_poll_;
+  int in_fd_ = -1;        // dup of the source socket
+  int out_fd_ = -1;       // dup of the destination socket
+  int pipe_[2] = {-1, -1};
+  int in_events_ = 0;     // what each poll watches now (re-arming costs an epoll_ctl pair)
+  int out_events_ = 0;
+  int closing_ = 0;       // poll close callbacks still to come
+  size_t capacity_ = 0;   // the pipe's, from F_GETPIPE_SZ
+  size_t in_pipe_ = 0;
+  uint64_t budget_ = 0;   // bytes still to read from the source
+  uint64_t read_ = 0;
+  uint64_t written_ = 0;
+  uint64_t last_ms_ = 0;
+  bool started_ = false;
+  bool done_ = false;
+  bool eof_ = false;
+  bool blocked_out_ = false;   // the last write to the destination returned EAGAIN
+  bool error_on_source_ = false;
+};
+
+}  // namespace lb

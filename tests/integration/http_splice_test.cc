@@ -1,0 +1,166 @@
+// A response's Content-Length body of kSpliceMin (256 KiB) or more is spliced origin to client
+// (lb/proxy/http/http_session_splice.cc): real lb (one worker), real lb-origin /bytes bodies
+// checked byte for byte on one keep-alive connection with pipelined requests, and an origin of
+// the test's own that cuts or stalls a body it promised, so the client must see a truncated
+// response closed, never a hang.
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <string>
+#include <thread>
+
+#include "tests/integration/proxy_harness.h"
+
+namespace lb::test {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+bool isBytesPattern(const std::string& body, size_t n) {
+  if (body.size() != n) return false;
+  static const char kHex[] = "0123456789abcdef";
+  for (size_t i = 0; i < n; ++i)
+    if (body[i] != kHex[i % 16]) return false;
+  return true;
+}
+
+// One connection at a time: answers any request with a head promising `promised` bytes, then
+// `sent` bytes of 'x', then closes (hold = false) or keeps the connection silent (hold = true)
+// until the peer closes.
+class CuttingOrigin {
+ public:
+  CuttingOrigin(size_t promised, size_t sent, bool hold)
+      : promised_(promised), sent_(sent), hold_(hold) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    ::listen(fd_, 16);
+    socklen_t len = sizeof a;
+    getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
+    port_ = ntohs(a.sin_port);
+    thread_ = std::thread([this] { run(); });
+  }
+  ~CuttingOrigin() {
+    stop_ = true;
+    thread_.join();
+    ::close(fd_);
+  }
+  uint16_t port() const { return port_; }
+
+ private:
+  void run() {
+    while (!stop_) {
+      pollfd p{fd_, POLLIN, 0};
+      if (::poll(&p, 1, 100) <= 0) continue;
+      int c = ::accept(fd_, nullptr, nullptr);
+      if (c < 0) continue;
+      std::string req;
+      char buf[4096];
+      while (req.find("\r\n\r\n") == std::string::npos) {
+        ssize_t k = ::recv(c, buf, sizeof buf, 0);
+        if (k <= 0) break;
+        req.append(buf, static_cast<size_t>(k));
+      }
+      std::string out = "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(promised_) +
+                        "\r\n\r\n" + std::string(sent_, 'x');
+      for (size_t at = 0; at < out.size();) {
+        ssize_t k = ::send(c, out.data() + at, out.size() - at, MSG_NOSIGNAL);
+        if (k <= 0) break;
+        at += static_cast<size_t>(k);
+      }
+      if (hold_) {
+        while (!stop_) {
+          pollfd q{c, POLLIN, 0};
+          if (::poll(&q, 1, 100) > 0 && ::recv(c, buf, sizeof buf, 0) <= 0) break;
+        }
+      }
+      ::close(c);
+    }
+  }
+
+  size_t promised_, sent_;
+  bool hold_;
+  int fd_ = -1;
+  uint16_t port_ = 0;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+std::string config(uint16_t origin_port, const std::string& idle = "60s") {
+  return "[lb]\nworkers = 1\naccess_log = \"\"\n"
+         "[listeners.web]\nlisten = \"127.0.0.1:{PORT}\"\ncluster = \"c\"\n"
+         "hash = [ { header = \"x-key\" } ]\n"
+         "timeouts = { idle = \"" + idle + "\" }\n"
+         "[clusters.c]\nbackends = [ { name = \"a\", address = \"127.0.0.1:" +
+         std::to_string(origin_port) + "\" } ]\n";
+}
+
+TEST(HttpSpliceTest, LargeBodiesArriveIdenticalOnOneKeepAliveConnectionWithPipelining) {
+  ProxyHarness h;
+  std::string why;
+  ASSERT_TRUE(h.startOrigin("a", &why)) << why;
+  ASSERT_TRUE(h.startLb(config(h.originPort("a")), &why)) << why;
+  TcpClient c;
+  ASSERT_TRUE(c.connect(h.port()));
+  // Three requests at once: the bytes of the next request wait in lb while a body is spliced.
+  const size_t sizes[] = {1 << 20, 300000, 64 << 20, 1000};
+  std::string reqs;
+  for (size_t n : sizes)
+    reqs += httpRequest("GET", "/bytes?n=" + std::to_string(n), "x-key: k\r\n");
+  ASSERT_TRUE(c.send(reqs));
+  for (size_t n : sizes) {
+    auto r = readHttpResponse(c, false, 20s);
+    ASSERT_TRUE(r.ok) << n << ": " << r.error;
+    EXPECT_EQ(r.status, 200);
+    EXPECT_TRUE(isBytesPattern(r.body, n)) << n << " bytes: body differs (size " << r.body.size()
+                                           << ")";
+    EXPECT_TRUE(r.keep_alive);
+  }
+}
+
+TEST(HttpSpliceTest, AnOriginThatClosesMidBodyGivesTheClientATruncatedResponseClosed) {
+  CuttingOrigin origin(8 << 20, 1 << 20, /*hold=*/false);
+  ProxyHarness h;
+  std::string why;
+  ASSERT_TRUE(h.startLb(config(origin.port()), &why)) << why;
+  TcpClient c;
+  ASSERT_TRUE(c.connect(h.port()));
+  ASSERT_TRUE(c.send(httpRequest("GET", "/", "x-key: k\r\n")));
+  auto t0 = Clock::now();
+  ASSERT_TRUE(c.waitClosed(5s)) << "lb kept the client waiting for bytes that never come";
+  EXPECT_LT(Clock::now() - t0, 5s);
+  const std::string& got = c.buffer();
+  size_t body_at = got.find("\r\n\r\n");
+  ASSERT_NE(body_at, std::string::npos);
+  EXPECT_NE(got.find("Content-Length: 8388608"), std::string::npos) << got.substr(0, body_at);
+  EXPECT_EQ(got.size() - body_at - 4, size_t{1} << 20) << "every byte the origin sent arrives";
+}
+
+TEST(HttpSpliceTest, TheIdleTimeoutEndsAStalledSplicedBody) {
+  CuttingOrigin origin(8 << 20, 1 << 20, /*hold=*/true);
+  ProxyHarness h;
+  std::string why;
+  ASSERT_TRUE(h.startLb(config(origin.port(), "1s"), &why)) << why;
+  TcpClient c;
+  ASSERT_TRUE(c.connect(h.port()));
+  ASSERT_TRUE(c.send(httpRequest("GET", "/", "x-key: k\r\n")));
+  auto t0 = Clock::now();
+  ASSERT_TRUE(c.waitClosed(6s)) << "a stalled spliced body was never timed out";
+  auto took = Clock::now() - t0;
+  EXPECT_GE(took, 900ms);
+  EXPECT_LT(took, 4s);
+  const std::string& got = c.buffer();
+  size_t body_at = got.find("\r\n\r\n");
+  ASSERT_NE(body_at, std::string::npos);
+  EXPECT_EQ(got.size() - body_at - 4, size_t{1} << 20);
+}
+
+}  // namespace
+}  // namespace lb::test
