@@ -176,17 +176,7 @@ fi
 declare -A port=([haproxy]=$haproxy_port [nginx]=$nginx_port [lb]=$lb_port)
 declare -A pid_of=([haproxy]=$haproxy_pid [nginx]=$nginx_pid [lb]=$lb_pid)
 
-# CPU ticks (user, system) of a proxy: the process with all its threads and its worker
-# processes (nginx with more than one worker forks them).
-cpu_ticks() {
-  local p u=0 s=0 f
-  for p in "$1" $(pgrep -P "$1" 2>/dev/null); do
-    read -r -a f <"/proc/$p/stat" 2>/dev/null || continue
-    # Fields after the ")" that closes the command name: utime is the 14th field, stime 15th.
-    u=$((u + f[13])); s=$((s + f[14]))
-  done
-  echo "$u $s"
-}
+# cpu_ticks (bench/lib.sh): the proxy with all its threads and nginx's worker processes.
 targets=(haproxy nginx lb)
 
 to_ms() {   # wrk latency (12.3us / 1.2ms / 1.1s) -> milliseconds
