@@ -398,5 +398,20 @@ TEST_F(TlsUpstreamTest, CheckNamesTheKeyOfEachBadFile) {
       << r.err;
 }
 
+TEST_F(TlsUpstreamTest, VerifyFalseTrustsAnyCertificateAndSaysSo) {
+  auto r = tlsRedis();
+  ASSERT_TRUE(r->ok()) << r->output();
+  // other_ca_ did not sign the server's certificate: only verify = false lets lb through.
+  const std::string toml = config("redis",
+                                  "tls = { ca = \"" + other_ca_->certPath() +
+                                      "\", verify = false }",
+                                  {r->address()});
+  ASSERT_TRUE(lb_.start(toml, {port_, admin_port_})) << lb_.output();
+  EXPECT_EQ(viaLb({"SET", "k", "v"}).out, "OK\n") << lb_.output();
+  EXPECT_NE(lb_.output().find("clusters.cache.tls.verify: warning: verify = false"),
+            std::string::npos)
+      << lb_.output();
+}
+
 }  // namespace
 }  // namespace lb::test
