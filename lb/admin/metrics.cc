@@ -52,6 +52,19 @@ BackendTotals sumBackend(const BackendState& s) {
   return t;
 }
 
+constexpr int kTlsReasons = static_cast<int>(TlsErrorReason::kCount);
+
+// A listener's or a backend's TLS slots summed over the workers.
+struct TlsTotals {
+  uint64_t done[2][2] = {};   // [version][resumed]
+  uint64_t failed[kTlsReasons] = {};
+  void add(const TlsWorkerStats& ts) {
+    for (int v = 0; v < 2; ++v)
+      for (int r = 0; r < 2; ++r) done[v][r] += ts.handshakes[v][r].get();
+    for (int r = 0; r < kTlsReasons; ++r) failed[r] += ts.errors[r].get();
+  }
+};
+
 MetricFamily family(const char* name, const char* help, MetricType type, size_t reserve) {
   MetricFamily f{name, help, type, {}};
   f.metric.reserve(reserve);
@@ -408,18 +421,13 @@ std::vector<MetricFamily> collectSnapshotMetrics(const Snapshot& snap) {
                                    "When each of the listener's certificates expires (notAfter, "
                                    "seconds since the epoch).",
                                    MetricType::Gauge, nl);
-  constexpr int kTlsReasons = static_cast<int>(TlsErrorReason::kCount);
   for (const ListenerSnapshot& l : snap.listeners) {
     if (l.tls == nullptr) continue;
     const std::string& name = l.config->name;
-    uint64_t done[2][2] = {};
-    uint64_t failed[kTlsReasons] = {};
-    for (unsigned w = 0; w < l.state->workers; ++w) {
-      const TlsWorkerStats& ts = l.state->per_worker[w].tls;
-      for (int v = 0; v < 2; ++v)
-        for (int r = 0; r < 2; ++r) done[v][r] += ts.handshakes[v][r].get();
-      for (int r = 0; r < kTlsReasons; ++r) failed[r] += ts.errors[r].get();
-    }
+    TlsTotals t;
+    for (unsigned w = 0; w < l.state->workers; ++w) t.add(l.state->per_worker[w].tls);
+    const auto& done = t.done;
+    const auto& failed = t.failed;
     for (int v = 0; v < 2; ++v)
       for (int r = 0; r < 2; ++r)
         addCounter(tls_handshakes,
@@ -449,14 +457,10 @@ std::vector<MetricFamily> collectSnapshotMetrics(const Snapshot& snap) {
   for (const ClusterSnapshot& c : snap.clusters) {
     for (const BackendSnapshot& b : c.backends) {
       if (b.tls == nullptr) continue;
-      uint64_t done[2][2] = {};
-      uint64_t failed[kTlsReasons] = {};
-      for (unsigned w = 0; w < b.state->workers; ++w) {
-        const TlsWorkerStats& ts = b.state->per_worker[w].tls;
-        for (int v = 0; v < 2; ++v)
-          for (int r = 0; r < 2; ++r) done[v][r] += ts.handshakes[v][r].get();
-        for (int r = 0; r < kTlsReasons; ++r) failed[r] += ts.errors[r].get();
-      }
+      TlsTotals t;
+      for (unsigned w = 0; w < b.state->workers; ++w) t.add(b.state->per_worker[w].tls);
+      const auto& done = t.done;
+      const auto& failed = t.failed;
       const std::string& cluster = c.config->name;
       const std::string& backend = b.config->name;
       for (int v = 0; v < 2; ++v)
