@@ -23,7 +23,7 @@ int check(const std::string& path) {
   lb::Errors warnings;
   lb::Errors errors = config.ok() ? lb::checkServes(config.value(), &warnings) : config.errors();
   if (config.ok()) {
-    lb::Errors tls = lb::checkListenersTls(config.value());
+    lb::Errors tls = lb::checkTls(config.value());
     errors.insert(errors.end(), tls.begin(), tls.end());
   }
   for (const auto& w : warnings) fprintf(stderr, "%s\n", w.format().c_str());
@@ -39,6 +39,7 @@ int check(const std::string& path) {
 
 int run(int argc, char** argv) {
   lb::setListenerTlsBuilder(lb::buildListenerTls);
+  lb::setClusterTlsBuilder(lb::buildClusterTls);
   if (argc >= 2 && strcmp(argv[1], "analyze") == 0) return lb::runAnalyze(argc - 2, argv + 2);
   if (argc >= 2 && strcmp(argv[1], "simulate") == 0) return lb::runSimulate(argc - 2, argv + 2);
   if (argc >= 2 && strcmp(argv[1], "membership") == 0)

@@ -30,13 +30,40 @@ std::shared_ptr<const TlsServerContext> buildListenerTls(const ListenerConfig& l
   return context;
 }
 
-Errors checkListenersTls(const Config& config) {
+std::shared_ptr<const TlsClientContext> buildClusterTls(const ClusterConfig& cluster,
+                                                        const std::string& file,
+                                                        unsigned workers, Errors* errors) {
+  const ClusterTlsConfig& tls = cluster.tls;
+  TlsClientOptions options;
+  options.ca = tls.ca;
+  options.verify = tls.verify;
+  options.server_name = tls.server_name;
+  options.cert = tls.cert;
+  options.key = tls.key;
+  options.min_version = tls.min_version;
+  options.label = "cluster " + cluster.name;
+  std::vector<TlsClientBuildError> failures;
+  auto context = TlsClientContext::build(options, workers, &failures);
+  for (const auto& f : failures) {
+    const SourcePos& pos = f.field == "ca" ? tls.ca_pos : f.field == "key" ? tls.key_pos
+                                                                          : tls.cert_pos;
+    errors->push_back({file, pos, "clusters." + cluster.name + ".tls." + f.field, f.message});
+  }
+  if (context == nullptr && failures.empty())
+    errors->push_back({file, tls.pos, "clusters." + cluster.name + ".tls",
+                       "cannot set up TLS: " + tlsErrorText()});
+  return context;
+}
+
+Errors checkTls(const Config& config) {
   Errors errors;
   for (const auto& l : config.listeners) {
     if (!l.tls.enabled) continue;
     std::vector<TlsCertificateExpiry> expiry;
     buildListenerTls(l, config.file, &expiry, &errors);
   }
+  for (const auto& c : config.clusters)
+    if (c.tls.enabled) buildClusterTls(c, config.file, 1, &errors);
   return errors;
 }
 

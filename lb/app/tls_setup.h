@@ -1,7 +1,8 @@
-// Listeners' TLS settings made into OpenSSL contexts (lb/tls/tls_context.h), with each file's
-// failure reported as a config error at the key that names it. main() installs it as the
-// snapshot's ListenerTlsBuilder, so start, SIGHUP reload and `lb --check` read certificates
-// the same way: a reload whose certificate does not load changes nothing.
+// Listeners' and clusters' TLS settings made into OpenSSL contexts (lb/tls/tls_context.h,
+// tls_client_context.h), with each file's failure reported as a config error at the key that
+// names it. main() installs them as the snapshot's ListenerTlsBuilder and ClusterTlsBuilder,
+// so start, SIGHUP reload and `lb --check` read certificates the same way: a reload whose
+// certificate does not load changes nothing.
 #pragma once
 
 #include <memory>
@@ -10,6 +11,7 @@
 
 #include "lb/config/config.h"
 #include "lb/routing/snapshot.h"
+#include "lb/tls/tls_client_context.h"
 #include "lb/tls/tls_context.h"
 
 namespace lb {
@@ -20,7 +22,14 @@ std::shared_ptr<const TlsServerContext> buildListenerTls(const ListenerConfig& l
                                                          std::vector<TlsCertificateExpiry>* expiry,
                                                          Errors* errors);
 
-// Every TLS listener's certificates loaded and checked, for `lb --check`.
-Errors checkListenersTls(const Config& config);
+// Main thread. ClusterTlsBuilder's shape: a cluster's `tls` made into its client context,
+// each file's failure an error at its key (clusters.NAME.tls.ca, .cert, .key).
+std::shared_ptr<const TlsClientContext> buildClusterTls(const ClusterConfig& cluster,
+                                                        const std::string& file,
+                                                        unsigned workers, Errors* errors);
+
+// Every TLS listener's certificates and every TLS cluster's files loaded and checked, for
+// `lb --check`.
+Errors checkTls(const Config& config);
 
 }  // namespace lb

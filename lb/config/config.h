@@ -69,6 +69,23 @@ struct ListenerTlsConfig {
   SourcePos pos;
 };
 
+// `tls = { ca, verify, server_name, cert, key, min_version }` on a cluster: lb speaks TLS to
+// every backend of it, data connections and health checks alike (docs/config.md, "tls
+// (clusters)"). Paths as the listener's; the files are read when the snapshot is built.
+struct ClusterTlsConfig {
+  bool enabled = false;
+  std::string ca;                  // "" = the system's trust store
+  bool verify = true;
+  std::string server_name;         // SNI and the name checked; "" = the backend's address
+  std::string cert;                // mutual TLS: lb's client certificate and key, or neither
+  std::string key;
+  std::string min_version = "1.2";
+  SourcePos ca_pos;
+  SourcePos cert_pos;
+  SourcePos key_pos;
+  SourcePos pos;
+};
+
 struct ListenerConfig {
   std::string name;
   std::string listen;      // "host:port" or "[v6]:port", validated by the loader
@@ -179,6 +196,7 @@ struct ClusterConfig {
   std::vector<BackendConfig> backends;
   std::optional<MembershipConfig> membership;   // absent: the backends above are the cluster's
   HotKeysConfig hot_keys;
+  ClusterTlsConfig tls;
   SourcePos pos;
 };
 

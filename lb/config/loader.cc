@@ -13,6 +13,7 @@
 #include "lb/config/config.h"
 #include "lb/config/hot_keys_table.h"
 #include "lb/config/membership_table.h"
+#include "lb/config/tls_table.h"
 #include "lb/config/validate.h"
 #include "lb/config/walker.h"
 
@@ -164,61 +165,6 @@ void readHashEntry(WalkContext& ctx, const toml::node& node, const std::string& 
   } else if (t->contains("ttl")) {
     w.get("ttl");
     w.errorAt("ttl", "applies only to cookie entries");
-  }
-  w.checkUnknownKeys();
-}
-
-// A relative certificate path is the config file's folder's, as nginx reads its own.
-std::string besideConfig(const WalkContext& ctx, const std::string& path) {
-  if (path.empty() || path[0] == '/') return path;
-  const size_t slash = ctx.file.rfind('/');
-  return slash == std::string::npos ? path : ctx.file.substr(0, slash + 1) + path;
-}
-
-void readListenerTls(WalkContext& ctx, const toml::table& t, const std::string& path,
-                     ListenerConfig* l) {
-  TableWalker w(ctx, t, path);
-  ListenerTlsConfig& tls = l->tls;
-  tls.enabled = true;
-  tls.pos = w.pos();
-  if (const toml::array* a = w.array("certificates", true)) {
-    if (a->empty()) w.errorAt("certificates", "must list at least one { cert, key }");
-    for (size_t i = 0; i < a->size(); ++i) {
-      const std::string cpath = path + ".certificates[" + std::to_string(i) + "]";
-      const toml::table* ct = a->get(i)->as_table();
-      if (ct == nullptr) {
-        ctx.error(posOf(*a->get(i)), cpath,
-                  "must be a table { cert = \"...\", key = \"...\" }, got " +
-                      typeName(*a->get(i)));
-        continue;
-      }
-      TableWalker cw(ctx, *ct, cpath);
-      TlsCertificateConfig c;
-      c.cert_pos = c.key_pos = cw.pos();
-      if (cw.string("cert", &c.cert, true)) c.cert_pos = posOf(*cw.get("cert"));
-      if (cw.string("key", &c.key, true)) c.key_pos = posOf(*cw.get("key"));
-      c.cert = besideConfig(ctx, c.cert);
-      c.key = besideConfig(ctx, c.key);
-      cw.checkUnknownKeys();
-      tls.certificates.push_back(std::move(c));
-    }
-  }
-  if (w.string("min_version", &tls.min_version) && tls.min_version != "1.2" &&
-      tls.min_version != "1.3")
-    w.errorAt("min_version", "must be \"1.2\" or \"1.3\", got '" + tls.min_version + "'");
-  if (const toml::array* a = w.array("alpn")) {
-    for (size_t i = 0; i < a->size(); ++i) {
-      const toml::node* n = a->get(i);
-      if (!n->is_string() || n->as_string()->get().empty() ||
-          n->as_string()->get().size() > 255) {
-        ctx.error(posOf(*n), path + ".alpn[" + std::to_string(i) + "]",
-                  "must be a protocol name such as \"http/1.1\"");
-        continue;
-      }
-      tls.alpn.push_back(n->as_string()->get());
-    }
-  } else if (l->protocol == Protocol::kHttp) {
-    tls.alpn = {"http/1.1"};
   }
   w.checkUnknownKeys();
 }
@@ -438,6 +384,7 @@ void readCluster(WalkContext& ctx, const toml::key& key, const toml::node& node,
     readMembership(ctx, *mt, path + ".membership", &c->membership.emplace());
   if (const toml::table* ht = w.subtable("hot_keys"))
     readHotKeys(ctx, *ht, path + ".hot_keys", &c->hot_keys);
+  if (const toml::table* tt = w.subtable("tls")) readClusterTls(ctx, *tt, path + ".tls", &c->tls);
   // With a membership the file's backends are only the fallback, so they may be left out.
   if (const toml::array* a = w.array("backends", !t->contains("membership"))) {
     for (size_t i = 0; i < a->size(); ++i) {

@@ -227,6 +227,12 @@ Errors checkServes(const Config& config, Errors* warnings) {
     warnings->push_back({config.file, config.clusters.front().pos, "",
                          "warning: no listener: lb accepts no connection until a reload adds "
                          "one ([listeners.NAME])"});
+  if (warnings != nullptr)
+    for (const auto& c : config.clusters)
+      if (c.tls.enabled && !c.tls.verify)
+        warnings->push_back({config.file, c.tls.pos, "clusters." + c.name + ".tls.verify",
+                             "warning: verify = false: lb trusts any certificate its backends "
+                             "show, so anyone on the path can pose as them"});
   return {};
 }
 

@@ -122,6 +122,35 @@ inline const char* connectFailureLabel(BackendFailure f) noexcept {
   return kNames[static_cast<int>(f) % kConnectFailureKinds];
 }
 
+// TLS on a listener, or towards a backend (lb/tls): handshakes by version and resumption,
+// failures by reason.
+enum class TlsVersion : uint8_t { k12, k13, kCount };
+enum class TlsErrorReason : uint8_t {
+  kPlaintext,   // the first bytes were not a TLS record (plain HTTP to an HTTPS port, ...)
+  kProtocol,    // OpenSSL refused the handshake (garbage ClientHello, no shared cipher ...)
+  kTimeout,     // lb closed the connection before the handshake ended (timeouts.header)
+  kClosed,      // the client closed or reset mid-handshake
+  kVerify,      // towards a backend: its certificate failed verification (CA, name, dates)
+  kCount,
+};
+// As the metric's label spells it.
+inline const char* tlsErrorReasonName(TlsErrorReason r) noexcept {
+  switch (r) {
+    case TlsErrorReason::kPlaintext: return "plaintext";
+    case TlsErrorReason::kProtocol: return "protocol";
+    case TlsErrorReason::kTimeout: return "timeout";
+    case TlsErrorReason::kClosed: return "closed";
+    case TlsErrorReason::kVerify: return "verify";
+    case TlsErrorReason::kCount: break;
+  }
+  return "";
+}
+struct TlsWorkerStats {
+  // [version][resumed]
+  std::array<std::array<StatCounter, 2>, static_cast<int>(TlsVersion::kCount)> handshakes;
+  std::array<StatCounter, static_cast<int>(TlsErrorReason::kCount)> errors;
+};
+
 struct alignas(64) BackendWorkerStats {
   std::array<StatCounter, kCodeClasses> requests;     // by code class
   std::array<StatCounter, 5> picks;                   // by PickReason (kPickReasonCount)
@@ -139,32 +168,8 @@ struct alignas(64) BackendWorkerStats {
   std::array<StatCounter, kBackendFailureKinds> failures;
   StatCounter failures_total;
   StatCounter failures_at_success;
-};
-
-// TLS on a listener (lb/tls): handshakes by version and resumption, failures by reason.
-enum class TlsVersion : uint8_t { k12, k13, kCount };
-enum class TlsErrorReason : uint8_t {
-  kPlaintext,   // the first bytes were not a TLS record (plain HTTP to an HTTPS port, ...)
-  kProtocol,    // OpenSSL refused the handshake (garbage ClientHello, no shared cipher ...)
-  kTimeout,     // lb closed the connection before the handshake ended (timeouts.header)
-  kClosed,      // the client closed or reset mid-handshake
-  kCount,
-};
-// As the metric's label spells it.
-inline const char* tlsErrorReasonName(TlsErrorReason r) noexcept {
-  switch (r) {
-    case TlsErrorReason::kPlaintext: return "plaintext";
-    case TlsErrorReason::kProtocol: return "protocol";
-    case TlsErrorReason::kTimeout: return "timeout";
-    case TlsErrorReason::kClosed: return "closed";
-    case TlsErrorReason::kCount: break;
-  }
-  return "";
-}
-struct TlsWorkerStats {
-  // [version][resumed]
-  std::array<std::array<StatCounter, 2>, static_cast<int>(TlsVersion::kCount)> handshakes;
-  std::array<StatCounter, static_cast<int>(TlsErrorReason::kCount)> errors;
+  // A cluster with `tls`: this worker's handshakes with the backend, and their failures.
+  TlsWorkerStats tls;
 };
 
 struct alignas(64) ListenerWorkerStats {

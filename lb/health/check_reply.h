@@ -17,6 +17,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -27,6 +28,8 @@ namespace lb {
 
 // One backend's checks, as its checker runs them. Two specs compare equal when a running
 // checker can go on as it is.
+class TlsClientContext;   // lb/tls/tls_client_context.h
+
 struct CheckSpec {
   HealthCheckType type = HealthCheckType::kTcp;
   std::string request;        // the bytes sent after the connect (empty for tcp)
@@ -35,6 +38,8 @@ struct CheckSpec {
   uint64_t interval_ms = 2000;
   uint64_t timeout_ms = 1000;
   std::string address;        // "host:port", for messages and the Host header
+  // The cluster's TLS towards its backends (null: plain): the check connects with it.
+  std::shared_ptr<const TlsClientContext> tls;
 
   bool operator==(const CheckSpec&) const = default;
 };

@@ -38,8 +38,8 @@ void HealthManager::apply(std::shared_ptr<const Snapshot> snapshot) {
   for (const ClusterSnapshot& cs : snapshot->clusters) {
     if (!cs.config->health) continue;
     for (const BackendSnapshot& bs : cs.backends) {
-      const CheckSpec spec =
-          checkSpecOf(*cs.config->health, bs.config->address, cs.config->password);
+      CheckSpec spec = checkSpecOf(*cs.config->health, bs.config->address, cs.config->password);
+      spec.tls = bs.tls;
       auto it = checkers_.find(bs.state.get());
       if (it != checkers_.end()) {
         BackendChecker* running = it->second;

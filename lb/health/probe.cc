@@ -4,27 +4,36 @@
 
 #include "lb/core/duration.h"
 #include "lb/core/sys_error.h"
+#include "lb/tls/tls_transport.h"
 
 namespace lb {
+
+Probe::Probe(uv_loop_t* loop, const CheckSpec& spec, ProbeOwner* owner)
+    : spec_(spec), owner_(owner), reply_(spec_), conn_(*this, loop) {
+  uv_timer_init(loop, &timer_);
+  timer_.data = this;
+}
 
 Probe* Probe::start(uv_loop_t* loop, const sockaddr* addr, socklen_t, const CheckSpec& spec,
                     ProbeOwner* owner) noexcept {
   Probe* p = nullptr;
   try {
-    p = new Probe(spec, owner);
+    p = new Probe(loop, spec, owner);
   } catch (...) {
     return nullptr;
   }
-  p->tcp_.data = p;
-  p->timer_.data = p;
-  p->connect_req_.data = p;
-  p->write_req_.data = p;
-  uv_tcp_init(loop, &p->tcp_);
-  uv_timer_init(loop, &p->timer_);
-  p->open_handles_ = 2;
   p->start_ns_ = uv_hrtime();
-  uv_tcp_nodelay(&p->tcp_, 1);
-  int rc = uv_tcp_connect(&p->connect_req_, &p->tcp_, addr, onConnect);
+  p->conn_.setNoDelay();
+  int rc = 0;
+  if (spec.tls != nullptr) {
+    // The main thread's own session slot (the last one): a check resumes the session the
+    // previous check got, as a worker's connections do theirs.
+    std::shared_ptr<TlsWorkerStats> stats(std::shared_ptr<void>(), &p->tls_stats_);
+    p->tls_ = TlsTransport::connect(spec.tls, std::move(stats), spec.tls->mainSlot(), addr);
+    if (p->tls_ == nullptr) rc = UV_ENOMEM;
+  }
+  // The check's timer bounds the connect (and its handshake) too.
+  if (rc == 0) rc = p->conn_.connect(addr, 0, p->tls_);
   if (rc != 0) {
     // Reported from the loop, as every other outcome is: the owner is still in the middle
     // of starting us.
@@ -46,14 +55,16 @@ void Probe::close() noexcept {
   if (closing_) return;
   closing_ = true;
   uv_timer_stop(&timer_);
-  uv_read_stop(reinterpret_cast<uv_stream_t*>(&tcp_));
-  uv_close(reinterpret_cast<uv_handle_t*>(&tcp_), onClosed);
-  uv_close(reinterpret_cast<uv_handle_t*>(&timer_), onClosed);
+  uv_close(reinterpret_cast<uv_handle_t*>(&timer_), onTimerClosed);
+  conn_.close();
 }
 
-void Probe::onClosed(uv_handle_t* h) {
-  auto* p = static_cast<Probe*>(h->data);
-  if (--p->open_handles_ == 0) delete p;
+void Probe::onTimerClosed(uv_handle_t* h) { static_cast<Probe*>(h->data)->closedOne(); }
+
+void Probe::onClosed() noexcept { closedOne(); }
+
+void Probe::closedOne() noexcept {
+  if (--open_ == 0) delete this;
 }
 
 void Probe::finish(CheckResult result, std::string detail) noexcept {
@@ -69,43 +80,42 @@ void Probe::finish(CheckResult result, std::string detail) noexcept {
   close();
 }
 
-void Probe::onConnect(uv_connect_t* req, int status) {
-  static_cast<Probe*>(req->data)->handleConnect(status);
-}
-
-void Probe::handleConnect(int status) noexcept {
-  if (status == UV_ECANCELED || closing_ || state_ != State::kConnecting) return;
+void Probe::onConnected(int status) noexcept {
+  if (closing_ || state_ != State::kConnecting) return;
   if (status < 0) {
-    finish(CheckResult::kFail, std::string("connect: ") + sysErrorText(status));
+    if (tls_ != nullptr && !tls_->failureText().empty())
+      finish(CheckResult::kFail, "tls handshake: " + tls_->failureText());
+    else
+      finish(CheckResult::kFail, std::string("connect: ") + sysErrorText(status));
     return;
   }
   if (spec_.type == HealthCheckType::kTcp) {
-    finish(CheckResult::kOk, "connected");
+    finish(CheckResult::kOk, tls_ != nullptr ? "tls handshake done" : "connected");
     return;
   }
   state_ = State::kExchanging;
   // spec_.request outlives the write: it is ours until the last close callback.
   uv_buf_t b = uv_buf_init(const_cast<char*>(spec_.request.data()),
                            static_cast<unsigned>(spec_.request.size()));
-  int rc = uv_write(&write_req_, reinterpret_cast<uv_stream_t*>(&tcp_), &b, 1, onWrite);
-  if (rc == 0) rc = uv_read_start(reinterpret_cast<uv_stream_t*>(&tcp_), onAlloc, onRead);
-  if (rc != 0) finish(CheckResult::kFail, std::string("send: ") + sysErrorText(rc));
+  ssize_t rc = conn_.write(&write_, &b, 1);
+  if (rc >= 0) rc = conn_.readStart();
+  if (rc < 0) finish(CheckResult::kFail, std::string("send: ") + sysErrorText(static_cast<int>(rc)));
 }
 
-void Probe::onWrite(uv_write_t* req, int status) {
-  auto* p = static_cast<Probe*>(req->data);
-  if (status == UV_ECANCELED || p->closing_ || status == 0) return;
-  p->finish(CheckResult::kFail, std::string("send: ") + sysErrorText(status));
+void Probe::onWritten(ConnectionWrite*, int status) noexcept {
+  if (status == UV_ECANCELED || closing_ || status == 0) return;
+  finish(CheckResult::kFail, std::string("send: ") + sysErrorText(status));
 }
 
-void Probe::onAlloc(uv_handle_t* h, size_t, uv_buf_t* buf) {
-  auto* p = static_cast<Probe*>(h->data);
-  *buf = uv_buf_init(p->reply_.space(), static_cast<unsigned>(p->reply_.spaceLeft()));
+void Probe::onAlloc(uv_buf_t* buf) noexcept {
+  *buf = uv_buf_init(reply_.space(), static_cast<unsigned>(reply_.spaceLeft()));
 }
 
-void Probe::onRead(uv_stream_t* s, ssize_t n, const uv_buf_t*) {
-  static_cast<Probe*>(s->data)->handleRead(n);
-}
+void Probe::onRead(char*, size_t n) noexcept { handleRead(static_cast<ssize_t>(n)); }
+
+void Probe::onEof() noexcept { handleRead(UV_EOF); }
+
+void Probe::onError(int status) noexcept { handleRead(status); }
 
 void Probe::handleRead(ssize_t n) noexcept {
   if (closing_ || state_ != State::kExchanging || n == 0) return;
@@ -133,8 +143,10 @@ void Probe::handleTimer() noexcept {
     return;
   }
   const std::string limit = formatDuration(Duration(spec_.timeout_ms));
-  finish(CheckResult::kTimeout, state_ == State::kConnecting ? "no connect within " + limit
-                                                               : "no reply within " + limit);
+  std::string what = "no reply within ";
+  if (state_ == State::kConnecting)
+    what = conn_.handshaking() ? "no TLS handshake within " : "no connect within ";
+  finish(CheckResult::kTimeout, what + limit);
 }
 
 }  // namespace lb

@@ -1,11 +1,13 @@
-// One active check on the main loop: connect to the backend, send the check's request, read
-// until the reply is judged (lb/health/check_reply.h), all within the check's timeout, then
-// close. A new connection per check: a check never shares the backend's pools with traffic
-// and never reuses a connection the backend might have half-closed.
+// One active check on the main loop: connect to the backend (with the cluster's TLS, when it
+// has `tls`, the handshake being part of the connect, as HAProxy's check-ssl), send the
+// check's request, read until the reply is judged (lb/health/check_reply.h), all within the
+// check's timeout, then close. A new connection per check: a check never shares the
+// backend's pools with traffic and never reuses a connection the backend might have
+// half-closed.
 //
-// Lifetime: owns its socket and its timer (handle.data = this); neither copied nor moved;
-// frees itself after the last close callback. Its owner hears onProbeDone exactly once,
-// unless it cancel()s first, after which it hears nothing.
+// Lifetime: owns its Connection (lb/net/connection.h) and its deadline timer (handle.data =
+// this); neither copied nor moved; frees itself after the last close callback. Its owner
+// hears onProbeDone exactly once, unless it cancel()s first, after which it hears nothing.
 #pragma once
 
 #include <sys/socket.h>
@@ -14,10 +16,14 @@
 #include <cstdint>
 #include <string>
 
+#include "lb/core/stats.h"
 #include "lb/health/check_reply.h"
+#include "lb/net/connection.h"
 #include "lb/routing/backend_state.h"
 
 namespace lb {
+
+class TlsTransport;
 
 struct ProbeOutcome {
   CheckResult result = CheckResult::kFail;
@@ -32,7 +38,7 @@ class ProbeOwner {
   virtual void onProbeDone(const ProbeOutcome& outcome) noexcept = 0;
 };
 
-class Probe {
+class Probe final : private ConnectionOwner {
  public:
   // Main thread. Starts one check of the backend at `addr` as `spec` says; the outcome
   // comes later through owner->onProbeDone, also when the connect cannot even start. nullptr
@@ -48,22 +54,27 @@ class Probe {
  private:
   enum class State : uint8_t { kConnecting, kExchanging, kDone };
 
-  Probe(const CheckSpec& spec, ProbeOwner* owner) : spec_(spec), owner_(owner), reply_(spec_) {}
+  Probe(uv_loop_t* loop, const CheckSpec& spec, ProbeOwner* owner);
   ~Probe() = default;
 
-  static void onConnect(uv_connect_t* req, int status);
-  static void onWrite(uv_write_t* req, int status);
-  static void onAlloc(uv_handle_t* h, size_t suggested, uv_buf_t* buf);
-  static void onRead(uv_stream_t* s, ssize_t n, const uv_buf_t* buf);
-  static void onTimer(uv_timer_t* t);
-  static void onClosed(uv_handle_t* h);
+  // ConnectionOwner.
+  void onConnected(int status) noexcept override;
+  void onAlloc(uv_buf_t* buf) noexcept override;
+  void onRead(char* p, size_t n) noexcept override;
+  void onEof() noexcept override;
+  void onError(int status) noexcept override;
+  void onWritten(ConnectionWrite* w, int status) noexcept override;
+  void onClosed() noexcept override;
 
-  void handleConnect(int status) noexcept;
+  static void onTimer(uv_timer_t* t);
+  static void onTimerClosed(uv_handle_t* h);
+
   void handleRead(ssize_t n) noexcept;
   void handleTimer() noexcept;
   // Ends the check with its outcome (once) and closes.
   void finish(CheckResult result, std::string detail) noexcept;
   void close() noexcept;
+  void closedOne() noexcept;
 
   const CheckSpec spec_;
   ProbeOwner* owner_;
@@ -73,11 +84,14 @@ class Probe {
   // A connect that failed before it started: reported from the timer, never from start().
   int early_error_ = 0;
   bool closing_ = false;
-  int open_handles_ = 0;
-  uv_tcp_t tcp_;
+  int open_ = 2;                       // the timer and the connection
+  TlsTransport* tls_ = nullptr;        // under conn_ when the cluster has tls; released by it
+  // Health checks' handshakes are not the workers': their counts stay here, unexported (a
+  // failed check says why in its detail, the log and /backends).
+  TlsWorkerStats tls_stats_;
+  Connection conn_;
+  ConnectionWrite write_;
   uv_timer_t timer_;
-  uv_connect_t connect_req_;
-  uv_write_t write_req_;
 };
 
 }  // namespace lb

@@ -66,7 +66,10 @@ int Connection::accept(uv_stream_t* server) noexcept {
 
 void Connection::setAcceptTransport(const AcceptTransport* a) noexcept { accept_transport = a; }
 
-int Connection::connect(const sockaddr* address, uint64_t timeout_ms) noexcept {
+int Connection::connect(const sockaddr* address, uint64_t timeout_ms,
+                        Transport* transport) noexcept {
+  // Set before anything can fail, so that close() releases it whatever happens.
+  if (transport != nullptr) transport_ = transport;
   const int rc = uv_tcp_connect(&connect_req_, &tcp_, address, onConnect);
   if (rc != 0) return rc;
   ++pending_;
@@ -88,18 +91,49 @@ const sockaddr* Connection::local() noexcept {
 
 void Connection::onConnect(uv_connect_t* req, int status) {
   auto* c = static_cast<Connection*>(req->data);
-  const bool report = c->connecting_ && !c->closing_;
-  c->connecting_ = false;
-  if (report) {
-    uv_timer_stop(&c->timer_);
-    c->owner_->onConnected(status == UV_ECANCELED ? UV_ECONNABORTED : status);
+  if (c->connecting_ && !c->closing_) {
+    if (status == 0 && c->transport_->handshakes())
+      c->beginHandshake();
+    else
+      c->connectDone(status == UV_ECANCELED ? UV_ECONNABORTED : status);
+  } else {
+    c->connecting_ = false;
   }
   c->callbackDone();
+}
+
+// TCP is up and the transport has an opening of its own: it reads for itself (the owner's
+// buffers are not asked for until there is plaintext) under the connect's timer.
+void Connection::beginHandshake() noexcept {
+  handshaking_ = true;
+  owner_reads_ = false;
+  int rc = uv_read_start(stream(), onAlloc, onRead);
+  reading_ = rc == 0;
+  if (rc == 0) rc = transport_->startHandshake(*this);
+  if (rc < 0) connectDone(rc);
+}
+
+void Connection::handshakeDone(int status) noexcept {
+  if (!handshaking_ || closing_) return;
+  connectDone(status);
+}
+
+void Connection::connectDone(int status) noexcept {
+  connecting_ = false;
+  const bool handshook = handshaking_;
+  handshaking_ = false;
+  uv_timer_stop(&timer_);
+  if (handshook && status == 0 && !owner_reads_) readStop();
+  owner_->onConnected(status);
 }
 
 // --- Reading -----------------------------------------------------------------------------
 
 int Connection::readStart() noexcept {
+  if (handshaking_) {
+    owner_reads_ = true;   // the handshake reads already; the owner's reads follow it
+    return 0;
+  }
   if (reading_ || closing_) return 0;
   const int rc = uv_read_start(stream(), onAlloc, onRead);
   reading_ = rc == 0;
@@ -108,6 +142,10 @@ int Connection::readStart() noexcept {
 }
 
 void Connection::readStop() noexcept {
+  if (handshaking_) {
+    owner_reads_ = false;
+    return;
+  }
   if (!reading_) return;
   uv_read_stop(stream());
   reading_ = false;
@@ -264,9 +302,9 @@ void Connection::onTimerFired(uv_timer_t* t) {
   auto* c = static_cast<Connection*>(t->data);
   if (c->closing_) return;
   if (c->connecting_) {
-    // The connect is still pending at its deadline. The owner closes, which cancels it.
-    c->connecting_ = false;
-    c->owner_->onConnected(UV_ETIMEDOUT);
+    // The connect (or its handshake) is still pending at its deadline. The owner closes,
+    // which cancels it.
+    c->connectDone(UV_ETIMEDOUT);
     return;
   }
   if (c->lingering_) {
@@ -293,6 +331,7 @@ void Connection::lingerEnd() noexcept {
 void Connection::close() noexcept {
   if (closing_) return;
   closing_ = true;
+  handshaking_ = false;
   readStop();
   uv_timer_stop(&timer_);
   uv_close(reinterpret_cast<uv_handle_t*>(&timer_), onHandleClosed);

@@ -103,8 +103,13 @@ class Connection {
   // < 0 when another worker took it or the client is gone.
   int accept(uv_stream_t* server) noexcept;
   // Starts a connect; onConnected follows (UV_ETIMEDOUT after `timeout_ms`, 0 = none). The
-  // timer is the connect's until then. < 0 when it cannot even start.
-  int connect(const sockaddr* address, uint64_t timeout_ms) noexcept;
+  // timer is the connect's until then. < 0 when it cannot even start. `transport` (null:
+  // plain) goes under the connection now; one that handshakes (TLS towards a backend) runs
+  // its handshake once TCP is up, inside the same timeout, and onConnected(0) comes only
+  // when it has ended: a failed handshake is onConnected(< 0), like a refused connect.
+  // Writes queued meanwhile wait for it. The connection releases the transport at close.
+  int connect(const sockaddr* address, uint64_t timeout_ms,
+              Transport* transport = nullptr) noexcept;
   void setNoDelay() noexcept { uv_tcp_nodelay(&tcp_, 1); }
   bool connecting() const noexcept { return connecting_; }
   const sockaddr* peer() const noexcept { return reinterpret_cast<const sockaddr*>(&peer_); }
@@ -182,6 +187,9 @@ class Connection {
   void ownerBuffer(uv_buf_t* buf) noexcept;
   // Bytes (n > 0), nothing (0), or EOF/an error (< 0) for the owner, in `buf`.
   void deliver(ssize_t n, const uv_buf_t* buf) noexcept;
+  // The handshake startHandshake began has ended: the owner hears onConnected(status).
+  void handshakeDone(int status) noexcept;
+  bool handshaking() const noexcept { return handshaking_; }
 
  private:
   static void onAlloc(uv_handle_t* h, size_t suggested, uv_buf_t* buf);
@@ -193,6 +201,9 @@ class Connection {
   static void onHandleClosed(uv_handle_t* h);
 
   void handleWrite(ConnectionWrite* w, int status) noexcept;
+  void beginHandshake() noexcept;
+  // The connect (and its handshake, if any) ended: the owner hears onConnected(status).
+  void connectDone(int status) noexcept;
   void lingerEnd() noexcept;
   void callbackDone() noexcept;
 
@@ -208,7 +219,11 @@ class Connection {
   int pending_ = 2;                // close callbacks, writes, a shutdown and a connect
 
   bool reading_ = false;
-  bool connecting_ = false;
+  bool connecting_ = false;         // from connect() to onConnected, handshake included
+  bool handshaking_ = false;
+  // While the handshake reads for itself: whether the owner has asked to read (readStart),
+  // so that reading stops after the handshake unless it did.
+  bool owner_reads_ = false;
   bool lingering_ = false;
   bool closing_ = false;
   bool above_ = false;             // crossed the high watermark, not yet back to low

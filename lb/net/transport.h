@@ -56,6 +56,16 @@ class Transport {
   virtual void closing(Connection& c) noexcept { (void)c; }
   // The connection's last callback has come back (just before the owner's onClosed).
   virtual void release(Connection& c) noexcept { (void)c; }
+  // Connect side: whether the transport has its own opening (TLS's handshake) between the
+  // TCP connect and the owner's onConnected. Connection::connect() asks once the TCP
+  // connect succeeded, starts reading, and calls startHandshake; the transport ends it with
+  // Connection::handshakeDone (0, or < 0), within the same connect timeout.
+  virtual bool handshakes() const noexcept { return false; }
+  // 0: started (handshakeDone follows), < 0: could not start.
+  virtual int startHandshake(Connection& c) noexcept {
+    (void)c;
+    return 0;
+  }
 
  protected:
   ~Transport() = default;

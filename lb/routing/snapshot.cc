@@ -168,9 +168,11 @@ bool backendAddress(const BackendConfig& b, const ResolvedHosts* hosts, BackendS
 
 namespace {
 ListenerTlsBuilder tls_builder = nullptr;
+ClusterTlsBuilder cluster_tls_builder = nullptr;
 }  // namespace
 
 void setListenerTlsBuilder(ListenerTlsBuilder builder) { tls_builder = builder; }
+void setClusterTlsBuilder(ClusterTlsBuilder builder) { cluster_tls_builder = builder; }
 
 Result<std::shared_ptr<const Snapshot>> buildSnapshot(Config config, StateRegistry& registry,
                                                       uint64_t generation,
@@ -198,6 +200,14 @@ Result<std::shared_ptr<const Snapshot>> buildSnapshot(Config config, StateRegist
                         "unknown selector '" + cc.selector + "'"});
       continue;
     }
+    std::shared_ptr<const TlsClientContext> tls;
+    if (cc.tls.enabled) {
+      if (cluster_tls_builder == nullptr)
+        errors.push_back({file, cc.tls.pos, "clusters." + cc.name + ".tls",
+                          "TLS is not available in this build"});
+      else
+        tls = cluster_tls_builder(cc, file, registry.workers(), &errors);
+    }
     auto hosts = hostSpecsOf(cc);
     // A cluster written without backends is valid: its listeners answer 503. No table then.
     if (hosts.empty()) {
@@ -214,6 +224,7 @@ Result<std::shared_ptr<const Snapshot>> buildSnapshot(Config config, StateRegist
       b.config = &cc.backends[i];
       b.state = registry.backend(cc.name, b.config->name);
       b.keyspace_share = shares[i];
+      b.tls = tls;
       std::string why;
       if (!backendAddress(*b.config, resolved, &b, &why))
         errors.push_back({file, b.config->pos,

@@ -25,6 +25,8 @@
 
 namespace lb {
 
+class TlsClientContext;   // lb/tls/tls_client_context.h (built by lb/app's ClusterTlsBuilder)
+
 struct BackendSnapshot {
   const BackendConfig* config = nullptr;   // points into Snapshot::config
   // config->address as connect() takes it: the numeric address, or what its host name
@@ -33,6 +35,9 @@ struct BackendSnapshot {
   socklen_t address_len = 0;
   std::shared_ptr<BackendState> state;
   double keyspace_share = 0;                // fraction of the key space this backend owns
+  // The cluster's TLS towards its backends (null: plain), the ClusterSnapshot's, here too
+  // because a connection is opened knowing only its backend.
+  std::shared_ptr<const TlsClientContext> tls;
 };
 
 // LoadView over a cluster's shared live-load counters and health flags, and the cluster's
@@ -206,6 +211,11 @@ using ListenerTlsBuilder = std::shared_ptr<const TlsServerContext> (*)(
     const ListenerConfig& listener, const std::string& file,
     std::vector<TlsCertificateExpiry>* expiry, Errors* errors);
 void setListenerTlsBuilder(ListenerTlsBuilder builder);
+// The same for a cluster's `tls` (config.tls towards its backends), with a session slot per
+// worker (`workers`) and one for the main thread's health checks.
+using ClusterTlsBuilder = std::shared_ptr<const TlsClientContext> (*)(
+    const ClusterConfig& cluster, const std::string& file, unsigned workers, Errors* errors);
+void setClusterTlsBuilder(ClusterTlsBuilder builder);
 
 Result<std::shared_ptr<const Snapshot>> buildSnapshot(Config config, StateRegistry& registry,
                                                       uint64_t generation,

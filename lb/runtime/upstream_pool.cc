@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "lb/routing/snapshot.h"
+#include "lb/tls/tls_transport.h"
 
 namespace lb {
 
@@ -145,7 +146,20 @@ UpstreamConn* UpstreamPool::connect(const BackendSnapshot& backend, UpstreamOwne
   }
   c->owner_ = owner;
   c->conn_.setNoDelay();
-  const int rc = c->conn_.connect(reinterpret_cast<const sockaddr*>(&c->address_), timeout_ms);
+  const auto* addr = reinterpret_cast<const sockaddr*>(&c->address_);
+  Transport* tls = nullptr;
+  if (backend.tls != nullptr) {
+    // The cluster speaks TLS to its backends: the handshake runs inside the connect.
+    std::shared_ptr<TlsWorkerStats> stats(backend.state,
+                                          &backend.state->per_worker[worker_].tls);
+    tls = TlsTransport::connect(backend.tls, std::move(stats), worker_, addr);
+    if (tls == nullptr) {
+      *err = UV_ENOMEM;
+      c->close();
+      return nullptr;
+    }
+  }
+  const int rc = c->conn_.connect(addr, timeout_ms, tls);
   if (rc != 0) {
     *err = rc;
     c->close();

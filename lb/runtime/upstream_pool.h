@@ -3,7 +3,9 @@
 // pooled between exchanges, TCP's belong to one client connection and are never pooled.
 //
 // A connect is bounded by a timeout (the listener's timeouts.connect): past it the owner hears
-// onUpstreamConnect(UV_ETIMEDOUT). A pooled connection is watched while idle: EOF or any byte
+// onUpstreamConnect(UV_ETIMEDOUT). Towards a cluster with `tls` the TLS handshake is part of
+// the connect, inside the same timeout (lb/net/connection.h): onUpstreamConnect(0) means TLS
+// is up, and a failed handshake is a failed connect. A pooled connection is watched while idle: EOF or any byte
 // from the backend (it closed or sent something unasked) drops it, so a request is never
 // written into a dead socket it could have known about. A connection that saw a broken
 // exchange is closed, never pooled.

@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "lb/tls/tls_key_pair.h"
+
 namespace lb {
 
 struct TlsCertificateFiles {
@@ -35,12 +37,10 @@ struct TlsBuildError {
   std::string message;
 };
 
-// One certificate's subject names and expiry, for the metrics and the SNI match.
-struct TlsCertificateInfo {
-  std::string name;          // the first DNS name (or the subject CN)
-  std::vector<std::string> names;
-  double not_after = 0;      // seconds since the epoch
-};
+// What every context of lb's has, server or client: versions from `min_version` ("1.2" or
+// "1.3") up, Mozilla's intermediate TLS 1.2 ciphers and groups, no renegotiation, no
+// compression, record buffers released while a connection is idle.
+void applyTlsDefaults(SSL_CTX* ctx, const std::string& min_version);
 
 class TlsServerContext {
  public:
@@ -64,8 +64,5 @@ class TlsServerContext {
   std::vector<TlsCertificateInfo> infos_;
   std::vector<unsigned char> alpn_wire_;   // length-prefixed, as ALPN sends it
 };
-
-// The OpenSSL error queue's first entry as text (and the queue cleared), for logs.
-std::string tlsErrorText();
 
 }  // namespace lb

@@ -4,6 +4,7 @@
 
 #include <cstring>
 
+#include "lb/core/address.h"
 #include "lb/core/log.h"
 
 namespace lb {
@@ -37,9 +38,8 @@ Connection& connectionOf(uv_write_t* req) {
 
 }  // namespace
 
-TlsTransport* TlsTransport::accept(std::shared_ptr<const TlsServerContext> context,
-                                   std::shared_ptr<TlsWorkerStats> stats, bool http) noexcept {
-  SSL* ssl = SSL_new(context->initial());
+// Both memory BIOs under `ssl`; null (and `ssl` freed) when one cannot be had.
+SSL* TlsTransport::withMemoryBios(SSL* ssl) noexcept {
   if (ssl == nullptr) return nullptr;
   BIO* rbio = BIO_new(BIO_s_mem());
   BIO* wbio = BIO_new(BIO_s_mem());
@@ -52,20 +52,52 @@ TlsTransport* TlsTransport::accept(std::shared_ptr<const TlsServerContext> conte
   // An empty read BIO means "wait for more", not EOF.
   BIO_set_mem_eof_return(rbio, -1);
   SSL_set_bio(ssl, rbio, wbio);
+  return ssl;
+}
+
+TlsTransport* TlsTransport::accept(std::shared_ptr<const TlsServerContext> context,
+                                   std::shared_ptr<TlsWorkerStats> stats, bool http) noexcept {
+  SSL* ssl = withMemoryBios(SSL_new(context->initial()));
+  if (ssl == nullptr) return nullptr;
   SSL_set_accept_state(ssl);
-  auto* t = new (std::nothrow) TlsTransport(std::move(context), std::move(stats), http, ssl);
-  if (t == nullptr) SSL_free(ssl);
+  auto* t = new (std::nothrow) TlsTransport(std::move(stats), http, ssl);
+  if (t == nullptr) {
+    SSL_free(ssl);
+    return nullptr;
+  }
+  t->context_ = std::move(context);
+  t->started_ = true;   // the client's first bytes may come in the accept's loop turn
   return t;
 }
 
-TlsTransport::TlsTransport(std::shared_ptr<const TlsServerContext> context,
-                           std::shared_ptr<TlsWorkerStats> stats, bool http, SSL* ssl) noexcept
-    : context_(std::move(context)),
-      stats_(std::move(stats)),
+TlsTransport* TlsTransport::connect(std::shared_ptr<const TlsClientContext> context,
+                                    std::shared_ptr<TlsWorkerStats> stats, unsigned worker,
+                                    const sockaddr* peer) noexcept {
+  SSL* ssl = withMemoryBios(context->newConnection(worker, peer));
+  if (ssl == nullptr) return nullptr;
+  SSL_set_connect_state(ssl);
+  auto* t = new (std::nothrow) TlsTransport(std::move(stats), false, ssl);
+  if (t == nullptr) {
+    SSL_free(ssl);
+    return nullptr;
+  }
+  t->client_ = std::move(context);
+  t->sniffed_ = true;   // the backend's first bytes are its ServerHello, never sniffed
+  return t;
+}
+
+TlsTransport::TlsTransport(std::shared_ptr<TlsWorkerStats> stats, bool http, SSL* ssl) noexcept
+    : stats_(std::move(stats)),
       ssl_(ssl),
       rbio_(SSL_get_rbio(ssl)),
       wbio_(SSL_get_wbio(ssl)),
       http_(http) {}
+
+int TlsTransport::startHandshake(Connection& c) noexcept {
+  started_ = true;
+  handshake(c);   // the ClientHello; a failure already reached Connection::handshakeDone
+  return 0;
+}
 
 TlsTransport::~TlsTransport() {
   SSL_free(ssl_);
@@ -76,11 +108,13 @@ TlsTransport::~TlsTransport() {
   }
 }
 
-void TlsTransport::release(Connection&) noexcept {
-  if (!established_ && !counted_)
-    stats_->errors[static_cast<int>(peer_gone_ ? TlsErrorReason::kClosed
-                                               : TlsErrorReason::kTimeout)]
-        .add();
+void TlsTransport::release(Connection& c) noexcept {
+  // A connect that never reached TCP never started a handshake: nothing of TLS's failed.
+  if (started_ && !established_ && !counted_) {
+    const TlsErrorReason reason = peer_gone_ ? TlsErrorReason::kClosed : TlsErrorReason::kTimeout;
+    stats_->errors[static_cast<int>(reason)].add();
+    if (client_ != nullptr) logFailure(c, reason);   // the connect timeout ended it
+  }
   delete this;
 }
 
@@ -259,6 +293,10 @@ void TlsTransport::readDone(Connection& c, ssize_t n, const uv_buf_t* buf) noexc
   if (n == 0) return;
   if (n < 0) {
     if (!established_) peer_gone_ = true;
+    if (!established_ && client_ != nullptr) {
+      fail(c, TlsErrorReason::kClosed, static_cast<int>(n));
+      return;
+    }
     uv_buf_t none = uv_buf_init(nullptr, 0);
     c.deliver(n, &none);
     return;
@@ -303,13 +341,39 @@ void TlsTransport::plaintext(Connection& c) noexcept {
 }
 
 void TlsTransport::fail(Connection& c, TlsErrorReason reason, int status) noexcept {
+  if (client_ != nullptr && !established_ && reason == TlsErrorReason::kProtocol &&
+      SSL_get_verify_result(ssl_) != X509_V_OK)
+    reason = TlsErrorReason::kVerify;
   if (!established_ && !counted_) {
     counted_ = true;
     stats_->errors[static_cast<int>(reason)].add();
   }
   flush(c, nullptr, chunks_out_ == 0);   // the alert, if the socket takes it now
+  if (client_ != nullptr && !established_) {
+    // The owner is still waiting for its connect: that is where a failed handshake goes.
+    logFailure(c, reason);
+    c.handshakeDone(status);
+    return;
+  }
   uv_buf_t none = uv_buf_init(nullptr, 0);
   c.deliver(status, &none);
+}
+
+void TlsTransport::logFailure(Connection& c, TlsErrorReason reason) noexcept {
+  try {
+    if (reason == TlsErrorReason::kVerify)
+      failure_ = "certificate verify failed: " + tlsVerifyText(ssl_);
+    else if (reason == TlsErrorReason::kClosed)
+      failure_ = "the backend closed the connection";
+    else if (reason == TlsErrorReason::kTimeout)
+      failure_ = "no handshake within the connect timeout";
+    else
+      failure_ = last_error_.empty() ? "protocol error" : last_error_;
+    if (client_->mayLog())
+      LB_WARN("upstream TLS: %s, backend %s: handshake failed: %s", client_->label().c_str(),
+              formatAddress(c.peer()).c_str(), failure_.c_str());
+  } catch (...) {
+  }
 }
 
 void TlsTransport::handshake(Connection& c) noexcept {
@@ -324,7 +388,11 @@ void TlsTransport::handshake(Connection& c) noexcept {
     if (flush(c, nullptr, chunks_out_ == 0) < 0) fail(c, TlsErrorReason::kClosed, UV_EPIPE);
     return;
   }
-  LB_DEBUG("tls: handshake: %s", tlsErrorText().c_str());
+  if (client_ != nullptr) {
+    last_error_ = tlsErrorText();   // for the connect side's log line
+  } else {
+    LB_DEBUG("tls: handshake: %s", tlsErrorText().c_str());
+  }
   ERR_clear_error();
   fail(c, TlsErrorReason::kProtocol, UV_EPROTO);
 }
@@ -355,6 +423,7 @@ void TlsTransport::handshakeDone(Connection& c) noexcept {
     const int rc = shutdown(c, req, pending_shutdown_cb_);
     if (rc != 0) pending_shutdown_cb_(req, rc);
   }
+  if (client_ != nullptr) c.handshakeDone(0);   // the owner's connect has succeeded
 }
 
 void TlsTransport::readResumed(Connection& c) noexcept {

@@ -6,6 +6,9 @@
 // at once (uv_try_write) or in a chunk this transport owns and recycles, the owner's write
 // completing when its chunk is on the socket.
 //
+// Towards a backend (connect side) the same transport is the client: Connection::connect()
+// starts its handshake once TCP is up, and the owner's onConnected waits for it.
+//
 // First bytes that are not a TLS handshake record are plaintext: an http listener answers
 // 400 ("The plain HTTP request was sent to HTTPS port", as nginx does) and closes; other
 // protocols close. Every failed handshake is counted by reason (lb_tls_handshake_errors_total)
@@ -21,6 +24,7 @@
 
 #include "lb/core/stats.h"
 #include "lb/net/connection.h"
+#include "lb/tls/tls_client_context.h"
 #include "lb/tls/tls_context.h"
 
 namespace lb {
@@ -30,6 +34,14 @@ class TlsTransport final : public Transport {
   // Accept side. `http`: plaintext gets the 400 answer. Null when OpenSSL cannot allocate.
   static TlsTransport* accept(std::shared_ptr<const TlsServerContext> context,
                               std::shared_ptr<TlsWorkerStats> stats, bool http) noexcept;
+  // Connect side, for Connection::connect(): the handshake with the backend at `peer` starts
+  // once TCP is up, on the loop of `worker` (its session slot in `context`), and ends in
+  // Connection::handshakeDone. A failed one is counted (a certificate that does not verify
+  // as kVerify) and logged, at most a line a second per context. Null when OpenSSL cannot
+  // allocate.
+  static TlsTransport* connect(std::shared_ptr<const TlsClientContext> context,
+                               std::shared_ptr<TlsWorkerStats> stats, unsigned worker,
+                               const sockaddr* peer) noexcept;
 
   void allocRead(Connection& c, uv_buf_t* buf) noexcept override;
   void readDone(Connection& c, ssize_t n, const uv_buf_t* buf) noexcept override;
@@ -41,6 +53,10 @@ class TlsTransport final : public Transport {
   void readResumed(Connection& c) noexcept override;
   void closing(Connection& c) noexcept override;
   void release(Connection& c) noexcept override;
+  bool handshakes() const noexcept override { return client_ != nullptr; }
+  // Connect side: why the handshake failed ("certificate verify failed: ..."), once it has.
+  const std::string& failureText() const noexcept { return failure_; }
+  int startHandshake(Connection& c) noexcept override;
 
  private:
   // Ciphertext on its way to the socket, with the owner's write it completes (if any).
@@ -58,8 +74,8 @@ class TlsTransport final : public Transport {
     std::vector<uv_buf_t> bufs;
   };
 
-  TlsTransport(std::shared_ptr<const TlsServerContext> context,
-               std::shared_ptr<TlsWorkerStats> stats, bool http, SSL* ssl) noexcept;
+  TlsTransport(std::shared_ptr<TlsWorkerStats> stats, bool http, SSL* ssl) noexcept;
+  static SSL* withMemoryBios(SSL* ssl) noexcept;
   ~TlsTransport();
 
   static void onChunkWritten(uv_write_t* req, int status);
@@ -76,8 +92,11 @@ class TlsTransport final : public Transport {
   void decrypt(Connection& c) noexcept;
   void fail(Connection& c, TlsErrorReason reason, int status) noexcept;
   void plaintext(Connection& c) noexcept;
+  // Connect side: the line a failed handshake logs.
+  void logFailure(Connection& c, TlsErrorReason reason) noexcept;
 
   std::shared_ptr<const TlsServerContext> context_;
+  std::shared_ptr<const TlsClientContext> client_;   // set on the connect side only
   std::shared_ptr<TlsWorkerStats> stats_;
   SSL* ssl_;
   BIO* rbio_;   // owned by ssl_
@@ -91,10 +110,13 @@ class TlsTransport final : public Transport {
   unsigned chunks_out_ = 0;
   bool http_;
   bool sniffed_ = false;
+  bool started_ = false;      // a handshake began (accepted, or TCP up on the connect side)
   bool established_ = false;
   bool counted_ = false;      // a handshake error was counted
   bool peer_gone_ = false;    // EOF or reset before the handshake ended
   bool in_decrypt_ = false;
+  std::string last_error_;   // connect side: OpenSSL's reason for a failed handshake
+  std::string failure_;      // connect side: what failed, as logged
 };
 
 }  // namespace lb

@@ -9,9 +9,13 @@ CacheServer::CacheServer(Kind kind, const std::vector<std::string>& extra_args) 
     uint16_t port = freePort();
     std::string p = std::to_string(port);
     std::vector<std::string> argv;
-    if (kind == kRedis) {
-      argv = {"redis-server", "--port", p, "--bind", "127.0.0.1", "--save", "", "--appendonly",
-              "no", "--protected-mode", "no", "--loglevel", "warning"};
+    if (kind == kRedis || kind == kRedisTls) {
+      argv = {"redis-server", "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+              "--protected-mode", "no", "--loglevel", "warning"};
+      if (kind == kRedisTls)
+        argv.insert(argv.end(), {"--port", "0", "--tls-port", p});
+      else
+        argv.insert(argv.end(), {"--port", p});
     } else {
       argv = {"memcached", "-l", "127.0.0.1", "-p", p, "-U", "0", "-m", "16", "-t", "1",
               // As root (CI containers) memcached insists on a user to drop to; ignored

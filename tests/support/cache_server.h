@@ -24,7 +24,9 @@ namespace lb::test {
 
 class CacheServer {
  public:
-  enum Kind { kRedis, kMemcached };
+  // kRedisTls: redis-server with TLS only on its port (`--port 0 --tls-port P`); extra_args
+  // must name its --tls-cert-file, --tls-key-file and --tls-ca-cert-file.
+  enum Kind { kRedis, kMemcached, kRedisTls };
 
   // Starts the server on a port that was free a moment ago; if it loses that race (the
   // process exits at once), tries another port, a few times. Check ok(). `extra_args` go

@@ -24,7 +24,11 @@ TlsCert TlsCa::issue(const std::string& file, const std::vector<std::string>& na
   const std::string csr = dir_ + "/" + file + ".csr";
   const std::string ext = dir_ + "/" + file + ".ext";
   std::string san = "subjectAltName=";
-  for (size_t i = 0; i < names.size(); ++i) san += (i ? ",DNS:" : "DNS:") + names[i];
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (i > 0) san += ",";
+    // "IP:127.0.0.1" is an address entry as written; anything else a DNS name.
+    san += names[i].rfind("IP:", 0) == 0 ? names[i] : "DNS:" + names[i];
+  }
   std::ofstream(ext) << san << "\n";
   CommandResult r = runCommand({"openssl", "req", "-newkey", "ec", "-pkeyopt",
                                 "ec_paramgen_curve:prime256v1", "-nodes", "-subj",

@@ -25,7 +25,8 @@ class TlsCa {
   bool ok() const { return ca_.ok; }
   const std::string& error() const { return ca_.error; }
   const std::string& certPath() const { return ca_.cert; }
-  // A leaf for `names` (subjectAltName DNS entries, the first also the CN), valid `days`
+  // A leaf for `names` (subjectAltName DNS entries, or IP ones written "IP:127.0.0.1"; the
+  // first also the CN), valid `days`
   // from now (0: expired from the next second on, for the config-error tests), signed by
   // this CA.
   TlsCert issue(const std::string& file, const std::vector<std::string>& names, int days = 30);

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstring>
 #include <functional>
 #include <string>
 #include <vector>
@@ -463,6 +464,165 @@ TEST_F(ConnectionTest, CloseWithoutAcceptFreesQuietly) {
   Owner o(&loop_);
   o.conn.close();
   ASSERT_TRUE(runUntil([&] { return o.closed == 1; }));
+}
+
+// A transport with an opening of its own, as TLS's connect side has: it sends "HELLO\n" and
+// the handshake ends when the peer answers "OK\n" (done) or "NO\n" (refused); after it,
+// bytes pass through as the plain transport's do.
+class ScriptedHandshake final : public Transport {
+ public:
+  void allocRead(Connection& c, uv_buf_t* buf) noexcept override {
+    if (!done_) {
+      *buf = uv_buf_init(scratch_, sizeof scratch_);
+      return;
+    }
+    c.ownerBuffer(buf);
+  }
+  void readDone(Connection& c, ssize_t n, const uv_buf_t* buf) noexcept override {
+    if (done_) {
+      c.deliver(n, buf);
+      return;
+    }
+    if (n < 0) {
+      c.handshakeDone(static_cast<int>(n));
+      return;
+    }
+    heard_.append(buf->base, static_cast<size_t>(n));
+    if (heard_ == "OK\n") {
+      done_ = true;
+      c.handshakeDone(0);
+    } else if (heard_ == "NO\n") {
+      c.handshakeDone(UV_EPROTO);
+    }
+  }
+  int tryWrite(Connection& c, const uv_buf_t* bufs, unsigned n) noexcept override {
+    return uv_try_write(c.stream(), bufs, n);
+  }
+  int queueWrite(Connection& c, uv_write_t* req, const uv_buf_t* bufs, unsigned n,
+                 uv_write_cb cb) noexcept override {
+    return uv_write(req, c.stream(), bufs, n, cb);
+  }
+  int shutdown(Connection& c, uv_shutdown_t* req, uv_shutdown_cb cb) noexcept override {
+    return uv_shutdown(req, c.stream(), cb);
+  }
+  size_t queued(Connection& c) noexcept override { return c.stream()->write_queue_size; }
+  bool handshakes() const noexcept override { return true; }
+  int startHandshake(Connection& c) noexcept override {
+    ++started;
+    uv_buf_t b = uv_buf_init(const_cast<char*>("HELLO\n"), 6);
+    return uv_try_write(c.stream(), &b, 1) == 6 ? 0 : UV_EIO;
+  }
+  void release(Connection&) noexcept override { ++released; }
+
+  int started = 0, released = 0;
+
+ private:
+  char scratch_[64];
+  std::string heard_;
+  bool done_ = false;
+};
+
+class ConnectHandshakeTest : public ConnectionTest {
+ protected:
+  // Connects `o` through `t` and accepts the other end into `server`, which reads.
+  void connectThrough(Owner& o, ScriptedHandshake& t, Owner& server, uint64_t timeout_ms) {
+    sockaddr_in a = loopback(port_);
+    ASSERT_EQ(o.conn.connect(reinterpret_cast<sockaddr*>(&a), timeout_ms, &t), 0);
+    ASSERT_TRUE(runUntil([&] { return incoming_ > 0; }));
+    --incoming_;
+    ASSERT_EQ(server.conn.accept(stream()), 0);
+    server.conn.readIntoPool(&pool_);
+    server.pool = &pool_;
+    ASSERT_EQ(server.conn.readStart(), 0);
+  }
+  void answer(Owner& server, const char* text) {
+    uv_buf_t b = uv_buf_init(const_cast<char*>(text), static_cast<unsigned>(strlen(text)));
+    ConnectionWrite w;
+    ASSERT_EQ(server.conn.write(&w, &b, 1), static_cast<ssize_t>(b.len));
+  }
+  void closeBoth(Owner& o, Owner& server) {
+    o.conn.close();
+    server.conn.close();
+    ASSERT_TRUE(runUntil([&] { return o.closed == 1 && server.closed == 1; }));
+  }
+};
+
+TEST_F(ConnectHandshakeTest, OnConnectedWaitsForTheHandshake) {
+  Owner o(&loop_), server(&loop_);
+  ScriptedHandshake t;
+  connectThrough(o, t, server, 5000);
+  ASSERT_TRUE(runUntil([&] { return server.got == "HELLO\n"; }));
+  EXPECT_TRUE(o.connected.empty());   // TCP is up, the handshake is not
+  EXPECT_TRUE(o.conn.connecting());
+  EXPECT_TRUE(o.conn.handshaking());
+  answer(server, "OK\n");
+  ASSERT_TRUE(runUntil([&] { return o.connected.size() == 1; }));
+  EXPECT_EQ(o.connected[0], 0);
+  EXPECT_FALSE(o.conn.connecting());
+  EXPECT_EQ(t.started, 1);
+  closeBoth(o, server);
+  EXPECT_EQ(t.released, 1);
+}
+
+TEST_F(ConnectHandshakeTest, ARefusedHandshakeIsAFailedConnect) {
+  Owner o(&loop_), server(&loop_);
+  ScriptedHandshake t;
+  connectThrough(o, t, server, 5000);
+  answer(server, "NO\n");
+  ASSERT_TRUE(runUntil([&] { return o.connected.size() == 1; }));
+  EXPECT_EQ(o.connected[0], UV_EPROTO);
+  EXPECT_TRUE(o.errors.empty());   // a connect result, not a read error
+  closeBoth(o, server);
+}
+
+TEST_F(ConnectHandshakeTest, AHandshakeUnfinishedAtTheDeadlineTimesOut) {
+  Owner o(&loop_), server(&loop_);
+  ScriptedHandshake t;
+  o.on_connected = [&](int) { o.conn.close(); };
+  connectThrough(o, t, server, 50);
+  ASSERT_TRUE(runUntil([&] { return o.closed == 1; }));
+  EXPECT_EQ(o.connected, std::vector<int>{UV_ETIMEDOUT});
+  EXPECT_EQ(o.timers, 0);   // the connect's timer, not the owner's
+  server.conn.close();
+  ASSERT_TRUE(runUntil([&] { return server.closed == 1; }));
+}
+
+TEST_F(ConnectHandshakeTest, ReadingStopsAfterTheHandshakeUnlessTheOwnerAskedDuringIt) {
+  Owner o(&loop_), server(&loop_);
+  ScriptedHandshake t;
+  connectThrough(o, t, server, 5000);
+  answer(server, "OK\n");
+  ASSERT_TRUE(runUntil([&] { return o.connected.size() == 1; }));
+  EXPECT_FALSE(o.conn.reading());   // the handshake's reads were its own
+  closeBoth(o, server);
+
+  Owner o2(&loop_), server2(&loop_);
+  ScriptedHandshake t2;
+  o2.conn.readIntoPool(&pool_);
+  o2.pool = &pool_;
+  connectThrough(o2, t2, server2, 5000);
+  ASSERT_TRUE(runUntil([&] { return o2.conn.handshaking(); }));
+  EXPECT_EQ(o2.conn.readStart(), 0);   // asked for while the handshake reads
+  answer(server2, "OK\n");
+  ASSERT_TRUE(runUntil([&] { return o2.connected.size() == 1; }));
+  EXPECT_TRUE(o2.conn.reading());
+  answer(server2, "data");
+  ASSERT_TRUE(runUntil([&] { return o2.got == "data"; }));
+  closeBoth(o2, server2);
+}
+
+TEST_F(ConnectHandshakeTest, CloseMidHandshakeCallsOnlyOnClosed) {
+  Owner o(&loop_), server(&loop_);
+  ScriptedHandshake t;
+  connectThrough(o, t, server, 5000);
+  ASSERT_TRUE(runUntil([&] { return o.conn.handshaking(); }));
+  o.conn.close();
+  answer(server, "OK\n");
+  ASSERT_TRUE(runUntil([&] { return o.closed == 1; }));
+  EXPECT_TRUE(o.connected.empty());
+  EXPECT_EQ(t.released, 1);
+  server.conn.close();
+  ASSERT_TRUE(runUntil([&] { return server.closed == 1; }));
 }
 
 }  // namespace

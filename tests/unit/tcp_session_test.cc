@@ -119,6 +119,9 @@ TEST(TcpSessionTest, CountsBytesEachWayInTheWorkersSlot) {
   ASSERT_TRUE(c.send(std::string(1000, 'x')));
   EXPECT_EQ(c.readExactly(1000).size(), 1000u);
   const BackendWorkerStats& st = snap->clusters[0].backends[0].state->per_worker[0];
+  // The client can read the echo before the loop thread has counted what it moved (the splice
+  // pump counts after its call returns): wait, on the loop, for the count to reach it.
+  EXPECT_TRUE(proxy.waitFor([&] { return st.bytes_rx.get() == 1000u; }));
   EXPECT_EQ(st.bytes_tx.get(), 1000u);
   EXPECT_EQ(st.bytes_rx.get(), 1000u);
   EXPECT_EQ(st.picks[static_cast<int>(PickReason::kOwner)].get(), 1u);

@@ -20,7 +20,7 @@ const std::map<std::string, std::vector<std::string>>& directDeps() {
       {"http", {"core", "net"}},
       {"config", {"plugins"}},
       {"routing", {"config"}},
-      {"health", {"routing", "http"}},
+      {"health", {"routing", "http", "tls"}},
       {"runtime", {"routing", "health", "tls"}},
       {"proxy", {"runtime", "http"}},
       {"admin", {"routing", "config", "http"}},

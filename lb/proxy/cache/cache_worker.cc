@@ -94,7 +94,7 @@ ServerGroup* CacheWorker::group(const BackendSnapshot& backend, const CacheWire&
   for (ServerGroup* g : groups_) {
     if (g->state != backend.state || g->wire != &wire || g->password != cluster.password ||
         g->servers.size() != cluster.server_connections ||
-        g->target.address_len != backend.address_len ||
+        g->target.tls != backend.tls || g->target.address_len != backend.address_len ||
         memcmp(&g->target.address, &backend.address, backend.address_len) != 0)
       continue;
     // A retired group whose servers are still finishing is not reused: it is on its way out.
@@ -106,6 +106,9 @@ ServerGroup* CacheWorker::group(const BackendSnapshot& backend, const CacheWire&
   g->target.state = backend.state;
   g->target.address = backend.address;
   g->target.address_len = backend.address_len;
+  // A reload builds a new TLS context (new trust, new client certificate): a new group, so
+  // the servers reconnect with it while the old group's finish what they hold.
+  g->target.tls = backend.tls;
   g->wire = &wire;
   g->id = next_group_id_++;
   g->password = cluster.password;

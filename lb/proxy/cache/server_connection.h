@@ -56,7 +56,7 @@ class WorkerEnv;
 
 struct ServerGroup {
   std::shared_ptr<BackendState> state;
-  BackendSnapshot target;            // the address to connect to (config stays null)
+  BackendSnapshot target;            // the address and TLS to connect with (config stays null)
   const CacheWire* wire = nullptr;
   std::string password;              // the cluster's, when the group was made
   std::string handshake;             // wire->handshake(password)

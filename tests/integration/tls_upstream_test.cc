@@ -1,0 +1,408 @@
+// TLS towards backends (a cluster's `tls`): real redis-servers from Debian with TLS only
+// (`--port 0 --tls-port P`), and a second lb terminating TLS in front of lb-origin as an HTTPS
+// origin, certificates made at test time (tests/support/tls_certs.h). lb must reach them with
+// verification on, offer its client certificate to a server that requires one, resume its
+// sessions, check them with TLS too, and treat a backend it cannot trust as a failed connect:
+// refused with a log line that says why, counted, and the next host tried.
+#include <signal.h>
+
+#include <chrono>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "tests/integration/lb_fixture.h"
+#include "tests/integration/temp_dir.h"
+#include "tests/support/cache_server.h"
+#include "tests/support/origin.h"
+#include "tests/support/process.h"
+#include "tests/support/tls_certs.h"
+
+namespace lb::test {
+namespace {
+
+// The sum of every exposition line whose series starts with `prefix` and holds each of
+// `labels` (name="value" pairs); 0 when none does.
+double metricSum(const std::string& text, const std::string& prefix,
+                 const std::vector<std::string>& labels = {}) {
+  double sum = 0;
+  std::stringstream ss(text);
+  for (std::string line; std::getline(ss, line);) {
+    if (line.rfind(prefix, 0) != 0) continue;
+    bool all = true;
+    for (const auto& l : labels) all = all && line.find(l) != std::string::npos;
+    if (all) sum += std::stod(line.substr(line.rfind(' ') + 1));
+  }
+  return sum;
+}
+
+class TlsUpstreamTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(dir_.ok());
+    ca_ = std::make_unique<TlsCa>(dir_.path());
+    ASSERT_TRUE(ca_->ok()) << ca_->error();
+    other_ca_ = std::make_unique<TlsCa>(dir_.path(), "other");
+    ASSERT_TRUE(other_ca_->ok()) << other_ca_->error();
+    server_ = ca_->issue("redis", {"redis.test", "IP:127.0.0.1"});
+    ASSERT_TRUE(server_.ok) << server_.error;
+    client_ = ca_->issue("client", {"lb.client"});
+    ASSERT_TRUE(client_.ok) << client_.error;
+    port_ = freePort();
+    admin_port_ = freePort();
+  }
+
+  // A redis-server speaking only TLS with server_'s certificate; `clients`: it requires a
+  // client certificate signed by ca_.
+  std::unique_ptr<CacheServer> tlsRedis(bool clients = false) {
+    return std::make_unique<CacheServer>(
+        CacheServer::kRedisTls,
+        std::vector<std::string>{"--tls-cert-file", server_.cert, "--tls-key-file", server_.key,
+                                 "--tls-ca-cert-file", ca_->certPath(), "--tls-auth-clients",
+                                 clients ? "yes" : "no"});
+  }
+
+  // lb with one plain `protocol` listener on port_ in front of cluster "cache" (its `tls`
+  // line and `extra` lines as given) over `backends`.
+  std::string config(const std::string& protocol, const std::string& tls,
+                     const std::vector<std::string>& backends,
+                     const std::string& extra = "") const {
+    std::string c = "[lb]\nworkers = 1\n[admin]\nlisten = \"127.0.0.1:" +
+                    std::to_string(admin_port_) + "\"\n[listeners.front]\nlisten = \"127.0.0.1:" +
+                    std::to_string(port_) + "\"\nprotocol = \"" + protocol +
+                    "\"\ncluster = \"cache\"\n" +
+                    (protocol == "redis" ? "timeouts = { connect = \"300ms\", response = \"2s\" }\n"
+                                         : "timeouts = { connect = \"300ms\" }\n") +
+                    (protocol == "tcp" ? "on_missing_key = \"random\"\n" : "") +
+                    "[clusters.cache]\n" + tls + "\n" + extra + "\nbackends = [\n";
+    for (size_t i = 0; i < backends.size(); ++i)
+      c += "  { name = \"b" + std::to_string(i) + "\", address = \"" + backends[i] + "\" },\n";
+    return c + "]\n";
+  }
+  std::string trusting(const std::string& more = "") const {
+    return "tls = { ca = \"" + ca_->certPath() + "\"" + more + " }";
+  }
+
+  std::string metrics() {
+    return runCommand({"curl", "-s", "http://127.0.0.1:" + std::to_string(admin_port_) +
+                                         "/metrics"})
+        .out;
+  }
+  // Waits (bounded) until the metric sum reaches n.
+  bool waitMetric(const std::string& prefix, const std::vector<std::string>& labels, double n) {
+    const auto deadline = std::chrono::steady_clock::now() + 5s;
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (metricSum(metrics(), prefix, labels) >= n) return true;
+      std::this_thread::sleep_for(50ms);
+    }
+    return false;
+  }
+  bool waitOutput(const std::string& needle) {
+    const auto deadline = std::chrono::steady_clock::now() + 5s;
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (lb_.output().find(needle) != std::string::npos) return true;
+      std::this_thread::sleep_for(50ms);
+    }
+    return false;
+  }
+
+  // redis-cli through lb's plain listener.
+  CommandResult viaLb(const std::vector<std::string>& args) {
+    std::vector<std::string> argv = {"redis-cli", "-h", "127.0.0.1", "-p", std::to_string(port_)};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return runCommand(argv);
+  }
+  // redis-cli straight to a TLS redis-server, with lb's client certificate.
+  CommandResult direct(const CacheServer& s, const std::vector<std::string>& args) {
+    std::vector<std::string> argv = {"redis-cli", "--tls", "--cacert", ca_->certPath(),
+                                     "--cert", client_.cert, "--key", client_.key,
+                                     "-h", "127.0.0.1", "-p", std::to_string(s.port())};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return runCommand(argv);
+  }
+
+  TempDir dir_{"tlsup"};
+  std::unique_ptr<TlsCa> ca_, other_ca_;
+  TlsCert server_, client_;
+  LbProcess lb_;
+  uint16_t port_ = 0, admin_port_ = 0;
+};
+
+TEST_F(TlsUpstreamTest, RedisListenerStoresEveryKeyOnTlsRedisServers) {
+  auto r1 = tlsRedis(), r2 = tlsRedis();
+  ASSERT_TRUE(r1->ok()) << r1->output();
+  ASSERT_TRUE(r2->ok()) << r2->output();
+  ASSERT_TRUE(lb_.start(config("redis", trusting(", server_name = \"redis.test\""),
+                               {r1->address(), r2->address()}),
+                        {port_, admin_port_}))
+      << lb_.output();
+  for (int i = 0; i < 20; ++i) {
+    const std::string k = "key:" + std::to_string(i);
+    auto set = viaLb({"SET", k, "v" + std::to_string(i)});
+    ASSERT_EQ(set.out, "OK\n") << set.err << lb_.output();
+  }
+  for (int i = 0; i < 20; ++i) {
+    auto get = viaLb({"GET", "key:" + std::to_string(i)});
+    EXPECT_EQ(get.out, "v" + std::to_string(i) + "\n");
+  }
+  // The keys are on the TLS servers themselves, spread over both.
+  const long n1 = std::stol(direct(*r1, {"DBSIZE"}).out);
+  const long n2 = std::stol(direct(*r2, {"DBSIZE"}).out);
+  EXPECT_EQ(n1 + n2, 20);
+  EXPECT_GT(n1, 0);
+  EXPECT_GT(n2, 0);
+  const std::string m = metrics();
+  EXPECT_GE(metricSum(m, "lb_upstream_tls_handshakes_total", {"backend=\"b0\""}), 1) << m;
+  EXPECT_GE(metricSum(m, "lb_upstream_tls_handshakes_total", {"backend=\"b1\""}), 1) << m;
+  EXPECT_EQ(metricSum(m, "lb_upstream_tls_handshake_errors_total"), 0) << m;
+}
+
+TEST_F(TlsUpstreamTest, WithoutServerNameTheCertificateMustNameTheAddress) {
+  auto r = tlsRedis();
+  ASSERT_TRUE(r->ok()) << r->output();
+  // server_ names 127.0.0.1 (an IP SAN): checked against the address lb connected to.
+  ASSERT_TRUE(lb_.start(config("redis", trusting(), {r->address()}), {port_, admin_port_}))
+      << lb_.output();
+  EXPECT_EQ(viaLb({"SET", "k", "v"}).out, "OK\n") << lb_.output();
+  EXPECT_EQ(viaLb({"GET", "k"}).out, "v\n");
+}
+
+TEST_F(TlsUpstreamTest, AWrongCaIsRefusedWithAClearLogLine) {
+  auto r = tlsRedis();
+  ASSERT_TRUE(r->ok()) << r->output();
+  ASSERT_TRUE(lb_.start(config("redis",
+                               "tls = { ca = \"" + other_ca_->certPath() +
+                                   "\", server_name = \"redis.test\" }",
+                               {r->address()}),
+                        {port_, admin_port_}))
+      << lb_.output();
+  auto get = viaLb({"GET", "k"});
+  EXPECT_EQ(get.out.rfind("ERR", 0), 0u) << get.out;   // an error reply, not a hang
+  // OpenSSL's own words for it ("unable to get local issuer certificate", or "self-signed
+  // certificate in certificate chain" when the server sends its CA along) follow.
+  EXPECT_TRUE(waitOutput("upstream TLS: cluster cache, backend " + r->address() +
+                         ": handshake failed: certificate verify failed: "))
+      << lb_.output();
+  EXPECT_TRUE(waitMetric("lb_upstream_tls_handshake_errors_total",
+                         {"backend=\"b0\"", "reason=\"verify\""}, 1))
+      << metrics();
+  EXPECT_EQ(metricSum(metrics(), "lb_upstream_tls_handshakes_total"), 0);
+}
+
+TEST_F(TlsUpstreamTest, AServerNameTheCertificateLacksIsAVerifyFailure) {
+  auto r = tlsRedis();
+  ASSERT_TRUE(r->ok()) << r->output();
+  ASSERT_TRUE(lb_.start(config("redis", trusting(", server_name = \"other.test\""),
+                               {r->address()}),
+                        {port_, admin_port_}))
+      << lb_.output();
+  EXPECT_EQ(viaLb({"GET", "k"}).out.rfind("ERR", 0), 0u);
+  EXPECT_TRUE(waitOutput("certificate verify failed: hostname mismatch")) << lb_.output();
+}
+
+TEST_F(TlsUpstreamTest, MutualTlsPresentsTheClientCertificate) {
+  auto r = tlsRedis(/*clients=*/true);
+  ASSERT_TRUE(r->ok()) << r->output();
+  ASSERT_TRUE(lb_.start(config("redis",
+                               trusting(", server_name = \"redis.test\", cert = \"" +
+                                        client_.cert + "\", key = \"" + client_.key + "\""),
+                               {r->address()}),
+                        {port_, admin_port_}))
+      << lb_.output();
+  EXPECT_EQ(viaLb({"SET", "k", "mtls"}).out, "OK\n") << lb_.output();
+  EXPECT_EQ(direct(*r, {"GET", "k"}).out, "mtls\n");
+}
+
+TEST_F(TlsUpstreamTest, WithoutItsClientCertificateTheBackendRefusesLb) {
+  auto r = tlsRedis(/*clients=*/true);
+  ASSERT_TRUE(r->ok()) << r->output();
+  ASSERT_TRUE(lb_.start(config("redis", trusting(", server_name = \"redis.test\""),
+                               {r->address()}),
+                        {port_, admin_port_}))
+      << lb_.output();
+  // TLS 1.3 ends the client's side of the handshake before the server judges its (absent)
+  // certificate, so the refusal may come as the first read's alert: either way an error
+  // reply, and nothing stored.
+  auto set = viaLb({"SET", "k", "v"});
+  EXPECT_EQ(set.out.rfind("ERR", 0), 0u) << set.out << lb_.output();
+  EXPECT_EQ(direct(*r, {"EXISTS", "k"}).out, "0\n");
+}
+
+TEST_F(TlsUpstreamTest, HealthChecksSpeakTlsAndSayWhyTheyFail) {
+  auto good = tlsRedis();
+  ASSERT_TRUE(good->ok()) << good->output();
+  // The second backend shows a certificate from a CA lb does not trust.
+  auto untrusted = other_ca_->issue("untrusted", {"redis.test", "IP:127.0.0.1"});
+  ASSERT_TRUE(untrusted.ok) << untrusted.error;
+  CacheServer bad(CacheServer::kRedisTls,
+                  {"--tls-cert-file", untrusted.cert, "--tls-key-file", untrusted.key,
+                   "--tls-ca-cert-file", ca_->certPath(), "--tls-auth-clients", "no"});
+  ASSERT_TRUE(bad.ok()) << bad.output();
+  const std::string health =
+      "health = { type = \"redis\", interval = \"200ms\", timeout = \"150ms\", rise = 1, "
+      "fall = 1 }";
+  ASSERT_TRUE(lb_.start(config("redis", trusting(", server_name = \"redis.test\""),
+                               {good->address(), bad.address()}, health),
+                        {port_, admin_port_}))
+      << lb_.output();
+  // A plaintext PING to a TLS-only port fails: passing checks prove they speak TLS.
+  EXPECT_TRUE(waitMetric("lb_backend_health_checks_total", {"backend=\"b0\"", "result=\"ok\""},
+                         2))
+      << metrics();
+  EXPECT_TRUE(waitMetric("lb_backend_health_checks_total", {"backend=\"b1\"", "result=\"fail\""},
+                         1))
+      << metrics();
+  const auto deadline = std::chrono::steady_clock::now() + 5s;
+  std::string backends;
+  while (std::chrono::steady_clock::now() < deadline) {
+    backends = runCommand({"curl", "-s", "http://127.0.0.1:" + std::to_string(admin_port_) +
+                                             "/backends"})
+                   .out;
+    if (backends.find("tls handshake: certificate verify failed") != std::string::npos) break;
+    std::this_thread::sleep_for(50ms);
+  }
+  EXPECT_NE(backends.find("tls handshake: certificate verify failed"), std::string::npos)
+      << backends;
+  // Every key still lands: the down backend's keys go to the healthy one.
+  for (int i = 0; i < 10; ++i)
+    EXPECT_EQ(viaLb({"SET", "k" + std::to_string(i), "v"}).out, "OK\n") << lb_.output();
+  EXPECT_EQ(std::stol(direct(*good, {"DBSIZE"}).out), 10);
+}
+
+TEST_F(TlsUpstreamTest, TcpListenerResumesItsSessionWithTheBackend) {
+  auto r = tlsRedis();
+  ASSERT_TRUE(r->ok()) << r->output();
+  ASSERT_TRUE(lb_.start(config("tcp", trusting(", server_name = \"redis.test\""), {r->address()}),
+                        {port_, admin_port_}))
+      << lb_.output();
+  // One backend connection per client connection: the first is a full handshake, later ones
+  // offer the session the backend gave.
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(viaLb({"PING"}).out, "PONG\n") << lb_.output();
+  const std::string m = metrics();
+  EXPECT_GE(metricSum(m, "lb_upstream_tls_handshakes_total", {"resumed=\"false\""}), 1) << m;
+  EXPECT_GE(metricSum(m, "lb_upstream_tls_handshakes_total", {"resumed=\"true\""}), 1) << m;
+}
+
+TEST_F(TlsUpstreamTest, APlaintextBackendCostsARetryOnTheNextHost) {
+  // A plain HTTP server answers the ClientHello with a 400: no TLS record.
+  OriginProcess plain("plain");
+  ASSERT_TRUE(plain.ok()) << plain.output();
+  auto r = tlsRedis();
+  ASSERT_TRUE(r->ok()) << r->output();
+  ASSERT_TRUE(lb_.start(config("tcp", trusting(", server_name = \"redis.test\""),
+                               {plain.address(), r->address()}),
+                        {port_, admin_port_}))
+      << lb_.output();
+  // No hash policy: each connection picks at random, so some pick the plaintext one first.
+  for (int i = 0; i < 20; ++i) EXPECT_EQ(viaLb({"PING"}).out, "PONG\n") << lb_.output();
+  const std::string m = metrics();
+  EXPECT_GE(metricSum(m, "lb_upstream_tls_handshake_errors_total",
+                      {"backend=\"b0\"", "reason=\"protocol\""}),
+            1)
+      << m;
+  EXPECT_TRUE(waitOutput("upstream TLS: cluster cache, backend " + plain.address() +
+                         ": handshake failed: "))
+      << lb_.output();
+}
+
+TEST_F(TlsUpstreamTest, AStalledHandshakeEndsAtTheConnectTimeout) {
+  auto stalled = tlsRedis(), r = tlsRedis();
+  ASSERT_TRUE(stalled->ok()) << stalled->output();
+  ASSERT_TRUE(r->ok()) << r->output();
+  ASSERT_TRUE(lb_.start(config("tcp", trusting(", server_name = \"redis.test\""),
+                               {stalled->address(), r->address()}),
+                        {port_, admin_port_}))
+      << lb_.output();
+  // A frozen server still completes TCP connects (the kernel's backlog) but never answers
+  // the ClientHello.
+  kill(stalled->pid(), SIGSTOP);
+  for (int i = 0; i < 12; ++i) EXPECT_EQ(viaLb({"PING"}).out, "PONG\n") << lb_.output();
+  kill(stalled->pid(), SIGCONT);
+  const std::string m = metrics();
+  EXPECT_GE(metricSum(m, "lb_upstream_tls_handshake_errors_total",
+                      {"backend=\"b0\"", "reason=\"timeout\""}),
+            1)
+      << m;
+  EXPECT_TRUE(waitOutput("upstream TLS: cluster cache, backend " + stalled->address() +
+                         ": handshake failed: no handshake within the connect timeout"))
+      << lb_.output();
+}
+
+TEST_F(TlsUpstreamTest, HttpClusterKeepsItsTlsConnectionToAnHttpsOrigin) {
+  // The HTTPS origin: a second lb terminating TLS in front of lb-origin.
+  OriginProcess origin("origin-1");
+  ASSERT_TRUE(origin.ok()) << origin.output();
+  TlsCert web = ca_->issue("web", {"origin.test"});
+  ASSERT_TRUE(web.ok) << web.error;
+  const uint16_t https_port = freePort();
+  LbProcess https;
+  ASSERT_TRUE(https.start("[lb]\nworkers = 1\n[admin]\nlisten = \"127.0.0.1:" +
+                              std::to_string(freePort()) + "\"\n[listeners.web]\nlisten = "
+                              "\"127.0.0.1:" + std::to_string(https_port) +
+                              "\"\ncluster = \"o\"\ntls = { certificates = [ { cert = \"" +
+                              web.cert + "\", key = \"" + web.key + "\" } ] }\n"
+                              "[clusters.o]\nbackends = [ { name = \"o\", address = \"" +
+                              origin.address() + "\" } ]\n",
+                          {https_port}))
+      << https.output();
+  ASSERT_TRUE(lb_.start(config("http", trusting(", server_name = \"origin.test\""),
+                               {"127.0.0.1:" + std::to_string(https_port)}),
+                        {port_, admin_port_}))
+      << lb_.output();
+  for (int i = 0; i < 3; ++i) {
+    auto r = runCommand({"curl", "-sS", "-i", "http://127.0.0.1:" + std::to_string(port_) + "/"});
+    EXPECT_NE(r.out.find("HTTP/1.1 200"), std::string::npos) << r.out << r.err << lb_.output();
+    EXPECT_NE(r.out.find("X-Backend: origin-1"), std::string::npos) << r.out;
+  }
+  // Three requests, one handshake: the TLS connection went back to the pool each time.
+  const std::string m = metrics();
+  EXPECT_EQ(metricSum(m, "lb_upstream_tls_handshakes_total"), 1) << m;
+}
+
+TEST_F(TlsUpstreamTest, CheckNamesTheKeyOfEachBadFile) {
+  const std::string path = dir_.write(
+      "lb.toml", "[listeners.front]\nlisten = \"127.0.0.1:18444\"\ncluster = \"cache\"\n"
+                 "[clusters.cache]\n"
+                 "tls = { ca = \"" + dir_.path() + "/nope.pem\", cert = \"" + client_.cert +
+                 "\", key = \"" + server_.key + "\" }\n"
+                 "backends = [ { name = \"b\", address = \"127.0.0.1:9\" } ]\n");
+  auto r = runCommand({builtBinary("lb"), "--check", "--config", path});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find(path + ":5:14: clusters.cache.tls.ca: cannot read '" + dir_.path() +
+                       "/nope.pem'"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("clusters.cache.tls.key: '" + server_.key +
+                       "' does not match the certificate in '" + client_.cert + "'"),
+            std::string::npos)
+      << r.err;
+  const std::string half = dir_.write(
+      "half.toml", "[listeners.front]\nlisten = \"127.0.0.1:18444\"\ncluster = \"cache\"\n"
+                   "[clusters.cache]\ntls = { cert = \"" + client_.cert + "\" }\n"
+                   "backends = [ { name = \"b\", address = \"127.0.0.1:9\" } ]\n");
+  r = runCommand({builtBinary("lb"), "--check", "--config", half});
+  EXPECT_NE(r.err.find("clusters.cache.tls.cert: needs its private key too"), std::string::npos)
+      << r.err;
+}
+
+TEST_F(TlsUpstreamTest, VerifyFalseTrustsAnyCertificateAndSaysSo) {
+  auto r = tlsRedis();
+  ASSERT_TRUE(r->ok()) << r->output();
+  // other_ca_ did not sign the server's certificate: only verify = false lets lb through.
+  const std::string toml = config("redis",
+                                  "tls = { ca = \"" + other_ca_->certPath() +
+                                      "\", verify = false }",
+                                  {r->address()});
+  ASSERT_TRUE(lb_.start(toml, {port_, admin_port_})) << lb_.output();
+  EXPECT_EQ(viaLb({"SET", "k", "v"}).out, "OK\n") << lb_.output();
+  EXPECT_NE(lb_.output().find("clusters.cache.tls.verify: warning: verify = false"),
+            std::string::npos)
+      << lb_.output();
+}
+
+}  // namespace
+}  // namespace lb::test
