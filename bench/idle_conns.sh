@@ -8,9 +8,13 @@
 #   connections, KiB per connection, then every connection sends one more request and must
 #   get a 200. The client warms lb's pools with BATCH requests first, so the figure is the
 #   connections' cost, not the pools filling up (idle_conns.py says how).
+#   TLS=1 (issue 24): the listener terminates TLS (a self-signed ECDSA P-256 certificate, the
+#   client pinned to TLS 1.3, TLS_AES_128_GCM_SHA256 and X25519 through OPENSSL_CONF, as
+#   compare.sh MODE=tls pins it); every connection completes its handshake before it is
+#   counted, so `silent` is a handshake and then nothing, `request` a handshake and a request.
 #
 # Usage: bench/idle_conns.sh [BUILD_DIR]        (default build; run `make` first)
-# Env: CONNS (10000), BATCH (200 requests in flight at a time).
+# Env: CONNS (10000), BATCH (200 requests in flight at a time), TLS (unset, or 1).
 # Everything listens on 127.0.0.1 at free ports; every process started here is stopped on
 # exit; each step is bounded in time (the client gives up after 10-30 s per wait).
 set -euo pipefail
@@ -27,6 +31,27 @@ ulimit -n "$(ulimit -Hn)"
 need=$((conns + 200))
 (( $(ulimit -n) >= need )) || { echo "idle_conns.sh: ulimit -n $(ulimit -n) < $need" >&2; exit 2; }
 source "$here/lib.sh"
+
+tls_line=
+tls_args=()
+if [[ -n ${TLS:-} ]]; then
+  command -v openssl >/dev/null || { echo "idle_conns.sh: TLS=1 needs openssl" >&2; exit 2; }
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
+    -subj /CN=bench.test -keyout "$work/key.pem" -out "$work/cert.pem" 2>/dev/null
+  cat >"$work/client.cnf" <<EOF
+openssl_conf = conf
+[conf]
+ssl_conf = ssl
+[ssl]
+system_default = client
+[client]
+MinProtocol = TLSv1.3
+Ciphersuites = TLS_AES_128_GCM_SHA256
+Groups = X25519
+EOF
+  tls_line="tls = { certificates = [ { cert = \"$work/cert.pem\", key = \"$work/key.pem\" } ] }"
+  tls_args=(--tls)
+fi
 
 origin_port=$(free_port)
 "$build/lb-origin" --listen "127.0.0.1:$origin_port" --name o1 >"$work/origin.log" 2>&1 &
@@ -48,6 +73,7 @@ cluster = "origin"
 hash = [ { header = "x-key" } ]
 timeouts = { header = "5m", idle = "5m" }
 limits = { max_connections = $((conns * 2)) }
+$tls_line
 [clusters.origin]
 selector = "ring_hash"
 backends = [ { name = "o1", address = "127.0.0.1:$origin_port" } ]
@@ -56,14 +82,14 @@ EOF
   lb_pid=$!
   pids+=($lb_pid)
   wait_port "$lb_port"
-  python3 "$here/idle_conns.py" --port "$lb_port" --pid "$lb_pid" --conns "$conns" \
-    --batch "$batch" --mode "$1" || { echo "idle_conns.sh: $1 failed; lb log:" >&2;
-                                      tail -20 "$work/lb-$1.log" >&2; return 1; }
+  env ${TLS:+OPENSSL_CONF=$work/client.cnf} python3 "$here/idle_conns.py" "${tls_args[@]}" \
+    --port "$lb_port" --pid "$lb_pid" --conns "$conns" --batch "$batch" --mode "$1" ||
+    { echo "idle_conns.sh: $1 failed; lb log:" >&2; tail -20 "$work/lb-$1.log" >&2; return 1; }
   kill -TERM "$lb_pid"
   wait "$lb_pid" || { echo "idle_conns.sh: lb did not exit 0" >&2; return 1; }
 }
 
-echo "lb: $build/lb, 1 worker; $conns connections; $batch requests in flight at a time"
+echo "lb: $build/lb, 1 worker; $conns connections$([[ -n ${TLS:-} ]] && echo " over TLS"); $batch requests in flight at a time"
 status=0
 run_variant request || status=1
 run_variant silent || status=1
