@@ -222,6 +222,19 @@ TEST_F(TlsListenerTest, RenegotiationIsRefused) {
   EXPECT_EQ(ok.exit_code, 0) << ok.err;
 }
 
+TEST_F(TlsListenerTest, ASmallResponseLeavesInOneTlsRecord) {
+  // The response head and its body are two buffers of one write: lb seals them into one
+  // application-data record, not one each. s_client -msg prints every record it receives, its
+  // inner content type (23, application data) on the line after "InnerContent".
+  auto r = runCommand({"openssl", "s_client", "-connect", "127.0.0.1:" + std::to_string(port_),
+                       "-servername", "a.test", "-CAfile", ca_->certPath(), "-tls1_3", "-msg",
+                       "-ign_eof"},
+                      10s, "GET / HTTP/1.1\r\nHost: a.test\r\nConnection: close\r\n\r\n");
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  ASSERT_NE(r.out.find("X-Backend: origin-1"), std::string::npos) << r.out;
+  EXPECT_EQ(countOf(r.out, "<<< TLS 1.3, InnerContent [length 0001]\n    17\n"), 1u) << r.out;
+}
+
 TEST_F(TlsListenerTest, CertificateExpiryIsExported) {
   const std::string m = metrics();
   EXPECT_GT(metricValue(m, "lb_tls_certificate_expiry_timestamp_seconds{listener=\"web\","
