@@ -390,6 +390,13 @@ void TlsTransport::readResumed(Connection& c) noexcept {
 void TlsTransport::decrypt(Connection& c) noexcept {
   in_decrypt_ = true;
   while (!c.closing() && c.reading()) {
+    // Nothing buffered, in OpenSSL or the read BIO: an SSL_read now could only say "want
+    // read", after taking and releasing a record buffer (SSL_MODE_RELEASE_BUFFERS). What
+    // the last one left to send (a key update's answer) goes out first.
+    if (SSL_has_pending(ssl_) == 0 && BIO_ctrl_pending(rbio_) == 0) {
+      if (BIO_ctrl_pending(wbio_) > 0) flush(c, nullptr, chunks_out_ == 0);
+      break;
+    }
     uv_buf_t b;
     c.ownerBuffer(&b);
     if (b.base == nullptr || b.len == 0) {
