@@ -36,6 +36,14 @@ constexpr char kPlainHttpReply[] =
 // A TLS record of type handshake (22) starts every ClientHello (RFC 8446 5.1).
 constexpr unsigned char kHandshakeRecord = 0x16;
 
+// What a memory BIO's buffer can hold: it keeps the capacity of the largest burst written into
+// it, drained or not.
+size_t bioCapacity(BIO* b) {
+  BUF_MEM* m = nullptr;
+  BIO_get_mem_ptr(b, &m);
+  return m == nullptr ? 0 : m->max;
+}
+
 Connection& connectionOf(uv_write_t* req) {
   return *static_cast<Connection*>(req->handle->data);
 }
@@ -168,7 +176,10 @@ int TlsTransport::flush(Connection& c, uv_write_t* owner, bool try_first) noexce
         break;
       }
     }
-    if (partial == 0 && left == 0) return 0;
+    if (partial == 0 && left == 0) {
+      dropLargeWriteBio();
+      return 0;
+    }
   }
   Chunk* chunk = takeChunk();
   if (chunk == nullptr) return UV_ENOMEM;
@@ -176,6 +187,7 @@ int TlsTransport::flush(Connection& c, uv_write_t* owner, bool try_first) noexce
   chunk->data.resize(partial + left);
   if (partial > 0) memcpy(chunk->data.data(), write_scratch + partial_at, partial);
   if (left > 0) BIO_read(wbio_, chunk->data.data() + partial, static_cast<int>(left));
+  dropLargeWriteBio();
   uv_buf_t b = uv_buf_init(chunk->data.data(), static_cast<unsigned>(chunk->data.size()));
   const int rc = uv_write(&chunk->req, c.stream(), &b, 1, onChunkWritten);
   if (rc != 0) {
@@ -184,6 +196,16 @@ int TlsTransport::flush(Connection& c, uv_write_t* owner, bool try_first) noexce
   }
   ++chunks_out_;
   return 0;
+}
+
+void TlsTransport::dropLargeWriteBio() noexcept {
+  // Drained, and it grew past what a chunk may keep (one large response's ciphertext): a
+  // fresh BIO, so an idle connection does not hold that memory (the chunks' rule, putChunk).
+  if (bioCapacity(wbio_) <= kKeepChunkBytes) return;
+  BIO* fresh = BIO_new(BIO_s_mem());
+  if (fresh == nullptr) return;   // keeps the large one; nothing is lost
+  SSL_set0_wbio(ssl_, fresh);     // frees the old one
+  wbio_ = fresh;
 }
 
 bool TlsTransport::sslWrite(const char* data, size_t len) noexcept {

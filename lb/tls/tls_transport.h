@@ -73,6 +73,8 @@ class TlsTransport final : public Transport {
   // OpenSSL error.
   bool encrypt(const uv_buf_t* bufs, unsigned n) noexcept;
   bool sslWrite(const char* data, size_t len) noexcept;
+  // After a flush has drained the write BIO: gives back a buffer that grew large.
+  void dropLargeWriteBio() noexcept;
   void handshake(Connection& c) noexcept;
   void handshakeDone(Connection& c) noexcept;
   void decrypt(Connection& c) noexcept;
