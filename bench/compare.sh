@@ -31,7 +31,8 @@
 #             parallel `openssl s_time -new -www /`, a new session every connection). lb's
 #             lb_tls_handshakes_total{resumed} around each run says which it got. The tables
 #             add each proxy's CPU per request (per handshake for the new-connection loads)
-#             over the better peer's.
+#             over the better peer's, from each target's median round by CPU (req/s and
+#             latency from its median round by req/s, as without MODE).
 # Everything listens on 127.0.0.1 at free ports; every process started here is stopped on
 # exit; each wrk run is bounded by DURATION. Installs haproxy and nginx from Debian if missing.
 set -euo pipefail
@@ -337,14 +338,16 @@ done
 
 # The median round of each target, by req/s.
 for l in "${loads[@]}"; do
-  declare -A med=()
+  declare -A med=() med_cpu=()
   for t in "${targets[@]}"; do
     med[$t]=$(cat "$work/results/$t.$l".* | sort -n -k1,1 | awk '{ a[NR] = $0 } END { print a[int((NR + 1) / 2)] }')
+    # MODE=tls compares CPU: each target's median round by CPU per request (user/sys, total).
+    med_cpu[$t]=$(cat "$work/results/$t.$l".* | sort -g -k7,7 | awk '{ a[NR] = $6 " " $7 } END { print a[int((NR + 1) / 2)] }')
   done
   best_peer=$(for t in haproxy nginx; do echo "${med[$t]%% *}"; done | sort -n | tail -1)
   best_p99=$(for t in haproxy nginx; do awk -v r="$best_peer" '$1 == r {print $3}' <<<"${med[$t]}"; done | head -1)
   # The better peer by CPU: the one that spent less per request.
-  best_cpu=$(for t in haproxy nginx; do awk '{print $7}' <<<"${med[$t]}"; done | sort -g | head -1)
+  best_cpu=$(for t in haproxy nginx; do awk '{print $2}' <<<"${med_cpu[$t]}"; done | sort -g | head -1)
   echo
   if [[ $mode == tls ]]; then
     what="handshake"
@@ -362,6 +365,7 @@ for l in "${loads[@]}"; do
   fi
   for t in "${targets[@]}"; do
     read -r rps p50 p99 errors share cpu cpu_total <<<"${med[$t]}"
+    [[ $mode != tls ]] || read -r cpu cpu_total <<<"${med_cpu[$t]}"
     awk -v t="$t" -v rps="$rps" -v p50="$p50" -v p99="$p99" -v e="$errors" -v s="$share" \
         -v best="$best_peer" -v bp99="$best_p99" -v cpu="$cpu" -v ct="$cpu_total" \
         -v bc="$best_cpu" -v tls="$([[ $mode == tls ]] && echo 1)" 'BEGIN {
