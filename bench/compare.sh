@@ -32,7 +32,8 @@
 #             lb_tls_handshakes_total{resumed} around each run says which it got. The tables
 #             add each proxy's CPU per request (per handshake for the new-connection loads)
 #             over the better peer's, from each target's median round by CPU (req/s and
-#             latency from its median round by req/s, as without MODE).
+#             latency from its median round by req/s, as without MODE). lb's access log is
+#             off, as the peers log nothing.
 # Everything listens on 127.0.0.1 at free ports; every process started here is stopped on
 # exit; each wrk run is bounded by DURATION. Installs haproxy and nginx from Debian if missing.
 set -euo pipefail
@@ -198,6 +199,9 @@ lb_admin=$(free_port)
   echo "[lb]"
   echo "workers = $workers"
   echo "log_level = \"warn\""
+  # The peers log nothing (no haproxy log, nginx access_log off): with MODE=tls lb does not
+  # either, so the CPU figures compare TLS and proxying alone (its access log is on by default).
+  if [[ $mode == tls ]]; then echo "access_log = \"\""; fi
   echo "[admin]"
   echo "listen = \"127.0.0.1:$lb_admin\""
   echo "[listeners.web]"
