@@ -19,6 +19,21 @@
 #             request path is the same either way; this shows it costs nothing.
 #   --strace  after the table, attach `strace -c -f` to lb and to the nginx proxy for one
 #             wrk run each and print syscalls (and epoll_ctl) per proxied request.
+#   MODE=tls  (issue 24) the three proxies terminate TLS (plain HTTP to the same backends):
+#             one self-signed ECDSA P-256 certificate, TLS 1.3 with TLS_AES_128_GCM_SHA256
+#             and X25519 only, pinned on HAProxy and nginx and on the client side (wrk and
+#             openssl read $work/client.cnf through OPENSSL_CONF), which openssl s_client
+#             checks against each proxy before the rounds. Two loads, each interleaved:
+#             keep-alive (wrk over https); new connections with resumption (wrk -H
+#             'Connection: close': every request a new TCP connection, but wrk keeps each
+#             connection's SSL object and so resumes its last session, a TLS 1.3 PSK with
+#             (EC)DHE: no certificate signature); and full handshakes (S_TIME_PROCS (4)
+#             parallel `openssl s_time -new -www /`, a new session every connection). lb's
+#             lb_tls_handshakes_total{resumed} around each run says which it got. The tables
+#             add each proxy's CPU per request (per handshake for the new-connection loads)
+#             over the better peer's, from each target's median round by CPU (req/s and
+#             latency from its median round by req/s, as without MODE). lb's access log is
+#             off, as the peers log nothing.
 # Everything listens on 127.0.0.1 at free ports; every process started here is stopped on
 # exit; each wrk run is bounded by DURATION. Installs haproxy and nginx from Debian if missing.
 set -euo pipefail
@@ -38,6 +53,9 @@ command -v nginx >/dev/null || missing+=(nginx)
 command -v wrk >/dev/null || missing+=(wrk)
 command -v strace >/dev/null || missing+=(strace)
 membership=${MEMBERSHIP:-}
+mode=${MODE:-http}
+[[ $mode == http || $mode == tls ]] || { echo "compare.sh: MODE is http or tls" >&2; exit 2; }
+command -v openssl >/dev/null || missing+=(openssl)
 [[ -z $membership || $membership == etcd ]] || { echo "compare.sh: MEMBERSHIP is etcd or unset" >&2; exit 2; }
 if [[ $membership == etcd ]]; then
   command -v etcd >/dev/null || missing+=(etcd-server)
@@ -50,6 +68,29 @@ fi
 
 ulimit -n 65536 2>/dev/null || true
 source "$(dirname "$0")/lib.sh"
+
+# MODE=tls: one certificate for the three, and the client's side of "same cipher, same group".
+tls_suite=TLS_AES_128_GCM_SHA256
+tls_group=X25519
+if [[ $mode == tls ]]; then
+  mkdir -p "$work/tls"
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
+    -subj /CN=bench.test -addext subjectAltName=DNS:bench.test \
+    -keyout "$work/tls/key.pem" -out "$work/tls/cert.pem" 2>/dev/null
+  cat "$work/tls/cert.pem" "$work/tls/key.pem" >"$work/tls/both.pem"   # HAProxy's crt
+  cat >"$work/client.cnf" <<EOF
+openssl_conf = conf
+[conf]
+ssl_conf = ssl
+[ssl]
+system_default = client
+[client]
+MinProtocol = TLSv1.3
+Ciphersuites = $tls_suite
+Groups = $tls_group
+EOF
+fi
+scheme=http; [[ $mode == tls ]] && scheme=https
 
 # --- backends: one nginx, one worker, 8 servers; each logs one line per request --------------
 backend_ports=()
@@ -78,6 +119,11 @@ mkdir -p "$work/haproxy"
   echo "global"
   echo "  nbthread $workers"
   echo "  maxconn 8000"
+  if [[ $mode == tls ]]; then
+    echo "  ssl-default-bind-ciphersuites $tls_suite"
+    echo "  ssl-default-bind-curves $tls_group"
+    echo "  ssl-default-bind-options ssl-min-ver TLSv1.3"
+  fi
   echo "defaults"
   echo "  mode http"
   echo "  timeout connect 2s"
@@ -86,7 +132,11 @@ mkdir -p "$work/haproxy"
   echo "  option http-keep-alive"
   echo "  http-reuse always"
   echo "frontend web"
-  echo "  bind 127.0.0.1:$haproxy_port"
+  if [[ $mode == tls ]]; then
+    echo "  bind 127.0.0.1:$haproxy_port ssl crt $work/tls/both.pem"
+  else
+    echo "  bind 127.0.0.1:$haproxy_port"
+  fi
   echo "  default_backend caches"
   echo "backend caches"
   echo "  balance hdr(X-Key)"
@@ -105,7 +155,14 @@ mkdir -p "$work/nginx"
   echo "  upstream caches { hash \$http_x_key consistent; keepalive 128;"
   for p in "${backend_ports[@]}"; do echo "    server 127.0.0.1:$p;"; done
   echo "  }"
-  echo "  server { listen 127.0.0.1:$nginx_port;"
+  if [[ $mode == tls ]]; then
+    echo "  server { listen 127.0.0.1:$nginx_port ssl;"
+    echo "    ssl_certificate $work/tls/cert.pem; ssl_certificate_key $work/tls/key.pem;"
+    echo "    ssl_protocols TLSv1.3; ssl_ecdh_curve $tls_group;"
+    echo "    ssl_conf_command Ciphersuites $tls_suite;"
+  else
+    echo "  server { listen 127.0.0.1:$nginx_port;"
+  fi
   echo "    location / { proxy_pass http://caches; proxy_http_version 1.1;"
   echo "      proxy_set_header Connection \"\"; } }"
   echo "}"
@@ -142,12 +199,18 @@ lb_admin=$(free_port)
   echo "[lb]"
   echo "workers = $workers"
   echo "log_level = \"warn\""
+  # The peers log nothing (no haproxy log, nginx access_log off): with MODE=tls lb does not
+  # either, so the CPU figures compare TLS and proxying alone (its access log is on by default).
+  if [[ $mode == tls ]]; then echo "access_log = \"\""; fi
   echo "[admin]"
   echo "listen = \"127.0.0.1:$lb_admin\""
   echo "[listeners.web]"
   echo "listen = \"127.0.0.1:$lb_port\""
   echo "cluster = \"caches\""
   echo "hash = [ { header = \"x-key\" } ]"
+  if [[ $mode == tls ]]; then
+    echo "tls = { certificates = [ { cert = \"$work/tls/cert.pem\", key = \"$work/tls/key.pem\" } ], min_version = \"1.3\" }"
+  fi
   echo "[clusters.caches]"
   echo "selector = \"ring_hash\""
   if [[ $membership == etcd ]]; then
@@ -191,55 +254,132 @@ backend_counts() {   # one number per backend: lines logged so far
   done
 }
 
-# run TARGET ROUND -> results/TARGET.ROUND: rps p50 p99 errors share
+# The loads: keep-alive; with MODE=tls also new connections, each request a full handshake.
+loads=(keepalive)
+[[ $mode == tls ]] && loads+=(resumed full)
+s_time_procs=${S_TIME_PROCS:-4}
+client_conf=
+[[ $mode == tls ]] && client_conf=$work/client.cnf
+
+lb_handshakes() {   # lb's completed handshakes so far: full resumed
+  curl -s "http://127.0.0.1:$lb_admin/metrics" | awk '/^lb_tls_handshakes_total\{/ {
+    if ($1 ~ /resumed="true"/) r += $2; else f += $2 } END { print f + 0, r + 0 }'
+}
+
+# run TARGET ROUND LOAD -> results/TARGET.LOAD.ROUND: rps p50 p99 errors share cpu cpu_total
 mkdir -p "$work/results"
 run() {
-  local t=$1 r=$2 out before after cpu0 cpu1
+  local t=$1 r=$2 l=$3 out before after cpu0 cpu1 hs0 hs1
+  local extra=()
+  [[ $l == resumed ]] && extra=(-H 'Connection: close')
   mapfile -t before < <(backend_counts)
+  [[ $t == lb && $mode == tls ]] && hs0=$(lb_handshakes)
   cpu0=$(cpu_ticks "${pid_of[$t]}")
-  out=$(ZIPF_KEYS=${ZIPF_KEYS:-10000} wrk -t"$threads" -c"$conns" -d"$duration" --latency \
-        -s "$here/zipf.lua" "http://127.0.0.1:${port[$t]}/")
+  if [[ $l == full ]]; then   # s_time's lines made into wrk's: requests, Requests/sec
+    local i secs=${duration%s} sp=() t0 t1
+    t0=$(date +%s.%N)
+    for i in $(seq "$s_time_procs"); do
+      OPENSSL_CONF=$client_conf timeout $((secs + 10)) openssl s_time -new -time "$secs" \
+        -www / -connect "127.0.0.1:${port[$t]}" >"$work/s_time.$i" 2>&1 &
+      sp+=($!)
+    done
+    wait "${sp[@]}"
+    t1=$(date +%s.%N)
+    out=$(cat "$work"/s_time.* | awk -v w="$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')" '
+            /connections in [0-9]+ real seconds/ { n += $1 }
+            END { printf "%d requests in\nRequests/sec: %.2f\n", n, n / w }')
+  else
+    out=$(env ${client_conf:+OPENSSL_CONF=$client_conf} ZIPF_KEYS=${ZIPF_KEYS:-10000} \
+          wrk -t"$threads" -c"$conns" -d"$duration" --latency "${extra[@]}" \
+          -s "$here/zipf.lua" "$scheme://127.0.0.1:${port[$t]}/")
+  fi
   cpu1=$(cpu_ticks "${pid_of[$t]}")
+  [[ $t == lb && $mode == tls ]] && hs1=$(lb_handshakes)
   mapfile -t after < <(backend_counts)
   local rps p50 p99 errors share reqs cpu
   rps=$(awk '/Requests\/sec/ {print $2}' <<<"$out")
   reqs=$(awk '/requests in/ {print $1}' <<<"$out")
-  # The proxy's own CPU per request, user/system in microseconds (clock ticks of 1/HZ s).
+  # The proxy's own CPU per request, user/system in microseconds (clock ticks of 1/HZ s),
+  # and the two summed.
   cpu=$(awk -v a="$cpu0" -v b="$cpu1" -v n="$reqs" -v hz="$(getconf CLK_TCK)" 'BEGIN {
-    split(a, x, " "); split(b, y, " "); if (n == 0) { print "-"; exit }
-    printf "%.1f/%.1f", (y[1] - x[1]) * 1e6 / hz / n, (y[2] - x[2]) * 1e6 / hz / n }')
+    split(a, x, " "); split(b, y, " "); if (n == 0) { print "- -"; exit }
+    u = (y[1] - x[1]) * 1e6 / hz / n; s = (y[2] - x[2]) * 1e6 / hz / n
+    printf "%.1f/%.1f %.1f", u, s, u + s }')
   p50=$(to_ms "$(awk '$1 == "50%" {print $2}' <<<"$out")")
   p99=$(to_ms "$(awk '$1 == "99%" {print $2}' <<<"$out")")
   errors=$(awk '/Socket errors/ {gsub(",", ""); e += $4 + $6 + $8 + $10} /Non-2xx/ {e += $5}
                 END {print e + 0}' <<<"$out")
   share=$(for i in "${!before[@]}"; do echo $((after[i] - before[i])); done |
           awk '{ s += $1; if ($1 > m) m = $1; n++ } END { if (s) printf "%.2f", m / (s / n); else print "-" }')
-  echo "$rps $p50 $p99 $errors $share $cpu" >"$work/results/$t.$r"
+  [[ $l != full ]] || { p50=-; p99=-; errors=-; }   # s_time reports neither
+  echo "$rps $p50 $p99 $errors $share $cpu" >"$work/results/$t.$l.$r"
+  if [[ -n ${hs0:-} ]]; then   # full and resumed handshakes lb completed in this run
+    read -r f0 r0 <<<"$hs0"; read -r f1 r1 <<<"$hs1"
+    echo "$((f1 - f0)) $((r1 - r0)) $reqs" >"$work/results/handshakes.$l.$r"
+  fi
 }
 
 echo "bench/compare.sh: wrk -t$threads -c$conns -d$duration, Zipf over ${ZIPF_KEYS:-10000} keys (s=${ZIPF_S:-1.0}),"
 echo "8 nginx backends, $workers worker(s)/thread(s) per proxy, $rounds rounds interleaved;"
 [[ $membership != etcd ]] || echo "lb's backends from etcd (key $membership_key, revision $membership_rev);"
+if [[ $mode == tls ]]; then   # what each proxy negotiates with the pinned client
+  echo "TLS at each proxy, loads: ${loads[*]}; openssl s_client -brief against each:"
+  for t in "${targets[@]}"; do
+    echo "  $t: $(OPENSSL_CONF=$client_conf timeout 5 openssl s_client -brief \
+                   -connect "127.0.0.1:${port[$t]}" </dev/null 2>&1 |
+                   grep -E '^(Protocol version|Ciphersuite|Peer signature type|Server Temp Key)' |
+                   paste -sd, | tr -s ' ')"
+  done
+fi
 echo "$(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
-for r in $(seq "$rounds"); do
-  for t in "${targets[@]}"; do run "$t" "$r"; echo "  round $r $t: $(cat "$work/results/$t.$r")" >&2; done
+for l in "${loads[@]}"; do
+  for r in $(seq "$rounds"); do
+    for t in "${targets[@]}"; do
+      run "$t" "$r" "$l"; echo "  $l round $r $t: $(cat "$work/results/$t.$l.$r")" >&2
+    done
+  done
 done
 
 # The median round of each target, by req/s.
-declare -A med
-for t in "${targets[@]}"; do
-  med[$t]=$(cat "$work/results/$t".* | sort -n -k1,1 | awk '{ a[NR] = $0 } END { print a[int((NR + 1) / 2)] }')
-done
-best_peer=$(for t in haproxy nginx; do echo "${med[$t]%% *}"; done | sort -n | tail -1)
-best_p99=$(for t in haproxy nginx; do awk -v r="$best_peer" '$1 == r {print $3}' <<<"${med[$t]}"; done | head -1)
-echo
-echo "| target | req/s | vs better peer | p50 ms | p99 ms | p99 vs better peer | errors | busiest/mean backend | proxy CPU µs/req user/sys |"
-echo "|---|---|---|---|---|---|---|---|---|"
-for t in "${targets[@]}"; do
-  read -r rps p50 p99 errors share cpu <<<"${med[$t]}"
-  awk -v t="$t" -v rps="$rps" -v p50="$p50" -v p99="$p99" -v e="$errors" -v s="$share" \
-      -v best="$best_peer" -v bp99="$best_p99" -v cpu="$cpu" \
-      'BEGIN { printf "| %s | %.0f | %.2f | %s | %s | %.2f | %s | %s | %s |\n", t, rps, rps / best, p50, p99, p99 / bp99, e, s, cpu }'
+for l in "${loads[@]}"; do
+  declare -A med=() med_cpu=()
+  for t in "${targets[@]}"; do
+    med[$t]=$(cat "$work/results/$t.$l".* | sort -n -k1,1 | awk '{ a[NR] = $0 } END { print a[int((NR + 1) / 2)] }')
+    # MODE=tls compares CPU: each target's median round by CPU per request (user/sys, total).
+    med_cpu[$t]=$(cat "$work/results/$t.$l".* | sort -g -k7,7 | awk '{ a[NR] = $6 " " $7 } END { print a[int((NR + 1) / 2)] }')
+  done
+  best_peer=$(for t in haproxy nginx; do echo "${med[$t]%% *}"; done | sort -n | tail -1)
+  best_p99=$(for t in haproxy nginx; do awk -v r="$best_peer" '$1 == r {print $3}' <<<"${med[$t]}"; done | head -1)
+  # The better peer by CPU: the one that spent less per request.
+  best_cpu=$(for t in haproxy nginx; do awk '{print $2}' <<<"${med_cpu[$t]}"; done | sort -g | head -1)
+  echo
+  if [[ $mode == tls ]]; then
+    what="handshake"
+    case $l in
+      keepalive) what="req"; echo "TLS, keep-alive:" ;;
+      resumed) echo "TLS, new connections (wrk -H 'Connection: close', one resumed handshake a request):" ;;
+      full) echo "TLS, full handshakes ($s_time_procs x openssl s_time -new -www /, one request each):" ;;
+    esac
+    echo
+    echo "| target | req/s | vs better peer | p50 ms | p99 ms | errors | busiest/mean backend | proxy CPU µs/$what user/sys | CPU µs/$what | CPU vs better peer |"
+    echo "|---|---|---|---|---|---|---|---|---|---|"
+  else
+    echo "| target | req/s | vs better peer | p50 ms | p99 ms | p99 vs better peer | errors | busiest/mean backend | proxy CPU µs/req user/sys |"
+    echo "|---|---|---|---|---|---|---|---|---|"
+  fi
+  for t in "${targets[@]}"; do
+    read -r rps p50 p99 errors share cpu cpu_total <<<"${med[$t]}"
+    [[ $mode != tls ]] || read -r cpu cpu_total <<<"${med_cpu[$t]}"
+    awk -v t="$t" -v rps="$rps" -v p50="$p50" -v p99="$p99" -v e="$errors" -v s="$share" \
+        -v best="$best_peer" -v bp99="$best_p99" -v cpu="$cpu" -v ct="$cpu_total" \
+        -v bc="$best_cpu" -v tls="$([[ $mode == tls ]] && echo 1)" 'BEGIN {
+      if (tls) printf "| %s | %.0f | %.2f | %s | %s | %s | %s | %s | %s | %.2f |\n", t, rps, rps / best, p50, p99, e, s, cpu, ct, (bc > 0 ? ct / bc : 0)
+      else printf "| %s | %.0f | %.2f | %s | %s | %.2f | %s | %s | %s |\n", t, rps, rps / best, p50, p99, p99 / bp99, e, s, cpu }'
+  done
+  if [[ $mode == tls ]]; then
+    cat "$work/results/handshakes.$l".* | awk -v l="$l" '{ f += $1; r += $2; q += $3 }
+      END { printf "\nlb over the %s rounds: %d full handshakes, %d resumed, %d requests\n", l, f, r, q }'
+  fi
 done
 
 if ((want_strace)); then
@@ -250,7 +390,8 @@ if ((want_strace)); then
     local sp=$!
     sleep 0.5
     local out reqs
-    out=$(ZIPF_KEYS=${ZIPF_KEYS:-10000} wrk -t"$threads" -c"$conns" -d5s -s "$here/zipf.lua" "http://127.0.0.1:$3/")
+    out=$(env ${client_conf:+OPENSSL_CONF=$client_conf} ZIPF_KEYS=${ZIPF_KEYS:-10000} \
+          wrk -t"$threads" -c"$conns" -d5s -s "$here/zipf.lua" "$scheme://127.0.0.1:$3/")
     reqs=$(awk '/requests in/ {print $1}' <<<"$out")
     kill -INT "$sp"; wait "$sp" 2>/dev/null || true
     awk -v reqs="$reqs" -v l="$1" '

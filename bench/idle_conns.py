@@ -11,6 +11,8 @@ Used by bench/idle_conns.sh (see there). Steps, each bounded in time:
      nothing. The script waits until lb has accepted all of them (its open descriptors);
   4. VmRSS again, and (after - baseline) / N;
   5. every connection sends one more request and must get a 200 on the same socket.
+With --tls every connection is a TLS client (no certificate check: the bench's own
+self-signed one) that finishes its handshake in connect(), before it counts as held.
 Prints one line: mode=... conns=... rss_before_kib=... rss_after_kib=... kib_per_conn=...
 served=... (served = connections answered 200 in step 5). Exit 1 when not all were served.
 Only 127.0.0.1.
@@ -19,6 +21,7 @@ import argparse
 import os
 import resource
 import socket
+import ssl
 import sys
 import time
 
@@ -63,9 +66,14 @@ def read_response(s):
     return status
 
 
+TLS = None   # the client context with --tls
+
+
 def connect(port):
     s = socket.create_connection(("127.0.0.1", port), timeout=10)
     s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    if TLS is not None:
+        s = TLS.wrap_socket(s)   # the handshake, done before this returns
     return s
 
 
@@ -90,8 +98,14 @@ def main():
     ap.add_argument("--conns", type=int, default=10000)
     ap.add_argument("--batch", type=int, default=200)
     ap.add_argument("--mode", choices=["request", "silent"], default="request")
+    ap.add_argument("--tls", action="store_true", help="TLS clients (see the docstring)")
     ap.add_argument("--settle", type=float, default=1.0, help="seconds before each RSS read")
     a = ap.parse_args()
+    global TLS
+    if a.tls:
+        TLS = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        TLS.check_hostname = False
+        TLS.verify_mode = ssl.CERT_NONE
     _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     if hard < a.conns + 100:
@@ -130,7 +144,7 @@ def main():
         served += exchange_batch(socks[first:first + a.batch], first)
     for s in socks:
         s.close()
-    print(f"mode={a.mode} conns={a.conns} held={held} rss_before_kib={before} "
+    print(f"mode={a.mode}{' tls' if a.tls else ''} conns={a.conns} held={held} rss_before_kib={before} "
           f"rss_after_kib={after} kib_per_conn={(after - before) / a.conns:.2f} served={served}")
     return 0 if served == a.conns else 1
 

@@ -66,7 +66,10 @@ function init(args)
     if target == "path" then
       pool[k] = wrk.format("GET", keyName(ranks[k]))
     else
-      pool[k] = wrk.format("GET", "/", { ["X-Key"] = keyName(ranks[k]) })
+      -- wrk.format takes these headers instead of wrk's own, so -H ones are copied in.
+      local h = { ["X-Key"] = keyName(ranks[k]) }
+      for name, value in pairs(wrk.headers) do h[name] = value end
+      pool[k] = wrk.format("GET", "/", h)
     end
   end
 end

@@ -17,6 +17,11 @@ thread_local char read_scratch[kReadSize];
 // Ciphertext on its way to uv_try_write, the same way.
 constexpr size_t kWriteScratch = 64 * 1024;
 thread_local char write_scratch[kWriteScratch];
+// An owner's small buffers (a response head and its body, say) are gathered here into one
+// SSL_write, so they leave as one TLS record instead of one record each: one AEAD seal, one
+// record header and tag, and fewer bytes on the wire. 16 KiB is TLS's largest record.
+constexpr size_t kGather = 16 * 1024;
+thread_local char gather_scratch[kGather];
 // A recycled chunk larger than this gives its memory back (one large response must not pin
 // its ciphertext's size on an idle connection).
 constexpr size_t kKeepChunkBytes = 64 * 1024;
@@ -31,6 +36,14 @@ constexpr char kPlainHttpReply[] =
 
 // A TLS record of type handshake (22) starts every ClientHello (RFC 8446 5.1).
 constexpr unsigned char kHandshakeRecord = 0x16;
+
+// What a memory BIO's buffer can hold: it keeps the capacity of the largest burst written into
+// it, drained or not.
+size_t bioCapacity(BIO* b) {
+  BUF_MEM* m = nullptr;
+  BIO_get_mem_ptr(b, &m);
+  return m == nullptr ? 0 : m->max;
+}
 
 Connection& connectionOf(uv_write_t* req) {
   return *static_cast<Connection*>(req->handle->data);
@@ -197,7 +210,10 @@ int TlsTransport::flush(Connection& c, uv_write_t* owner, bool try_first) noexce
         break;
       }
     }
-    if (partial == 0 && left == 0) return 0;
+    if (partial == 0 && left == 0) {
+      dropLargeWriteBio();
+      return 0;
+    }
   }
   Chunk* chunk = takeChunk();
   if (chunk == nullptr) return UV_ENOMEM;
@@ -205,6 +221,7 @@ int TlsTransport::flush(Connection& c, uv_write_t* owner, bool try_first) noexce
   chunk->data.resize(partial + left);
   if (partial > 0) memcpy(chunk->data.data(), write_scratch + partial_at, partial);
   if (left > 0) BIO_read(wbio_, chunk->data.data() + partial, static_cast<int>(left));
+  dropLargeWriteBio();
   uv_buf_t b = uv_buf_init(chunk->data.data(), static_cast<unsigned>(chunk->data.size()));
   const int rc = uv_write(&chunk->req, c.stream(), &b, 1, onChunkWritten);
   if (rc != 0) {
@@ -215,18 +232,48 @@ int TlsTransport::flush(Connection& c, uv_write_t* owner, bool try_first) noexce
   return 0;
 }
 
-bool TlsTransport::encrypt(const uv_buf_t* bufs, unsigned n) noexcept {
-  for (unsigned i = 0; i < n; ++i) {
-    if (bufs[i].len == 0) continue;
-    ERR_clear_error();
-    size_t done = 0;
-    // The write BIO grows as needed, so SSL_write takes every byte in one call.
-    if (SSL_write_ex(ssl_, bufs[i].base, bufs[i].len, &done) != 1 || done != bufs[i].len) {
-      LB_DEBUG("tls: write: %s", tlsErrorText().c_str());
-      return false;
-    }
+void TlsTransport::dropLargeWriteBio() noexcept {
+  // Drained, and it grew past what a chunk may keep (one large response's ciphertext): a
+  // fresh BIO, so an idle connection does not hold that memory (the chunks' rule, putChunk).
+  if (bioCapacity(wbio_) <= kKeepChunkBytes) return;
+  BIO* fresh = BIO_new(BIO_s_mem());
+  if (fresh == nullptr) return;   // keeps the large one; nothing is lost
+  SSL_set0_wbio(ssl_, fresh);     // frees the old one
+  wbio_ = fresh;
+}
+
+bool TlsTransport::sslWrite(const char* data, size_t len) noexcept {
+  ERR_clear_error();
+  size_t done = 0;
+  // The write BIO grows as needed, so SSL_write takes every byte in one call.
+  if (SSL_write_ex(ssl_, data, len, &done) != 1 || done != len) {
+    LB_DEBUG("tls: write: %s", tlsErrorText().c_str());
+    return false;
   }
   return true;
+}
+
+bool TlsTransport::encrypt(const uv_buf_t* bufs, unsigned n) noexcept {
+  if (n == 1) return bufs[0].len == 0 || sslWrite(bufs[0].base, bufs[0].len);
+  size_t gathered = 0;
+  for (unsigned i = 0; i < n; ++i) {
+    const size_t len = bufs[i].len;
+    if (len == 0) continue;
+    if (gathered + len <= kGather) {
+      memcpy(gather_scratch + gathered, bufs[i].base, len);
+      gathered += len;
+      continue;
+    }
+    if (gathered > 0 && !sslWrite(gather_scratch, gathered)) return false;
+    gathered = 0;
+    if (len >= kGather) {   // a large buffer goes as it is, copied by nobody
+      if (!sslWrite(bufs[i].base, len)) return false;
+    } else {
+      memcpy(gather_scratch, bufs[i].base, len);
+      gathered = len;
+    }
+  }
+  return gathered == 0 || sslWrite(gather_scratch, gathered);
 }
 
 // --- Writing -----------------------------------------------------------------------------
@@ -434,6 +481,13 @@ void TlsTransport::readResumed(Connection& c) noexcept {
 void TlsTransport::decrypt(Connection& c) noexcept {
   in_decrypt_ = true;
   while (!c.closing() && c.reading()) {
+    // Nothing buffered, in OpenSSL or the read BIO: an SSL_read now could only say "want
+    // read", after taking and releasing a record buffer (SSL_MODE_RELEASE_BUFFERS). What
+    // the last one left to send (a key update's answer) goes out first.
+    if (SSL_has_pending(ssl_) == 0 && BIO_ctrl_pending(rbio_) == 0) {
+      if (BIO_ctrl_pending(wbio_) > 0) flush(c, nullptr, chunks_out_ == 0);
+      break;
+    }
     uv_buf_t b;
     c.ownerBuffer(&b);
     if (b.base == nullptr || b.len == 0) {

@@ -85,8 +85,12 @@ class TlsTransport final : public Transport {
   // The write BIO to the socket: as much now as it takes, the rest in a chunk completing
   // `owner` (which, when set, always gets its chunk, even an empty one). 0 or < 0.
   int flush(Connection& c, uv_write_t* owner, bool try_first) noexcept;
-  // SSL_write()s the whole of [bufs, n). false on an OpenSSL error.
+  // SSL_write()s the whole of [bufs, n), small buffers gathered into one record. false on an
+  // OpenSSL error.
   bool encrypt(const uv_buf_t* bufs, unsigned n) noexcept;
+  bool sslWrite(const char* data, size_t len) noexcept;
+  // After a flush has drained the write BIO: gives back a buffer that grew large.
+  void dropLargeWriteBio() noexcept;
   void handshake(Connection& c) noexcept;
   void handshakeDone(Connection& c) noexcept;
   void decrypt(Connection& c) noexcept;

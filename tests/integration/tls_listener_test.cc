@@ -222,6 +222,32 @@ TEST_F(TlsListenerTest, RenegotiationIsRefused) {
   EXPECT_EQ(ok.exit_code, 0) << ok.err;
 }
 
+TEST_F(TlsListenerTest, ASmallResponseLeavesInOneTlsRecord) {
+  // The response head and its body are two buffers of one write: lb seals them into one
+  // application-data record, not one each. s_client -msg prints every record it receives, its
+  // inner content type (23, application data) on the line after "InnerContent".
+  auto r = runCommand({"openssl", "s_client", "-connect", "127.0.0.1:" + std::to_string(port_),
+                       "-servername", "a.test", "-CAfile", ca_->certPath(), "-tls1_3", "-msg",
+                       "-ign_eof"},
+                      10s, "GET / HTTP/1.1\r\nHost: a.test\r\nConnection: close\r\n\r\n");
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  ASSERT_NE(r.out.find("X-Backend: origin-1"), std::string::npos) << r.out;
+  EXPECT_EQ(countOf(r.out, "<<< TLS 1.3, InnerContent [length 0001]\n    17\n"), 1u) << r.out;
+}
+
+TEST_F(TlsListenerTest, AConnectionGoesOnAfterALargeResponse) {
+  // 300,000 bytes leave in writes whose ciphertext outgrows what the write BIO may keep, so
+  // lb gives that buffer back and takes a fresh one: the kept-alive connection serves the
+  // next request (and a large one again) as before.
+  const std::string base = "https://a.test:" + std::to_string(port_);
+  auto r = curl("a.test", {"-o", "/dev/null", "-o", "/dev/null", "-o", "/dev/null", "-w",
+                           "%{http_code} %{size_download}\n", base + "/bytes?n=300000",
+                           base + "/small", base + "/bytes?n=300000"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(countOf(r.err, "Re-using existing connection"), 3u) << r.err;
+  EXPECT_EQ(countOf(r.out, "200 300000\n"), 2u) << r.out;
+}
+
 TEST_F(TlsListenerTest, CertificateExpiryIsExported) {
   const std::string m = metrics();
   EXPECT_GT(metricValue(m, "lb_tls_certificate_expiry_timestamp_seconds{listener=\"web\","
