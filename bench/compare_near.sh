@@ -14,7 +14,9 @@
 # and misses, so a reader can see the cache answered.
 #
 # Usage: bench/compare_near.sh [BUILD_DIR]          (default build; run `make` first)
-# Env: ROUNDS (3), REQUESTS (400000), KEYS (10), WORKERS (1: lb workers), WARMUP (3).
+# Env: ROUNDS (3), REQUESTS (400000), KEYS (10), WORKERS (1: lb workers), WARMUP (3),
+# BASE (another build dir: its lb, near cache on, joins the rounds as `lb_base`, so that a
+# change's effect is measured in the same run as the peers; a last table compares the two).
 # Loopback only, free ports; every process started here is stopped on exit.
 set -euo pipefail
 build=${1:-build}
@@ -68,6 +70,15 @@ near_pid=$!; pids+=($!)
 "$build/lb" --config "$work/plain.toml" >"$work/lb_plain.log" 2>&1 &
 plain_pid=$!; pids+=($!)
 wait_port "$nut"; wait_port "$lb_near"; wait_port "$lb_plain"
+base=${BASE:-}
+if [[ -n $base ]]; then
+  [[ -x $base/lb ]] || { echo "compare_near.sh: $base/lb not found" >&2; exit 2; }
+  lb_base=$(free_port); base_admin=$(free_port)
+  lb_config "$work/base.toml" "$lb_base" "$base_admin" 1
+  "$base/lb" --config "$work/base.toml" >"$work/lb_base.log" 2>&1 &
+  base_pid=$!; pids+=($!)
+  wait_port "$lb_base"
+fi
 
 # The keys, with 100-byte values, on whichever server owns each (through lb) and on solo.
 value=$(head -c 100 /dev/zero | tr '\0' v)
@@ -80,6 +91,9 @@ done
 declare -A port=([nutcracker]=$nut [lb_near]=$lb_near [lb_plain]=$lb_plain [redis_direct]=$solo)
 declare -A pid_of=([nutcracker]=$nut_pid [lb_near]=$near_pid [lb_plain]=$plain_pid [redis_direct]=$solo_pid)
 targets=(nutcracker lb_near lb_plain redis_direct)
+if [[ -n $base ]]; then
+  port[lb_base]=$lb_base; pid_of[lb_base]=$base_pid; targets+=(lb_base)
+fi
 bench() {   # port pipeline requests
   redis-benchmark -h 127.0.0.1 -p "$1" -c 50 -n "$3" -P "$2" -r "$keys" --csv \
                   GET 'hot:__rand_int__' 2>/dev/null | tail -1 |
@@ -87,7 +101,10 @@ bench() {   # port pipeline requests
 }
 # Warm-up: the near cache's keys become hot (a window or two) and fill.
 end=$((SECONDS + warmup))
-while (( SECONDS < end )); do bench "$lb_near" 16 100000 >/dev/null; done
+while (( SECONDS < end )); do
+  bench "$lb_near" 16 100000 >/dev/null
+  if [[ -n $base ]]; then bench "$lb_base" 16 100000 >/dev/null; fi
+done
 
 mkdir -p "$work/res"
 echo "bench/compare_near.sh: redis-benchmark -c 50 -n $requests -r $keys GET hot:__rand_int__,"
@@ -123,6 +140,21 @@ for p in 16 1; do
       else printf "| %s, CPU µs/req | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f |\n", p, n, l, q, d, n / l, d / l }'
   done
 done
+if [[ -n $base ]]; then
+  echo
+  echo "This build against BASE ($base), both with the near cache, in the same rounds:"
+  echo
+  echo "| -P | lb near, BASE | lb near, this build | this / BASE |"
+  echo "|---|---|---|---|"
+  for p in 16 1; do
+    for c in 3 4; do
+      b0=$(med lb_base "$p" "$c"); l=$(med lb_near "$p" "$c")
+      awk -v p="$p" -v c="$c" -v b="$b0" -v l="$l" 'BEGIN {
+        if (c == 3) printf "| %s, req/s | %.0f | %.0f | %.2f |\n", p, b, l, l / b
+        else printf "| %s, CPU µs/req | %.2f | %.2f | %.2f |\n", p, b, l, l / b }'
+    done
+  done
+fi
 echo
 echo "lb_near, lb_hotkey_requests_total by path:"
 curl -s "http://127.0.0.1:$near_admin/metrics" | grep '^lb_hotkey_requests_total' || echo "(none)"

@@ -6,8 +6,9 @@
 //              Every command lb accepts, the model must read as exactly the same argv from
 //              exactly as many bytes (and an empty command as empty); lb must refuse what the
 //              model refuses; and the bytes lb would forward (resp::appendCommand) must read,
-//              for the model, as that same argv in exactly their length. Then the next
-//              pipelined command the same way.
+//              for the model, as that same argv in exactly their length. What
+//              resp::matchGet (the session's GET shortcut) takes must be the same GET for
+//              parseRequest. Then the next pipelined command the same way.
 //   replies    a backend byte stream through resp::scanValue in pieces: every reply lb frames
 //              must be one the model frames with the same length, and every reply the model
 //              frames lb must frame the same.
@@ -80,6 +81,16 @@ void checkCommands(const std::string& stream, bool unauthenticated, Cuts cuts) {
     const Request r = lb::resp::parseRequest(rest.data(), rest.size(), kMaxBulk, kMaxArgs, args,
                                              text, !unauthenticated, nullptr);
     const std::vector<std::string> argv = copyArgs(args);
+    // The redis session's GET shortcut (resp::matchGet, for a client that has
+    // authenticated): what it takes must be this very GET.
+    if (!unauthenticated) {
+      std::string_view key;
+      const size_t got = lb::resp::matchGet(rest.data(), rest.size(), kMaxBulk, &key);
+      if (got > 0 && (r.status != Parse::kCommand || r.length != got || r.inline_form ||
+                      argv.size() != 2 || !lb::resp::equalsLower(argv[0], "get") ||
+                      argv[1] != key))
+        mismatch("matchGet took what parseRequest reads otherwise", rest);
+    }
 
     // The same bytes in pieces, with the progress kept between calls, as the session does.
     lb::resp::RequestProgress progress;

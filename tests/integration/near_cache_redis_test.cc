@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "tests/integration/hot_keys_load.h"
 #include "tests/integration/near_cache_fleet.h"
 
 namespace lb::test {
@@ -179,6 +180,82 @@ TEST_F(NearCacheRedisTest, HammeredReadsNeverGoBehindAnAcknowledgedWrite) {
   EXPECT_GT(served, 100) << "the near cache served too few reads for the test to mean anything";
   printf("[ near cache ] %ld writes, %ld reads by 4 readers, %.0f near hits\n", v, reads.load(),
          served);
+}
+
+// The near-hit fast path: a hit with nothing of its client queued ahead goes to the output at
+// once, with no command made. Pipelined with reads that go to a backend, a slow one among
+// them (EVAL spinning in Lua), every reply must still come back in the order of its command:
+// a hit behind a miss waits for it; a miss behind hits follows them. The hits are counted
+// (near_hit) and still count for hot-key detection (/hotkeys keeps the key with its rate).
+TEST_F(NearCacheRedisTest, PipelinedHitsAndMissesComeBackInTheirOrder) {
+  TcpClient c;
+  ASSERT_TRUE(c.connect(fleet_.port()));
+  ASSERT_EQ(nearRespExchange(c, redisEncode({"SET", "near:order", "hot"})), "+OK\r\n");
+  warm(c, "near:order");
+  const std::string hit = redisEncode({"GET", "near:order"});
+  const std::string hit_reply = "$3\r\nhot\r\n";
+  constexpr int kRounds = 8;
+  double hits_sent = 0;
+  const double before = hits();
+  for (int round = 0; round < kRounds; ++round) {
+    std::string cold[3];
+    for (int i = 0; i < 3; ++i) {
+      cold[i] = "near:cold:" + std::to_string(round) + ":" + std::to_string(i);
+      ASSERT_EQ(nearRespExchange(c, redisEncode({"SET", cold[i], "v" + cold[i]})), "+OK\r\n");
+    }
+    // Fills the entry again should the ttl have dropped it: the round's hits are then hits.
+    ASSERT_EQ(nearRespExchange(c, hit), hit_reply);
+    std::string req, want;
+    auto add = [&](const std::string& cmd, const std::string& reply) {
+      req += cmd;
+      want += reply;
+    };
+    auto value = [](const std::string& key) {
+      const std::string v = "v" + key;
+      return "$" + std::to_string(v.size()) + "\r\n" + v + "\r\n";
+    };
+    add(hit, hit_reply);                                        // a hit first, then a miss
+    add(redisEncode({"GET", cold[0]}), value(cold[0]));
+    add(redisEncode({"EVAL",
+                     "local i = 0 while i < 1000000 do i = i + 1 end "
+                     "return redis.call('GET', KEYS[1])",
+                     "1", cold[1]}),
+        value(cold[1]));                                        // a slow miss, then hits
+    add(hit, hit_reply);
+    add(hit, hit_reply);
+    add(redisEncode({"GET", cold[2]}), value(cold[2]));
+    add(hit, hit_reply);
+    add("GET near:order\r\n", hit_reply);                      // inline: the general parse
+    add(hit, hit_reply);
+    hits_sent += 6;
+    ASSERT_TRUE(c.send(req));
+    ASSERT_TRUE(c.readAtLeast(want.size(), 10s)) << "round " << round << ": " << c.buffer();
+    EXPECT_EQ(c.take(want.size()), want) << "round " << round;
+    EXPECT_TRUE(c.buffer().empty()) << c.buffer();
+  }
+  EXPECT_GE(hits() - before, hits_sent) << "the near cache did not answer the pipelined hits";
+
+  // Hits only, for 2 s: the key must stay on /hotkeys with its rate.
+  const std::string burst = [&] {
+    std::string b;
+    for (int i = 0; i < 200; ++i) b += hit;
+    return b;
+  }();
+  std::string burst_reply;
+  for (int i = 0; i < 200; ++i) burst_reply += hit_reply;
+  double rps = 0;
+  const auto end = std::chrono::steady_clock::now() + 2s;
+  for (int i = 0; i < 5000 && std::chrono::steady_clock::now() < end; ++i) {
+    ASSERT_TRUE(c.send(burst));
+    ASSERT_TRUE(c.readAtLeast(burst_reply.size()));
+    ASSERT_EQ(c.take(burst_reply.size()), burst_reply);
+  }
+  const auto doc = fetchHotKeys(fleet_.adminPort(), "fleet");
+  ASSERT_TRUE(doc.has_value());
+  const testjson::Value* k = findHotKey(*doc, "near:order");
+  ASSERT_NE(k, nullptr) << "near:order left /hotkeys while only the near cache served it";
+  rps = (*k)["rps"].number;
+  EXPECT_GT(rps, 200) << "the near cache's hits were not counted for hot-key detection";
 }
 
 }  // namespace

@@ -78,5 +78,49 @@ TEST(RespTest, RepliesAreFramedAcrossReadsWithoutDecoding) {
   EXPECT_EQ(scanValue("?what\r\n", 7, fresh), -1);
 }
 
+// matchGet is the redis session's shortcut past parseRequest: whatever it takes, parseRequest
+// must read as the same GET of the same length; every canonical GET it must take. Checked
+// over a few GETs, every prefix of them, and every one-byte change of them.
+TEST(RespTest, MatchGetTakesOnlyWhatParseRequestReadsAsTheSameGet) {
+  using namespace std::string_literals;
+  const std::vector<std::string> gets = {
+      "*2\r\n$3\r\nGET\r\n$5\r\nhot:1\r\n", "*2\r\n$3\r\nget\r\n$0\r\n\r\n",
+      "*2\r\n$3\r\ngEt\r\n$11\r\nk\r\n\0\r\nxyz12\r\n"s, "*2\r\n$3\r\nGET\r\n$1\r\nk\r\n"};
+  auto check = [](const std::string& in, size_t max_bulk) {
+    std::string_view key;
+    const size_t len = matchGet(in.data(), in.size(), max_bulk, &key);
+    const auto p = parse(in, max_bulk);
+    if (len == 0) return false;
+    EXPECT_EQ(p.r.status, Parse::kCommand) << in;
+    EXPECT_EQ(p.r.length, len) << in;
+    EXPECT_FALSE(p.r.inline_form) << in;
+    EXPECT_EQ(p.args.size(), 2u) << in;
+    if (p.args.size() == 2) {
+      EXPECT_TRUE(equalsLower(p.args[0], "get")) << in;
+      EXPECT_EQ(p.args[1], key) << in;
+    }
+    return true;
+  };
+  for (std::string g : gets) {
+    EXPECT_TRUE(check(g, 1 << 20)) << g;
+    EXPECT_TRUE(check(g + "*1\r\n$4\r\nPING\r\n", 1 << 20)) << "a pipelined GET";
+    for (size_t n = 0; n < g.size(); ++n) EXPECT_FALSE(check(g.substr(0, n), 1 << 20));
+    for (size_t i = 0; i < g.size(); ++i)
+      for (int c = 0; c < 256; ++c) {
+        std::string m = g;
+        m[i] = static_cast<char>(c);
+        check(m, 1 << 20);
+        check(m, 4);   // a key past max_bulk is parseRequest's too-large error
+      }
+  }
+  // Not the shortcut's: a longer GET (arity), a length with a leading zero or a sign.
+  for (const std::string in : {"*3\r\n$3\r\nGET\r\n$1\r\nk\r\n$1\r\nk\r\n",
+                               "*2\r\n$3\r\nGET\r\n$01\r\nk\r\n",
+                               "*2\r\n$3\r\nGET\r\n$+1\r\nk\r\n", "GET k\r\n"}) {
+    std::string_view key;
+    EXPECT_EQ(matchGet(in.data(), in.size(), 1 << 20, &key), 0u) << in;
+  }
+}
+
 }  // namespace
 }  // namespace lb::resp

@@ -158,6 +158,10 @@ uint64_t CacheSession::countKey(std::string_view key) noexcept {
   return hash;
 }
 
+void CacheSession::countHashed(uint64_t route_hash, std::string_view key) noexcept {
+  cluster_.countKey(env_.index(), route_hash, key);
+}
+
 bool CacheSession::pickHashed(uint64_t route_hash, uint32_t* host) noexcept {
   return cache_.picks().pickForKey(route_hash, host);
 }

@@ -155,6 +155,8 @@ class CacheSession : public Session,
   uint64_t countKey(std::string_view key) noexcept;
   // The hash that routes `key`, not counted (for a key pickHost counts elsewhere).
   uint64_t routeHash(std::string_view key) const noexcept;
+  // Counts `key`, routed by `route_hash` (routeHash's), as countKey does.
+  void countHashed(uint64_t route_hash, std::string_view key) noexcept;
   bool pickHashed(uint64_t route_hash, uint32_t* host) noexcept;
 
   // --- For parse(): the near cache (near_cache.h; cache_session_near.cc) ----------------
@@ -162,6 +164,12 @@ class CacheSession : public Session,
   // answered from the near cache; else, for a hot key, its reply will fill the cache once
   // nearSent(cmd, host) has said where it went.
   bool nearRead(CacheCommand* cmd, std::string_view key, uint64_t route_hash) noexcept;
+  // The same read before any command is made for it (the near-hit fast path): when nothing
+  // of this client waits ahead of it in reply order and the near cache has the key, the
+  // stored reply is appended to the output now (no command, no copy into the arena, no
+  // second copy when emitted) and the key and the hit are counted as for nearRead. False:
+  // nothing was done and nothing counted; make the command (beginCommand) and go on.
+  bool nearAnswerNow(std::string_view key, uint64_t route_hash) noexcept;
   void nearSent(CacheCommand* cmd, uint32_t host) noexcept;
   // The same steps for one key of a multi-key read (Redis MGET; redis_near_mget.cc):
   // nearHot says whether the key routed by `route_hash` uses the near cache at all;

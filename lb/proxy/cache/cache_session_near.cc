@@ -48,6 +48,23 @@ bool CacheSession::nearRead(CacheCommand* cmd, std::string_view key,
   return false;
 }
 
+// With a command queued, a hit must wait for the replies ahead of it (in the arena, as any
+// early reply): only an empty queue lets it go to the output at once, behind what is there
+// already, which is every earlier reply. A miss, a cold key or a queue goes the way of
+// nearRead, which looks again (a second probe on a path that is going to a backend anyway).
+bool CacheSession::nearAnswerNow(std::string_view key, uint64_t route_hash) noexcept {
+  if (head_ != nullptr || !nearHot(route_hash)) return false;
+  const uint64_t h = NearCache::hashOf(key);
+  const std::string_view hit = near_->find(h, key, uv_now(env_.loop()));
+  if (hit.empty()) return false;
+  cluster_.countKey(env_.index(), route_hash, key);
+  near_->stats().paths[static_cast<int>(NearPath::kHit)].add();
+  out_.append(hit.data(), hit.size());
+  ++commands_;
+  dirty();
+  return true;
+}
+
 // Before the read's bytes go to `host`: where its fill comes from, and, for a protocol with
 // a tracker, whether it may fill at all. With the tracker down nothing fills (a write that
 // bypasses lb would go unseen); a server connection not yet enabled in the tracker's epoch

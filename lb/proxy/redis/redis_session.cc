@@ -75,6 +75,17 @@ void RedisSession::emitMerged(CacheCommand& cmd, ByteChain& out) noexcept {
 }
 
 ParseStep RedisSession::parseOne(const char* p, size_t n) {
+  // GET key, the one command of a hot-key load, without the general parse and the command
+  // table: resp::matchGet takes only what parseRequest reads the same, for a client that
+  // has authenticated and with room for two arguments. Anything else, and a GET arriving in
+  // pieces (progress_), is parseRequest's.
+  if (authenticated_ && progress_.pos == 0 && limits().max_arguments >= 2) {
+    std::string_view key;
+    if (const size_t len = resp::matchGet(p, n, limits().max_request_bytes, &key); len > 0) {
+      dispatchGet({p, len}, key);
+      return ParseStep::next(len);
+    }
+  }
   CacheScratch& sc = cache().scratch();
   const resp::Request r = resp::parseRequest(p, n, limits().max_request_bytes,
                                              limits().max_arguments, sc.args, sc.text,
@@ -182,15 +193,16 @@ void RedisSession::dispatch(std::string_view raw, bool inline_form) noexcept {
       const uint64_t hash = countKey(key);
       // GET key, and only that, is a plain read the near cache answers (GET with more
       // arguments is an arity error the server gives).
-      const bool plain_get = nearEnabled() && spec->name == "get" && args.size() == 2;
-      if (plain_get && nearRead(cmd, key, hash)) return;
-      if (!plain_get && nearEnabled() && spec->read_only) nearBypass(hash);
+      if (spec->name == "get" && args.size() == 2) {
+        sendGet(cmd, raw, key, hash);
+        return;
+      }
+      if (nearEnabled() && spec->read_only) nearBypass(hash);
       uint32_t host;
       if (!pickHashed(hash, &host)) {
         refuse(cmd, CacheErrorReason::kNoBackend, "no backend is available for this key");
         return;
       }
-      if (plain_get) nearSent(cmd, host);
       sendRaw(cmd, host, raw, redis::kAnyReply);
       return;
     }
@@ -207,6 +219,33 @@ void RedisSession::dispatch(std::string_view raw, bool inline_form) noexcept {
       splitByOwner(cmd, *spec, raw);
       return;
   }
+}
+
+// GET key as resp::matchGet found it (raw: the command's canonical bytes). A hit with
+// nothing queued ahead is answered with no command at all (nearAnswerNow); otherwise it is
+// the GET dispatch() would have made, counted once.
+void RedisSession::dispatchGet(std::string_view raw, std::string_view key) noexcept {
+  inline_ = false;
+  const uint64_t hash = routeHash(key);
+  if (nearEnabled() && nearAnswerNow(key, hash)) return;
+  CacheCommand* cmd = beginCommand(kPass);
+  if (cmd == nullptr) return;
+  countHashed(hash, key);
+  sendGet(cmd, raw, key, hash);
+}
+
+// A plain GET's command, its key counted and routed by `hash`: from the near cache, or to
+// its owner (a hot key's reply then fills the near cache).
+void RedisSession::sendGet(CacheCommand* cmd, std::string_view raw, std::string_view key,
+                           uint64_t hash) noexcept {
+  if (nearEnabled() && nearRead(cmd, key, hash)) return;
+  uint32_t host;
+  if (!pickHashed(hash, &host)) {
+    refuse(cmd, CacheErrorReason::kNoBackend, "no backend is available for this key");
+    return;
+  }
+  if (nearEnabled()) nearSent(cmd, host);
+  sendRaw(cmd, host, raw, redis::kAnyReply);
 }
 
 // A command that may change its keys, before it is routed: each key it names leaves the near

@@ -262,6 +262,36 @@ Request parseRequest(const char* p, size_t n, size_t max_bulk, size_t max_args,
   return r;
 }
 
+size_t matchGet(const char* p, size_t n, size_t max_bulk, std::string_view* key) noexcept {
+  // "*2\r\n$3\r\nGET\r\n$", then at least "0\r\n\r\n".
+  constexpr size_t kHead = 14;
+  if (n < kHead + 5 || memcmp(p, "*2\r\n$3\r\n", 8) != 0 || memcmp(p + 11, "\r\n$", 3) != 0)
+    return 0;
+  // c | 0x20 is 'g' for 'g' and 'G' only (and so for 'e', 't'): findCommand's lower-casing.
+  if ((p[8] | 0x20) != 'g' || (p[9] | 0x20) != 'e' || (p[10] | 0x20) != 't') return 0;
+  // The length as parseInteger takes it: "0" alone, or 1-9 then digits. 18 digits at most
+  // here (no overflow); a longer one is past any max_bulk, parseRequest's to refuse.
+  size_t i = kHead;
+  uint64_t len = 0;
+  if (p[i] == '0') {
+    ++i;
+  } else {
+    if (p[i] < '1' || p[i] > '9') return 0;
+    while (i < n && p[i] >= '0' && p[i] <= '9') {
+      if (i - kHead == 18) return 0;
+      len = len * 10 + static_cast<uint64_t>(p[i] - '0');
+      ++i;
+    }
+  }
+  if (len > max_bulk || i + 2 > n || p[i] != '\r' || p[i + 1] != '\n') return 0;
+  const size_t data = i + 2;
+  if (len > n - data || n - data - len < 2) return 0;
+  const size_t end = data + static_cast<size_t>(len);
+  if (p[end] != '\r' || p[end + 1] != '\n') return 0;
+  *key = std::string_view(p + data, static_cast<size_t>(len));
+  return end + 2;
+}
+
 void appendCommand(ByteChain& out, std::string_view raw, bool inline_form,
                    const std::vector<std::string_view>& args) {
   if (!inline_form) {

@@ -62,6 +62,15 @@ Request parseRequest(const char* p, size_t n, size_t max_bulk, size_t max_args,
                      std::vector<std::string_view>& args, std::string& text,
                      bool authenticated = true, RequestProgress* progress = nullptr);
 
+// The one command a hot-key load is made of, recognised without the general parse: when
+// [p, p + n) starts with a complete `GET key` array in the canonical encoding
+// ("*2\r\n$3\r\nGET\r\n$<len>\r\n<key>\r\n", GET in any case, <len> in parseInteger's
+// form and at most max_bulk), its length, the key in *key (a view into p); else 0, and
+// parseRequest decides (an incomplete or odd GET is its to read or refuse). What it matches,
+// parseRequest reads identically for an authenticated client with max_args >= 2: kCommand,
+// args {GET, key}, this length (tests/fuzz/resp_fuzz.cc checks it).
+size_t matchGet(const char* p, size_t n, size_t max_bulk, std::string_view* key) noexcept;
+
 // The bytes lb sends a backend for a command parseRequest returned: a multibulk command as
 // it came (the parse accepts only the canonical encoding, so those bytes are it), an inline
 // one re-encoded as an array of the arguments lb decoded, never the line itself (a backend's
