@@ -389,6 +389,34 @@ TEST_F(TlsUpstreamTest, CheckNamesTheKeyOfEachBadFile) {
       << r.err;
 }
 
+TEST_F(TlsUpstreamTest, TheNearCachesTrackingConnectionSpeaksTlsToo) {
+  auto r = tlsRedis();
+  ASSERT_TRUE(r->ok()) << r->output();
+  ASSERT_TRUE(lb_.start(config("redis", trusting(", server_name = \"redis.test\""),
+                               {r->address()},
+                               "hot_keys = { near_cache = { items = 64, ttl = \"30s\" } }"),
+                        {port_, admin_port_}))
+      << lb_.output();
+  ASSERT_EQ(viaLb({"SET", "hot", "v0"}).out, "OK\n");
+  // One key, all the traffic: hot within a merge or two; then served from the near cache,
+  // which only fills while the tracking connection (TLS here) is up.
+  const auto deadline = std::chrono::steady_clock::now() + 15s;
+  bool hit = false;
+  while (!hit && std::chrono::steady_clock::now() < deadline) {
+    for (int i = 0; i < 20; ++i) viaLb({"GET", "hot"});
+    hit = metricSum(metrics(), "lb_hotkey_requests_total", {"path=\"near_hit\""}) > 0;
+  }
+  ASSERT_TRUE(hit) << metrics();
+  // A SET straight to the server, which lb never sees: tracking's invalidation makes the
+  // next reads through lb see it (the ttl is 30 s, so it cannot be what did it).
+  ASSERT_EQ(direct(*r, {"SET", "hot", "v1"}).out, "OK\n");
+  const auto seen_by = std::chrono::steady_clock::now() + 2s;
+  std::string got;
+  while (std::chrono::steady_clock::now() < seen_by && (got = viaLb({"GET", "hot"}).out) != "v1\n") {
+  }
+  EXPECT_EQ(got, "v1\n");
+}
+
 TEST_F(TlsUpstreamTest, VerifyFalseTrustsAnyCertificateAndSaysSo) {
   auto r = tlsRedis();
   ASSERT_TRUE(r->ok()) << r->output();
