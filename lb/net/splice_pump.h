@@ -65,9 +65,9 @@ class SplicePump {
   SplicePump(const SplicePump&) = delete;
   SplicePump& operator=(const SplicePump&) = delete;
 
-  // Starts moving up to `budget` bytes from `from` to `to` (both plain; their reads stopped by
-  // the caller). 0, or < 0 when it could not start (no descriptor: use the copy path; nothing
-  // to stop).
+  // Starts moving up to `budget` bytes from `from` to `to` (both plain; `from`'s read may be
+  // on or off: the pump takes it over). 0, or < 0 when it could not start (no descriptor: use
+  // the copy path; nothing to stop).
   int start(Connection& from, Connection& to, uint64_t budget) noexcept;
   // After a start() that returned 0, once the owner has recorded it: splices at once, and
   // waits for readiness only where that returned EAGAIN (a response body is usually in the

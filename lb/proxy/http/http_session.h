@@ -275,9 +275,12 @@ class HttpSession final : public Session,
   HttpExchange* ex_ = nullptr;
 
   // A Content-Length body of at least kSpliceMin bytes, a response's or a request's, moves
-  // with splice(2) (http_session_splice.cc); the session frees itself only once the pump's
-  // handles have closed too.
-  static constexpr uint64_t kSpliceMin = 256 * 1024;
+  // with splice(2) (http_session_splice.cc); the pump holds no handle, and every path that
+  // lets go of a connection stops it first (releaseUpstream).
+  // Chosen from bench/compare_objects.sh (bench/RESULTS.md): with the head read capped at
+  // kHeadRead, a 64 KiB object leaves about 48 KiB to move, and splicing that cost 0.82-0.86
+  // of HAProxy's CPU per request where copying it cost 0.96-1.18 (128 KiB alike).
+  static constexpr uint64_t kSpliceMin = 32 * 1024;
   // The most a read takes while a head is incomplete (onUpstreamAlloc): HAProxy's buffer
   // size, enough for nearly every head in one read.
   static constexpr size_t kHeadRead = 16 * 1024;
