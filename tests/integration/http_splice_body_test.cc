@@ -3,7 +3,7 @@
 // response's goes backend to client. Real lb (one worker) and a real lb-origin, whose echo
 // mode answers a POST with its own body: checked by hash, with the copy through lb's user
 // space measured from /proc/PID/io (splice moves bytes kernel to kernel, so rchar does not
-// grow with them); clients that leave mid-body; a stalled upload; descriptors after 10,000
+// grow with them); an upgraded tunnel, spliced both ways; clients that leave mid-body; a stalled upload; descriptors after 10,000
 // spliced requests; and a kernel that refuses splice (a seccomp filter on lb makes every
 // splice(2) fail with ENOSYS or EINVAL), where the copy path must carry the same bytes.
 #include <dirent.h>
@@ -236,6 +236,48 @@ TEST(HttpSpliceBodyTest, TenThousandSplicedRequestsLeaveNoDescriptorOrPipeBehind
   ASSERT_GT(before, 0);
   for (int i = 0; i < 100; ++i) ASSERT_TRUE(connection(100)) << "connection " << i;
   EXPECT_EQ(settled(before), before);
+}
+
+TEST(HttpSpliceBodyTest, AnUpgradedConnectionIsSplicedBothWaysAndArrivesIdentical) {
+  ProxyHarness h;
+  std::string why;
+  ASSERT_TRUE(h.startOrigin("a", &why)) << why;
+  ASSERT_TRUE(h.startLb(config(h.originPort("a")), &why)) << why;
+  TcpClient c;
+  ASSERT_TRUE(c.connect(h.port()));
+  ASSERT_TRUE(c.send("GET /ws HTTP/1.1\r\nHost: x\r\nx-key: k\r\nConnection: Upgrade\r\n"
+                     "Upgrade: websocket\r\n\r\n"));
+  auto r = readHttpResponse(c, false, 5s);
+  ASSERT_TRUE(r.ok) << r.error;
+  ASSERT_EQ(r.status, 101);
+  c.buffer().clear();
+  const long long rchar0 = procIo(h.lb().pid(), "rchar");
+  // lb-origin echoes every byte after the upgrade: 16 MiB out on a thread, the same back.
+  const std::string bytes = noise(16 << 20, 13);
+  bool sent = false;
+  std::thread t([&] {
+    size_t at = 0;
+    while (at < bytes.size()) {
+      ssize_t k = ::send(c.fd(), bytes.data() + at, bytes.size() - at, MSG_NOSIGNAL);
+      if (k > 0) {
+        at += static_cast<size_t>(k);
+        continue;
+      }
+      pollfd p{c.fd(), POLLOUT, 0};
+      if (k < 0 && (errno == EAGAIN || errno == EINTR) && ::poll(&p, 1, 10000) > 0) continue;
+      break;
+    }
+    sent = at == bytes.size();
+  });
+  const bool got = c.readAtLeast(bytes.size(), 30s);
+  t.join();
+  ASSERT_TRUE(sent);
+  ASSERT_TRUE(got) << c.buffer().size() << " bytes came back";
+  EXPECT_TRUE(c.buffer() == bytes) << "the tunnel's echo differs";
+  const long long copied = procIo(h.lb().pid(), "rchar") - rchar0;
+  EXPECT_LT(copied, 1ll << 20) << "lb read " << copied << " tunnel bytes through user space";
+  c.close();
+  EXPECT_TRUE(originConnections(h.originPort("a"), 0)) << "the tunnel's backend side stayed open";
 }
 
 // Installs, on the calling thread only (and what it forks from now on), a filter that makes

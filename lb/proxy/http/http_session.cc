@@ -36,7 +36,8 @@ HttpSession::HttpSession(WorkerEnv* worker, const std::shared_ptr<const Snapshot
       cluster_(&snap->clusters[ls->cluster]),
       lstats_(&ls->state->per_worker[worker->index()]),
       client_(*this, worker->loop()),
-      body_pump_(*this, worker->loop()) {
+      body_pump_(*this, worker->loop()),
+      tunnel_pump_(*this, worker->loop()) {
   worker_->link(this);
   lstats_->connections_active.add(1);
 }

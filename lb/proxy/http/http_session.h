@@ -290,6 +290,12 @@ class HttpSession final : public Session,
   void onPumpRead(SplicePump& p, size_t n) noexcept override;
   void onPumpDone(SplicePump& p, int status) noexcept override;
   SplicePump body_pump_;
+  // kTunnel: body_pump_ moves client to backend, tunnel_pump_ backend to client, each once
+  // that direction's buffered bytes are out (http_session_tunnel.cc).
+  SplicePump tunnel_pump_;
+  bool tunnel_pump_open_ = false;
+  void spliceTunnel(bool client_to_backend) noexcept;
+  void onTunnelPumpDone(SplicePump& p, int status) noexcept;
   bool pump_open_ = false;       // body_pump_ started and not yet stopped
   bool pump_request_ = false;    // body_pump_ moves a request body (else a response's)
   bool splice_refused_ = false;  // splice failed with nothing moved: copy from now on

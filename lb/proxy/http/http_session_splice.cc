@@ -47,14 +47,20 @@ bool HttpSession::spliceRequestBody() noexcept {
 }
 
 void HttpSession::stopBodyPump() noexcept {
+  if (tunnel_pump_open_) {
+    tunnel_pump_open_ = false;
+    tunnel_pump_.stop();
+  }
   if (!pump_open_) return;
   pump_open_ = false;
   body_pump_.stop();
 }
 
-void HttpSession::onPumpRead(SplicePump&, size_t n) noexcept {
+void HttpSession::onPumpRead(SplicePump& p, size_t n) noexcept {
   if (ex_ == nullptr) return;
-  if (pump_request_)
+  if (&p == &tunnel_pump_)
+    ex_->route.stats->bytes_rx.add(n);
+  else if (pump_request_)
     ex_->route.stats->bytes_tx.add(n);
   else
     ex_->route.stats->bytes_rx.add(n);
@@ -62,6 +68,10 @@ void HttpSession::onPumpRead(SplicePump&, size_t n) noexcept {
 }
 
 void HttpSession::onPumpDone(SplicePump& p, int status) noexcept {
+  if (state_ == State::kTunnel) {
+    onTunnelPumpDone(p, status);
+    return;
+  }
   const bool request = pump_request_;
   if (ex_ != nullptr) (request ? ex_->log.bytes_in : ex_->log.bytes_out) += p.bytesWritten();
   const bool on_source = p.errorOnSource();
