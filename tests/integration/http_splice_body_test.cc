@@ -140,9 +140,12 @@ TEST(HttpSpliceBodyTest, AnUploadAndItsEchoAreSplicedAndArriveIdentical) {
   EXPECT_TRUE(r.body == body) << "the echo differs (" << r.body.size() << " bytes)";
   EXPECT_TRUE(r.keep_alive);
   // 64 MiB crossed lb; what it read through user space is the heads, the first body bytes
-  // of each direction and the echo's part that came while the upload was still under way.
+  // of each direction and the echo's part that came while the upload was still under way
+  // (a response is spliced only once its request is sent whole): how much of the echo that
+  // is depends on timing (about 20 MiB at -O2, 29 MiB under SAN=1), but past 33 MiB the
+  // upload itself would have been copied.
   const long long copied = procIo(h.lb().pid(), "rchar") - rchar0;
-  EXPECT_LT(copied, 24ll << 20) << "lb read " << copied << " bytes through user space";
+  EXPECT_LT(copied, 33ll << 20) << "lb read " << copied << " bytes through user space";
   // The connection carries on, spliced bodies behind it.
   ASSERT_TRUE(c.send(httpRequest("GET", "/bytes?n=1000", "x-key: k\r\n")));
   auto next = readHttpResponse(c, false, 10s);
