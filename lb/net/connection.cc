@@ -1,5 +1,9 @@
 #include "lb/net/connection.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstring>
 
 namespace lb {
@@ -153,6 +157,10 @@ void Connection::readStop() noexcept {
 
 void Connection::onAlloc(uv_handle_t* h, size_t, uv_buf_t* buf) {
   auto* c = static_cast<Connection*>(h->data);
+  if (c->ready_fn_ != nullptr) {   // a splice pump reads: libuv only says "readable"
+    *buf = uv_buf_init(nullptr, 0);
+    return;
+  }
   c->transport_->allocRead(*c, buf);
 }
 
@@ -174,7 +182,58 @@ void Connection::ownerBuffer(uv_buf_t* buf) noexcept {
 
 void Connection::onRead(uv_stream_t* s, ssize_t n, const uv_buf_t* buf) {
   auto* c = static_cast<Connection*>(s->data);
+  if (c->ready_fn_ != nullptr && buf->base == nullptr) {
+    // UV_ENOBUFS: readable. Anything else libuv reports without reading (its EOF on POLLHUP
+    // after a partial read) has stopped its read: the pump's splice finds out what is left.
+    if (n != UV_ENOBUFS) c->readStop();
+    c->ready_fn_(c->ready_ctx_);
+    return;
+  }
   c->transport_->readDone(*c, n, buf);
+}
+
+// --- Readiness for a splice pump ------------------------------------------------------------
+
+int Connection::fd() noexcept {
+  uv_os_fd_t fd;
+  return uv_fileno(reinterpret_cast<uv_handle_t*>(&tcp_), &fd) == 0 ? fd : -1;
+}
+
+int Connection::watchWritable(ReadyFn fn, void* ctx) noexcept {
+  if (closing_) return UV_ECANCELED;
+  if (write_dup_ < 0) {
+    const int sock = fd();
+    if (sock < 0) return UV_EBADF;
+    const int dup = fcntl(sock, F_DUPFD_CLOEXEC, 0);
+    if (dup < 0) return -errno;
+    if (const int rc = uv_poll_init(tcp_.loop, &write_poll_, dup); rc != 0) {
+      ::close(dup);
+      return rc;
+    }
+    write_poll_.data = this;
+    write_dup_ = dup;
+    ++pending_;   // its close callback
+  }
+  writable_fn_ = fn;
+  writable_ctx_ = ctx;
+  if (!write_armed_) {
+    const int rc = uv_poll_start(&write_poll_, UV_WRITABLE, onWritable);
+    if (rc != 0) return rc;
+    write_armed_ = true;
+  }
+  return 0;
+}
+
+void Connection::unwatchWritable() noexcept {
+  if (!write_armed_) return;
+  write_armed_ = false;
+  uv_poll_stop(&write_poll_);
+}
+
+void Connection::onWritable(uv_poll_t* h, int status, int) {
+  auto* c = static_cast<Connection*>(h->data);
+  if (status < 0) c->write_armed_ = false;   // libuv stopped the poll on POLLERR
+  if (c->writable_fn_ != nullptr) c->writable_fn_(c->writable_ctx_);
 }
 
 void Connection::deliver(ssize_t n, const uv_buf_t* buf) noexcept {
@@ -336,6 +395,16 @@ void Connection::close() noexcept {
   uv_timer_stop(&timer_);
   uv_close(reinterpret_cast<uv_handle_t*>(&timer_), onHandleClosed);
   uv_close(reinterpret_cast<uv_handle_t*>(&tcp_), onHandleClosed);
+  ready_fn_ = nullptr;
+  writable_fn_ = nullptr;
+  if (write_dup_ >= 0) {
+    // uv_close on a poll handle takes its descriptor out of epoll at once (uv__poll_stop),
+    // so the duplicate can close now; the socket itself closes with tcp_.
+    write_armed_ = false;
+    uv_close(reinterpret_cast<uv_handle_t*>(&write_poll_), onHandleClosed);
+    ::close(write_dup_);
+    write_dup_ = -1;
+  }
   transport_->closing(*this);
 }
 

@@ -156,8 +156,26 @@ class Connection {
 
   // --- Pipe -------------------------------------------------------------------------
   // A SplicePump (lb/net/splice_pump.h) moves bytes between two connections without the
-  // owner when both transports are plain (plain()); the owner stops both reads first.
+  // owner when both transports are plain (plain()). It learns readiness from libuv's own
+  // watcher on the socket, so nothing else registers the descriptor with epoll on the hot
+  // path: while a ready hook is set, a read hands libuv a zero-length buffer (libuv then
+  // reads nothing and reports UV_ENOBUFS, documented uv_alloc_cb behaviour) and the hook runs
+  // instead of the owner's callbacks, each time the socket is readable while reading is
+  // started (readStart/readStop as usual: the pump starts and stops it for back-pressure).
+  // Writability comes from a uv_poll_t on a duplicate of the socket (epoll keys a
+  // registration on descriptor and file, so it is distinct from libuv's): made on the
+  // first watchWritable, kept until close(), armed only while a spliced write waits.
+  using ReadyFn = void (*)(void* ctx) noexcept;
   bool plain() const noexcept { return transport_ == &PlainTransport::instance(); }
+  int fd() noexcept;   // the socket's descriptor, or -1
+  void setReadyHook(ReadyFn fn, void* ctx) noexcept {
+    ready_fn_ = fn;
+    ready_ctx_ = ctx;
+  }
+  // fn(ctx) while the socket is writable (level-triggered), until unwatchWritable. 0, or < 0
+  // when no duplicate or poll handle could be made (the owner copies instead).
+  int watchWritable(ReadyFn fn, void* ctx) noexcept;
+  void unwatchWritable() noexcept;
   void setTransport(Transport* t) noexcept { transport_ = t; }
   Transport* transport() const noexcept { return transport_; }
   // Loop thread: what accept() uses until the next call (null: plain).
@@ -199,6 +217,7 @@ class Connection {
   static void onConnect(uv_connect_t* req, int status);
   static void onTimerFired(uv_timer_t* t);
   static void onHandleClosed(uv_handle_t* h);
+  static void onWritable(uv_poll_t* h, int status, int events);
 
   void handleWrite(ConnectionWrite* w, int status) noexcept;
   void beginHandshake() noexcept;
@@ -217,6 +236,14 @@ class Connection {
   uv_connect_t connect_req_;
   uv_shutdown_t shutdown_req_;
   int pending_ = 2;                // close callbacks, writes, a shutdown and a connect
+
+  ReadyFn ready_fn_ = nullptr;     // set: reads go to it, not to the owner (splicing)
+  void* ready_ctx_ = nullptr;
+  ReadyFn writable_fn_ = nullptr;
+  void* writable_ctx_ = nullptr;
+  uv_poll_t write_poll_;           // on write_dup_, once made
+  int write_dup_ = -1;
+  bool write_armed_ = false;
 
   bool reading_ = false;
   bool connecting_ = false;         // from connect() to onConnected, handshake included

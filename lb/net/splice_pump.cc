@@ -17,6 +17,7 @@ constexpr unsigned kFlags = SPLICE_F_MOVE | SPLICE_F_NONBLOCK;
 // one busy connection does not hold the loop from the others (libuv's uv__read stops at 32
 // reads for the same reason).
 constexpr int kRounds = 16;
+constexpr int kRunning = INT32_MIN;
 
 // Empty pipes kept for the next pump on this thread. Each worker is one thread, so this is the
 // per-worker pool with no lock; the destructor closes them at thread exit.
@@ -61,77 +62,66 @@ struct PipePool {
 };
 thread_local PipePool t_pipes;
 
-int dupOf(Connection& c) noexcept {
-  uv_os_fd_t fd;
-  if (uv_fileno(reinterpret_cast<uv_handle_t*>(c.tcp()), &fd) != 0) return -1;
-  return fcntl(fd, F_DUPFD_CLOEXEC, 0);
-}
-
 }  // namespace
 
 int SplicePump::pooledPipes() noexcept { return t_pipes.n; }
 
 int SplicePump::start(Connection& from, Connection& to, uint64_t budget) noexcept {
   if (started_ || budget == 0 || !from.plain() || !to.plain()) return UV_EINVAL;
-  in_fd_ = dupOf(from);
-  out_fd_ = in_fd_ >= 0 ? dupOf(to) : -1;
-  int err = 0;
-  if (out_fd_ < 0) {
-    err = -errno;
-  } else if ((err = uv_poll_init(loop_, &in_poll_, in_fd_)) == 0) {
-    if ((err = uv_poll_init(loop_, &out_poll_, out_fd_)) != 0) {
-      // in_poll_ holds no resource until started; its close needs no callback of ours.
-      uv_close(reinterpret_cast<uv_handle_t*>(&in_poll_), nullptr);
-    }
-  }
-  if (err != 0) {
-    if (in_fd_ >= 0) ::close(in_fd_);
-    if (out_fd_ >= 0) ::close(out_fd_);
-    in_fd_ = out_fd_ = -1;
-    return err < 0 ? err : UV_EINVAL;
-  }
-  in_poll_.data = this;
-  out_poll_.data = this;
+  in_fd_ = from.fd();
+  out_fd_ = to.fd();
+  if (in_fd_ < 0 || out_fd_ < 0) return UV_EBADF;
+  from_ = &from;
+  to_ = &to;
   in_pipe_ = 0;
   budget_ = budget;
   read_ = written_ = 0;
-  in_events_ = out_events_ = 0;
+  writable_armed_ = false;
   last_ms_ = uv_now(loop_);
   started_ = true;
   done_ = eof_ = blocked_out_ = error_on_source_ = false;
-  arm(&in_poll_, &in_events_, UV_READABLE, onInReady);
+  // From here on a read on `from` only says that it is readable (Connection::setReadyHook).
+  from.setReadyHook(onInReady, this);
   return 0;
 }
 
-// Only when the wanted events change: uv_poll_start stops first, an epoll_ctl DEL, and the
-// next loop turn ADDs again.
-void SplicePump::arm(uv_poll_t* h, int* current, int want, uv_poll_cb cb) noexcept {
-  if (*current == want) return;
-  *current = want;
-  if (want == 0)
-    uv_poll_stop(h);
+void SplicePump::pumpNow() noexcept { run(); }
+
+void SplicePump::onInReady(void* ctx) noexcept { static_cast<SplicePump*>(ctx)->run(); }
+void SplicePump::onOutReady(void* ctx) noexcept { static_cast<SplicePump*>(ctx)->run(); }
+
+// The source's readiness is libuv's own read watcher, registered with epoll already: a stop
+// costs no syscall (libuv drops the registration only if an event comes meanwhile).
+void SplicePump::wantIn(bool on) noexcept {
+  if (on == from_->reading()) return;
+  if (on)
+    from_->readStart();
   else
-    uv_poll_start(h, want, cb);
+    from_->readStop();
 }
 
-void SplicePump::onInReady(uv_poll_t* h, int status, int) {
-  auto* p = static_cast<SplicePump*>(h->data);
-  if (status < 0) p->in_events_ = 0;   // libuv stopped the poll on POLLERR; splice says why
-  p->run();
-}
-
-void SplicePump::onOutReady(uv_poll_t* h, int status, int) {
-  auto* p = static_cast<SplicePump*>(h->data);
-  if (status < 0) p->out_events_ = 0;
-  p->run();
+// The destination's poll (Connection::watchWritable) is armed only while a write waits on
+// EAGAIN: an epoll_ctl each way then, none for a body the socket takes as it comes.
+bool SplicePump::wantOut(bool on) noexcept {
+  if (on == writable_armed_) return true;
+  writable_armed_ = on;
+  if (!on) {
+    to_->unwatchWritable();
+    return true;
+  }
+  if (to_->watchWritable(onOutReady, this) == 0) return true;
+  writable_armed_ = false;
+  return false;
 }
 
 void SplicePump::run() noexcept {
   if (done_ || !started_) return;
   size_t got = 0;          // read from the source in this callback
   bool dry = false;        // the source had less than asked: do not ask again this turn
-  int status = 1;          // 1: still running
-  for (int round = 0; round < kRounds && status == 1; ++round) {
+  // kRunning until the pump ends; kUnsupported is 1, so the sentinel must be neither it nor
+  // an errno (a 1 here once made a refused splice spin instead of falling back).
+  int status = kRunning;
+  for (int round = 0; round < kRounds && status == kRunning; ++round) {
     bool progress = false;
     if (in_pipe_ > 0) {
       ssize_t n = splice(pipe_[0], nullptr, out_fd_, nullptr, in_pipe_, kFlags);
@@ -188,35 +178,32 @@ void SplicePump::run() noexcept {
     owner_->onPumpRead(*this, got);
     if (done_ || !started_) return;   // the owner stopped the pump in there
   }
-  if (status != 1) {
+  if (status != kRunning) {
     finish(status);
     return;
   }
-  // Level-triggered: a source with more to read, or a destination that can take more, calls
-  // back on the next turn, so stopping at kRounds loses nothing.
-  arm(&in_poll_, &in_events_,
-      !eof_ && budget_ > 0 && (pipe_[0] < 0 || in_pipe_ < capacity_) ? UV_READABLE : 0,
-      onInReady);
-  arm(&out_poll_, &out_events_, in_pipe_ > 0 ? UV_WRITABLE : 0, onOutReady);
+  // Level-triggered both: a source with more to read, or a destination that can take more,
+  // calls back on the next turn, so stopping at kRounds loses nothing. Bytes left in the pipe
+  // mean the destination returned EAGAIN, or kRounds ran out (then writability calls back at
+  // once); a body the destination takes as it comes never arms its poll.
+  wantIn(!eof_ && budget_ > 0 && (pipe_[0] < 0 || in_pipe_ < capacity_));
+  if (!wantOut(in_pipe_ > 0)) finish(-EMFILE);   // no duplicate or poll handle
 }
 
 void SplicePump::finish(int status) noexcept {
   done_ = true;
-  arm(&in_poll_, &in_events_, 0, onInReady);
-  arm(&out_poll_, &out_events_, 0, onOutReady);
+  wantIn(false);
+  wantOut(false);
   owner_->onPumpDone(*this, status);
 }
 
 void SplicePump::stop() noexcept {
-  if (!started_ || closing_ > 0) return;
+  if (!started_) return;
   done_ = true;
-  closing_ = 2;
-  // uv_close on a poll handle removes its descriptor from epoll at once (libuv's
-  // uv__poll_stop invalidates it), so the duplicates can close now.
-  uv_close(reinterpret_cast<uv_handle_t*>(&in_poll_), onPollClosed);
-  uv_close(reinterpret_cast<uv_handle_t*>(&out_poll_), onPollClosed);
-  ::close(in_fd_);
-  ::close(out_fd_);
+  started_ = false;
+  wantIn(false);   // reading stays stopped: the owner restarts it as it needs
+  wantOut(false);
+  from_->setReadyHook(nullptr, nullptr);
   in_fd_ = out_fd_ = -1;
   if (pipe_[0] >= 0 && in_pipe_ > 0) {   // bytes nobody will read: the pipe is not reusable
     ::close(pipe_[0]);
@@ -237,13 +224,6 @@ bool SplicePump::takePipe() noexcept {
 void SplicePump::givePipe() noexcept {
   t_pipes.give(pipe_, capacity_);
   pipe_[0] = pipe_[1] = -1;
-}
-
-void SplicePump::onPollClosed(uv_handle_t* h) {
-  auto* p = static_cast<SplicePump*>(h->data);
-  if (--p->closing_ > 0) return;
-  p->started_ = false;
-  p->owner_->onPumpClosed(*p);
 }
 
 }  // namespace lb

@@ -4,13 +4,16 @@
 // the two Connections, a byte budget (or kUnbounded: until EOF) and hears, through
 // SplicePumpOwner, each batch of bytes read and, once, how the pump ended.
 //
-// Readiness, without fighting libuv (docs/architecture.md, "Connections"): the owner stops
-// libuv's reads on both connections and queues no libuv write on the destination while the
-// pump runs. The pump dup()s each descriptor and watches the duplicate with its own uv_poll_t
-// (level-triggered): epoll keys a registration on the descriptor and its open file, so the
-// duplicate's registration is distinct from libuv's on the original and neither handle sees
-// the other's events. The socket stays one socket: a shutdown() or close() by libuv acts
-// on it as usual, and the pump's duplicates are closed with the pump.
+// Readiness, without fighting libuv (docs/architecture.md, "Connections"): the source's is
+// libuv's own read watcher on it. While the pump runs, the source Connection's ready hook is
+// set (Connection::setReadyHook): each read hands libuv a zero-length buffer, libuv reads
+// nothing and reports UV_ENOBUFS, and the hook runs the pump, which splices; the pump starts
+// and stops that read for back-pressure, which costs no syscall while the descriptor stays
+// registered. The destination's writability is a uv_poll_t on a duplicate of its socket,
+// made once per connection and kept by it (Connection::watchWritable), armed only while a
+// spliced write waits on EAGAIN: epoll keys a registration on descriptor and open file, so
+// the duplicate's is distinct from libuv's and neither sees the other's events. The owner
+// queues no libuv write on the destination while the pump runs.
 //
 // Back-pressure both ways: the pump reads only while its pipe has room, and watches the
 // destination for writability only while bytes wait in the pipe and it returned EAGAIN; a
@@ -21,9 +24,10 @@
 // arrive and go back as soon as the pipe is empty again, so an idle connection holds none;
 // one that ends with bytes in it is closed.
 //
-// Lifetime: embedded in its owner, neither copied nor moved. stop() closes the polls and the
-// duplicates; the pump is reusable only after onPumpClosed, which the owner must wait for
-// before freeing it (uv_close is asynchronous). Loop thread only; every callback noexcept.
+// Lifetime: embedded in its owner, neither copied nor moved; it holds no handle of its own, so
+// stop() is immediate and the pump may be started again or freed right after. Both
+// Connections must outlive the pump's run (the owner stops it before closing either). Loop
+// thread only; every callback noexcept.
 #pragma once
 
 #include <uv.h>
@@ -45,8 +49,6 @@ class SplicePumpOwner {
   // possible on these descriptors and no byte moved: use the copy path), or < 0 (a read or
   // write error; error_on_source() says which side). The polls are stopped, not yet closed.
   virtual void onPumpDone(SplicePump& p, int status) noexcept = 0;
-  // After stop(): every handle has closed; the pump may be freed or started again.
-  virtual void onPumpClosed(SplicePump& p) noexcept = 0;
 
  protected:
   ~SplicePumpOwner() = default;
@@ -56,19 +58,24 @@ class SplicePump {
  public:
   static constexpr uint64_t kUnbounded = UINT64_MAX;
   static constexpr int kUnsupported = 1;
-  // The pipe's capacity asked with F_SETPIPE_SZ: the connection's high watermark, so a
-  // spliced connection holds no more in flight than a copied one.
+  // The pipe's capacity asked with F_SETPIPE_SZ (best effort).
   static constexpr int kPipeSize = 256 * 1024;
 
   SplicePump(SplicePumpOwner& owner, uv_loop_t* loop) noexcept : owner_(&owner), loop_(loop) {}
   SplicePump(const SplicePump&) = delete;
   SplicePump& operator=(const SplicePump&) = delete;
 
-  // Starts moving up to `budget` bytes from `from` to `to` (both plain; their reads stopped by
-  // the caller). 0, or < 0 when it could not start (no pipe, no descriptor: use the copy
-  // path; nothing to stop).
+  // Starts moving up to `budget` bytes from `from` to `to` (both plain; `from`'s read may be
+  // on or off: the pump takes it over). 0, or < 0 when it could not start (no descriptor: use
+  // the copy path; nothing to stop).
   int start(Connection& from, Connection& to, uint64_t budget) noexcept;
-  // Stops and closes the handles; onPumpClosed follows. Idempotent; after onPumpDone too.
+  // After a start() that returned 0, once the owner has recorded it: splices at once, and
+  // waits for readiness only where that returned EAGAIN (a response body is usually in the
+  // socket already; a poll armed first would cost an epoll_ctl and a loop turn). The
+  // owner's callbacks may run in here, onPumpDone included.
+  void pumpNow() noexcept;
+  // Stops (reading on the source stays stopped, its ready hook cleared). Idempotent; after
+  // onPumpDone too.
   void stop() noexcept;
 
   bool active() const noexcept { return started_ && !done_; }
@@ -82,26 +89,24 @@ class SplicePump {
   static int pooledPipes() noexcept;
 
  private:
-  static void onInReady(uv_poll_t* h, int status, int events);
-  static void onOutReady(uv_poll_t* h, int status, int events);
-  static void onPollClosed(uv_handle_t* h);
+  static void onInReady(void* ctx) noexcept;
+  static void onOutReady(void* ctx) noexcept;
 
   void run() noexcept;
   void finish(int status) noexcept;
-  void arm(uv_poll_t* h, int* current, int want, uv_poll_cb cb) noexcept;
+  void wantIn(bool on) noexcept;
+  bool wantOut(bool on) noexcept;
   bool takePipe() noexcept;
   void givePipe() noexcept;
 
   SplicePumpOwner* owner_;
   uv_loop_t* loop_;
-  uv_poll_t in_poll_;
-  uv_poll_t out_poll_;
-  int in_fd_ = -1;        // dup of the source socket
-  int out_fd_ = -1;       // dup of the destination socket
+  Connection* from_ = nullptr;
+  Connection* to_ = nullptr;
+  int in_fd_ = -1;        // from_'s socket
+  int out_fd_ = -1;       // to_'s socket
   int pipe_[2] = {-1, -1};
-  int in_events_ = 0;     // what each poll watches now (re-arming costs an epoll_ctl pair)
-  int out_events_ = 0;
-  int closing_ = 0;       // poll close callbacks still to come
+  bool writable_armed_ = false;   // to_'s writable poll is armed
   size_t capacity_ = 0;   // the pipe's, from F_GETPIPE_SZ
   size_t in_pipe_ = 0;
   uint64_t budget_ = 0;   // bytes still to read from the source

@@ -1,4 +1,4 @@
-// A response's Content-Length body of kSpliceMin (256 KiB) or more is spliced origin to client
+// A response's Content-Length body of kSpliceMin (32 KiB) or more is spliced origin to client
 // (lb/proxy/http/http_session_splice.cc): real lb (one worker), real lb-origin /bytes bodies
 // checked byte for byte on one keep-alive connection with pipelined requests, and an origin of
 // the test's own that cuts or stalls a body it promised, so the client must see a truncated

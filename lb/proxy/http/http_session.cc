@@ -36,7 +36,8 @@ HttpSession::HttpSession(WorkerEnv* worker, const std::shared_ptr<const Snapshot
       cluster_(&snap->clusters[ls->cluster]),
       lstats_(&ls->state->per_worker[worker->index()]),
       client_(*this, worker->loop()),
-      body_pump_(*this, worker->loop()) {
+      body_pump_(*this, worker->loop()),
+      tunnel_pump_(*this, worker->loop()) {
   worker_->link(this);
   lstats_->connections_active.add(1);
 }
@@ -78,7 +79,11 @@ void HttpSession::onAlloc(uv_buf_t* buf) noexcept {
     in_.buf = worker_->buffers().get();
     in_.len = in_.pos = 0;
   }
-  *buf = uv_buf_init(in_.buf + in_.len, BufferPool::kBlockSize - in_.len);
+  // A request head is read in kHeadRead pieces, as a response's (onUpstreamAlloc): body
+  // bytes read with it are copied, the rest of a large body may be spliced.
+  size_t room = BufferPool::kBlockSize - in_.len;
+  if ((state_ == State::kIdle || state_ == State::kHead) && room > kHeadRead) room = kHeadRead;
+  *buf = uv_buf_init(in_.buf + in_.len, static_cast<unsigned>(room));
 }
 
 void HttpSession::onRead(char*, size_t n) noexcept { handleDownRead(static_cast<ssize_t>(n)); }
@@ -100,8 +105,8 @@ void HttpSession::onLingerDone() noexcept { closeAll(); }
 
 // The connection's last callback is back: nothing of libuv's refers to this session now.
 void HttpSession::onClosed() noexcept {
-  conn_closed_ = true;
-  if (!pump_open_) delete this;
+  stopBodyPump();   // stopped already (closeAll): nothing of it refers to this session
+  delete this;
 }
 
 // ---- reading from the client -------------------------------------------------------------

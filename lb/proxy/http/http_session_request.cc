@@ -185,6 +185,7 @@ void HttpSession::pumpRequest() noexcept {
       // Everything buffered went out: the head is no longer needed, reuse the block.
       in_.len = in_.pos = 0;
       head_end_ = 0;
+      if (spliceRequestBody()) return;   // onPumpDone carries on
       setDownReading(true);
       return;
     }

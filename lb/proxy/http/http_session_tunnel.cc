@@ -3,7 +3,8 @@
 // reading from the side that feeds it stops. The first side to send EOF (or fail a read) ends
 // the tunnel: what it sent before still reaches the other side (TunnelPhase says which write
 // is being waited for), then both connections close; the timer closes a tunnel idle for
-// timeouts.idle.
+// timeouts.idle. Once a direction's buffered bytes are out it is spliced instead, when both
+// sockets are plain (spliceTunnel).
 #include "lb/proxy/http/http_session.h"
 
 namespace lb {
@@ -32,9 +33,11 @@ void HttpSession::pumpTunnel() noexcept {
       }
       if (w == 1) setDownReading(false);   // onUpstreamWrite resumes
     }
-    if (!up_->writing()) {
+    if (!up_->writing() && !pump_open_) {
       if (in_.buf != nullptr) in_.len = in_.pos = 0;
-      setDownReading(true);
+      spliceTunnel(true);
+      if (state_ != State::kTunnel || up_ == nullptr) return;
+      if (!pump_open_) setDownReading(true);
     }
   }
   // backend -> client
@@ -48,11 +51,56 @@ void HttpSession::pumpTunnel() noexcept {
         return;
       }
     }
-    if (!io_.down_writing) {
+    if (!io_.down_writing && !tunnel_pump_open_) {
       if (upin_.buf != nullptr) upin_.len = upin_.pos = 0;
-      setUpReading(true);
+      spliceTunnel(false);
+      if (state_ != State::kTunnel || up_ == nullptr) return;
+      if (!tunnel_pump_open_) setUpReading(true);
     }
   }
+}
+
+// A direction with nothing buffered left goes kernel to kernel from here on (both sockets
+// plain, splice not refused on this connection): an unbounded pump, as a tcp listener's.
+void HttpSession::spliceTunnel(bool client_to_backend) noexcept {
+  if (splice_refused_) return;
+  SplicePump& p = client_to_backend ? body_pump_ : tunnel_pump_;
+  bool& open = client_to_backend ? pump_open_ : tunnel_pump_open_;
+  if (open) return;
+  Connection& from = client_to_backend ? client_ : up_->connection();
+  Connection& to = client_to_backend ? up_->connection() : client_;
+  if (p.start(from, to, SplicePump::kUnbounded) != 0) return;
+  open = true;
+  if (client_to_backend) {
+    pump_request_ = true;
+    if (in_.buf != nullptr) releaseBlock(&in_);
+  } else {
+    io_.up_reading = false;   // the pump has the backend's read
+    if (upin_.buf != nullptr) releaseBlock(&upin_);
+  }
+  p.pumpNow();
+}
+
+// A tunnel's pump ended: the source's EOF with every byte before it delivered (the tunnel
+// ends, as endTunnel after the flush), an error either side (it ends too), or splice refused
+// with nothing moved (that direction copies, and so does any later pump of this connection).
+void HttpSession::onTunnelPumpDone(SplicePump& p, int status) noexcept {
+  const bool client_to_backend = &p == &body_pump_;
+  if (client_to_backend) {
+    pump_open_ = false;
+  } else {
+    tunnel_pump_open_ = false;
+  }
+  p.stop();
+  if (status == SplicePump::kUnsupported) {
+    splice_refused_ = true;
+    if (client_to_backend)
+      setDownReading(true);
+    else
+      setUpReading(true);
+    return;
+  }
+  closeAll();
 }
 
 // One side sent EOF (or its read failed). Close now, or once the write carrying that side's

@@ -1,6 +1,7 @@
 // HttpSession's backend side: pick, connect and retry (kConnecting), the request head sent
 // up, the response parsed and streamed down (kExchange), the end of an exchange, and the
 // request's metrics and access-log line.
+#include <algorithm>
 #include <cstring>
 
 #include "lb/core/log.h"
@@ -209,7 +210,14 @@ void HttpSession::onUpstreamAlloc(uv_buf_t* buf) noexcept {
     upin_.buf = worker_->buffers().get();
     upin_.len = upin_.pos = 0;
   }
-  *buf = uv_buf_init(upin_.buf + upin_.len, BufferPool::kBlockSize - upin_.len);
+  // Until the response head is parsed, reads are at most kHeadRead: whatever body bytes
+  // come with the head are copied through user space, and a body that will be spliced
+  // should bring few (a 64 KiB read of a large object cost as much CPU as splicing the rest
+  // of a 1 MiB body). A longer head takes more reads into the same block.
+  size_t room = BufferPool::kBlockSize - upin_.len;
+  if (ex_ != nullptr && !ex_->resp.headDone() && state_ == State::kExchange)
+    room = std::min(room, kHeadRead);
+  *buf = uv_buf_init(upin_.buf + upin_.len, static_cast<unsigned>(room));
 }
 
 void HttpSession::onUpstreamRead(ssize_t n, const uv_buf_t*) noexcept {

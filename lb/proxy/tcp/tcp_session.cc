@@ -170,9 +170,9 @@ void TcpSession::startPiping() noexcept {
 void TcpSession::startPump(Side& from) noexcept {
   SplicePump& p = &from == &down_ ? pump_up_ : pump_down_;
   if (p.start(*from.conn, *other(from).conn, SplicePump::kUnbounded) == 0) {
-    ++pumps_open_;
     from.pump = &p;
     from.reading = true;
+    p.pumpNow();
     return;
   }
   startReading(from);
@@ -218,11 +218,6 @@ void TcpSession::onPumpDone(SplicePump& p, int status) noexcept {
   if (!client_side && &from == &up_ && up_.bytes_read == 0 && p.errorOnSource())
     attempt_.reportFailure(BackendFailure::kConnectReset);
   close(client_side ? TcpOutcome::kClientReset : TcpOutcome::kBackendReset);
-}
-
-void TcpSession::onPumpClosed(SplicePump&) noexcept {
-  --pumps_open_;
-  if (state_ == State::kClosing) maybeFree();
 }
 
 void TcpSession::startReading(Side& side) noexcept {
@@ -372,7 +367,7 @@ void TcpSession::onClosed() noexcept {
 }
 
 void TcpSession::maybeFree() noexcept {
-  if (client_closed_ && up_writes_ == 0 && pumps_open_ == 0) delete this;
+  if (client_closed_ && up_writes_ == 0) delete this;
 }
 
 void TcpSession::close(TcpOutcome outcome) noexcept {
@@ -382,8 +377,7 @@ void TcpSession::close(TcpOutcome outcome) noexcept {
   finishRecord();
   attempt_.release();
   listener_.state->per_worker[env_.index()].connections_active.add(-1);
-  // The pumps first: their descriptors are duplicates, and the sockets end (FIN) only once
-  // every duplicate is closed too.
+  // The pumps first: they work on both connections.
   stopPump(down_);
   stopPump(up_);
   client_.close();

@@ -152,7 +152,6 @@ class TcpSession final : public Session,
   // backend's to the client.
   void onPumpRead(SplicePump& p, size_t n) noexcept override;
   void onPumpDone(SplicePump& p, int status) noexcept override;
-  void onPumpClosed(SplicePump& p) noexcept override;
   Side& sourceOf(SplicePump& p) noexcept { return &p == &pump_up_ ? down_ : up_; }
   void startPump(Side& from) noexcept;
   void stopPump(Side& from) noexcept;
@@ -171,7 +170,6 @@ class TcpSession final : public Session,
   uint32_t up_writes_ = 0;      // writes queued on a backend connection, not yet back
   SplicePump pump_up_;
   SplicePump pump_down_;
-  uint32_t pumps_open_ = 0;     // pumps started and not yet closed (their handles are ours)
   bool client_closed_ = false;  // client_'s onClosed came
 
   uint64_t hash_ = 0;
