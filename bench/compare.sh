@@ -78,17 +78,7 @@ if [[ $mode == tls ]]; then
     -subj /CN=bench.test -addext subjectAltName=DNS:bench.test \
     -keyout "$work/tls/key.pem" -out "$work/tls/cert.pem" 2>/dev/null
   cat "$work/tls/cert.pem" "$work/tls/key.pem" >"$work/tls/both.pem"   # HAProxy's crt
-  cat >"$work/client.cnf" <<EOF
-openssl_conf = conf
-[conf]
-ssl_conf = ssl
-[ssl]
-system_default = client
-[client]
-MinProtocol = TLSv1.3
-Ciphersuites = $tls_suite
-Groups = $tls_group
-EOF
+  write_tls_client_conf "$work/client.cnf" "$tls_suite" "$tls_group"
 fi
 scheme=http; [[ $mode == tls ]] && scheme=https
 

@@ -41,17 +41,7 @@ if [[ -n ${TLS:-} ]]; then
   command -v openssl >/dev/null || { echo "idle_conns.sh: TLS=1 needs openssl" >&2; exit 2; }
   openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
     -subj /CN=bench.test -keyout "$work/key.pem" -out "$work/cert.pem" 2>/dev/null
-  cat >"$work/client.cnf" <<EOF
-openssl_conf = conf
-[conf]
-ssl_conf = ssl
-[ssl]
-system_default = client
-[client]
-MinProtocol = TLSv1.3
-Ciphersuites = TLS_AES_128_GCM_SHA256
-Groups = X25519
-EOF
+  write_tls_client_conf "$work/client.cnf" "TLS_AES_128_GCM_SHA256" "X25519"
   tls_line="tls = { certificates = [ { cert = \"$work/cert.pem\", key = \"$work/key.pem\" } ] }"
   tls_args=(--tls)
 fi

@@ -79,3 +79,19 @@ cpu_us_per_request() {   # "u s" before, "u s" after, requests
     split(a, x, " "); split(b, y, " "); if (n == 0) { print "-"; exit }
     printf "%.2f", ((y[1] - x[1]) + (y[2] - x[2])) * 1e6 / hz / n }'
 }
+
+# An OPENSSL_CONF for the clients (wrk, openssl s_time/s_client) that pins TLS 1.3 to one
+# suite and one group, so every proxy is measured on the same handshake.
+write_tls_client_conf() {   # file suite group
+  cat >"$1" <<EOF
+openssl_conf = conf
+[conf]
+ssl_conf = ssl
+[ssl]
+system_default = client
+[client]
+MinProtocol = TLSv1.3
+Ciphersuites = $2
+Groups = $3
+EOF
+}
