@@ -71,6 +71,15 @@ enum class CacheOutcome : uint8_t {
 };
 const char* cacheOutcomeName(CacheOutcome o) noexcept;
 
+// What CacheSession::nearAnswerNow learned about a read it did not answer, handed on to
+// nearRead so that a key is looked up once: whether it is hot and, when hot, that the near
+// cache missed it (with the cache's hash of the key). kUnknown: nothing was looked at.
+struct NearLook {
+  enum class State : uint8_t { kUnknown, kCold, kMissed };
+  State state = State::kUnknown;
+  uint64_t hash = 0;
+};
+
 class CacheSession : public Session,
                      public Flushable,
                      public FragmentOwner,
@@ -163,13 +172,15 @@ class CacheSession : public Session,
   // A plain read of one key (Redis GET, memcached get) routed by `route_hash`: true when
   // answered from the near cache; else, for a hot key, its reply will fill the cache once
   // nearSent(cmd, host) has said where it went.
-  bool nearRead(CacheCommand* cmd, std::string_view key, uint64_t route_hash) noexcept;
+  bool nearRead(CacheCommand* cmd, std::string_view key, uint64_t route_hash,
+                NearLook look = {}) noexcept;
   // The same read before any command is made for it (the near-hit fast path): when nothing
   // of this client waits ahead of it in reply order and the near cache has the key, the
   // stored reply is appended to the output now (no command, no copy into the arena, no
   // second copy when emitted) and the key and the hit are counted as for nearRead. False:
-  // nothing was done and nothing counted; make the command (beginCommand) and go on.
-  bool nearAnswerNow(std::string_view key, uint64_t route_hash) noexcept;
+  // nothing was done and nothing counted (what was looked at is in *look, for nearRead);
+  // make the command (beginCommand) and go on.
+  bool nearAnswerNow(std::string_view key, uint64_t route_hash, NearLook* look) noexcept;
   void nearSent(CacheCommand* cmd, uint32_t host) noexcept;
   // The same steps for one key of a multi-key read (Redis MGET; redis_near_mget.cc):
   // nearHot says whether the key routed by `route_hash` uses the near cache at all;

@@ -23,16 +23,22 @@ bool CacheSession::nearHot(uint64_t route_hash) const noexcept {
          cluster_.state->hot_keys.isHot(env_.index(), route_hash);
 }
 
-bool CacheSession::nearRead(CacheCommand* cmd, std::string_view key,
-                            uint64_t route_hash) noexcept {
-  if (!nearHot(route_hash)) return false;
+// `look` is what nearAnswerNow found for this read just before (nothing ran in between that
+// could change the hot set or the cache: both change only between reads of the loop).
+bool CacheSession::nearRead(CacheCommand* cmd, std::string_view key, uint64_t route_hash,
+                            NearLook look) noexcept {
+  using State = NearLook::State;
+  if (look.state == State::kCold) return false;
+  if (look.state == State::kUnknown && !nearHot(route_hash)) return false;
   NearCacheWorkerStats& st = near_->stats();
-  const uint64_t h = NearCache::hashOf(key);
-  const std::string_view hit = near_->find(h, key, uv_now(env_.loop()));
-  if (!hit.empty()) {
-    st.paths[static_cast<int>(NearPath::kHit)].add();
-    answer(cmd, hit);   // a copy: the entry may go before the reply is written
-    return true;
+  const uint64_t h = look.state == State::kMissed ? look.hash : NearCache::hashOf(key);
+  if (look.state != State::kMissed) {
+    const std::string_view hit = near_->find(h, key, uv_now(env_.loop()));
+    if (!hit.empty()) {
+      st.paths[static_cast<int>(NearPath::kHit)].add();
+      answer(cmd, hit);   // a copy: the entry may go before the reply is written
+      return true;
+    }
   }
   st.paths[static_cast<int>(NearPath::kMiss)].add();
   // The ticket before the read is sent: a write bumped after this drops the fill.
@@ -51,12 +57,20 @@ bool CacheSession::nearRead(CacheCommand* cmd, std::string_view key,
 // With a command queued, a hit must wait for the replies ahead of it (in the arena, as any
 // early reply): only an empty queue lets it go to the output at once, behind what is there
 // already, which is every earlier reply. A miss, a cold key or a queue goes the way of
-// nearRead, which looks again (a second probe on a path that is going to a backend anyway).
-bool CacheSession::nearAnswerNow(std::string_view key, uint64_t route_hash) noexcept {
-  if (head_ != nullptr || !nearHot(route_hash)) return false;
+// nearRead, told through *look what was found here so that it does not look again.
+bool CacheSession::nearAnswerNow(std::string_view key, uint64_t route_hash,
+                                 NearLook* look) noexcept {
+  if (head_ != nullptr) return false;
+  if (!nearHot(route_hash)) {
+    look->state = NearLook::State::kCold;
+    return false;
+  }
   const uint64_t h = NearCache::hashOf(key);
   const std::string_view hit = near_->find(h, key, uv_now(env_.loop()));
-  if (hit.empty()) return false;
+  if (hit.empty()) {
+    *look = NearLook{NearLook::State::kMissed, h};
+    return false;
+  }
   cluster_.countKey(env_.index(), route_hash, key);
   near_->stats().paths[static_cast<int>(NearPath::kHit)].add();
   out_.append(hit.data(), hit.size());

@@ -227,18 +227,19 @@ void RedisSession::dispatch(std::string_view raw, bool inline_form) noexcept {
 void RedisSession::dispatchGet(std::string_view raw, std::string_view key) noexcept {
   inline_ = false;
   const uint64_t hash = routeHash(key);
-  if (nearEnabled() && nearAnswerNow(key, hash)) return;
+  NearLook look;
+  if (nearEnabled() && nearAnswerNow(key, hash, &look)) return;
   CacheCommand* cmd = beginCommand(kPass);
   if (cmd == nullptr) return;
   countHashed(hash, key);
-  sendGet(cmd, raw, key, hash);
+  sendGet(cmd, raw, key, hash, look);
 }
 
 // A plain GET's command, its key counted and routed by `hash`: from the near cache, or to
 // its owner (a hot key's reply then fills the near cache).
 void RedisSession::sendGet(CacheCommand* cmd, std::string_view raw, std::string_view key,
-                           uint64_t hash) noexcept {
-  if (nearEnabled() && nearRead(cmd, key, hash)) return;
+                           uint64_t hash, NearLook look) noexcept {
+  if (nearEnabled() && nearRead(cmd, key, hash, look)) return;
   uint32_t host;
   if (!pickHashed(hash, &host)) {
     refuse(cmd, CacheErrorReason::kNoBackend, "no backend is available for this key");
