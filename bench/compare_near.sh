@@ -6,7 +6,7 @@
 #   hot_keys.near_cache on, `lb_plain` without (the same cluster otherwise: selector
 #   twemproxy, the same names), and 1 redis-server straight (`redis_direct`).
 # The load: redis-benchmark GET of KEYS keys (-r KEYS, `hot:__rand_int__`, set beforehand),
-# -c 50, pipelined (-P 16) and not, so every key is far above the hot threshold: the case a
+# -c 50, pipelined (-P 64, -P 16) and not, so every key is far above the hot threshold: the case a
 # near cache is for (Fan et al., SoCC 2011: the few hottest items). lb first sees the load
 # for WARMUP seconds so the keys are hot and cached before a round is timed. Rounds are
 # interleaved across targets; the table shows each target's median round, and the ratios to
@@ -15,8 +15,15 @@
 #
 # Usage: bench/compare_near.sh [BUILD_DIR]          (default build; run `make` first)
 # Env: ROUNDS (3), REQUESTS (400000), KEYS (10), WORKERS (1: lb workers), WARMUP (3),
+# PIPELINES (the -P depths, "64 16 1"),
 # BASE (another build dir: its lb, near cache on, joins the rounds as `lb_base`, so that a
-# change's effect is measured in the same run as the peers; a last table compares the two).
+# change's effect is measured in the same run as the peers; a last table compares the two),
+# PIN (1, the default: redis-benchmark on CPU 0 and the process under test, all its threads,
+# on CPU 1, so that every target is measured placed alike, client and server on a core each;
+# left to the scheduler, placement differs from round to round; PIN=0 leaves it so).
+# At -P 64 redis-benchmark's own cost per request falls below the servers', so req/s there
+# is the server's limit; at -P 16 and -P 1 the client's core is, and CPU per request is the
+# figure that tells the servers apart.
 # Loopback only, free ports; every process started here is stopped on exit.
 set -euo pipefail
 build=${1:-build}
@@ -25,6 +32,9 @@ requests=${REQUESTS:-400000}
 keys=${KEYS:-10}
 workers=${WORKERS:-1}
 warmup=${WARMUP:-3}
+pin=${PIN:-1}
+pipelines=${PIPELINES:-64 16 1}
+(( $(nproc) >= 2 )) || pin=0
 for tool in redis-server redis-benchmark redis-cli nutcracker curl; do
   command -v "$tool" >/dev/null || { echo "compare_near.sh: $tool missing (make deps)" >&2; exit 2; }
 done
@@ -94,8 +104,14 @@ targets=(nutcracker lb_near lb_plain redis_direct)
 if [[ -n $base ]]; then
   port[lb_base]=$lb_base; pid_of[lb_base]=$base_pid; targets+=(lb_base)
 fi
+if [[ $pin == 1 ]]; then
+  for t in "${targets[@]}"; do taskset -a -p -c 1 "${pid_of[$t]}" >/dev/null; done
+  client=(taskset -c 0)
+else
+  client=()
+fi
 bench() {   # port pipeline requests
-  redis-benchmark -h 127.0.0.1 -p "$1" -c 50 -n "$3" -P "$2" -r "$keys" --csv \
+  "${client[@]}" redis-benchmark -h 127.0.0.1 -p "$1" -c 50 -n "$3" -P "$2" -r "$keys" --csv \
                   GET 'hot:__rand_int__' 2>/dev/null | tail -1 |
     awk -F'","' '{ gsub(/"/, ""); split($0, f, ","); print f[2] }'
 }
@@ -108,9 +124,9 @@ done
 
 mkdir -p "$work/res"
 echo "bench/compare_near.sh: redis-benchmark -c 50 -n $requests -r $keys GET hot:__rand_int__,"
-echo "$rounds rounds, lb workers = $workers; $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "$rounds rounds, lb workers = $workers, pinned = $pin; $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
 for r in $(seq "$rounds"); do
-  for p in 16 1; do
+  for p in $pipelines; do
     for t in "${targets[@]}"; do
       cpu0=$(cpu_ticks "${pid_of[$t]}")
       rps=$(bench "${port[$t]}" "$p" "$requests")
@@ -130,7 +146,7 @@ med() {   # target pipeline column
   awk -v t="$1" -v p="$2" -v c="$3" '$1 == t && $2 == p {print $c}' "$work/res/all" |
     sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] + 0 }'
 }
-for p in 16 1; do
+for p in $pipelines; do
   for c in 3 4; do
     n=$(med nutcracker "$p" "$c"); l=$(med lb_near "$p" "$c"); q=$(med lb_plain "$p" "$c"); d=$(med redis_direct "$p" "$c")
     # For req/s higher is faster; for CPU per request lower is, so its ratios are inverted
@@ -146,7 +162,7 @@ if [[ -n $base ]]; then
   echo
   echo "| -P | lb near, BASE | lb near, this build | this / BASE |"
   echo "|---|---|---|---|"
-  for p in 16 1; do
+  for p in $pipelines; do
     for c in 3 4; do
       b0=$(med lb_base "$p" "$c"); l=$(med lb_near "$p" "$c")
       awk -v p="$p" -v c="$c" -v b="$b0" -v l="$l" 'BEGIN {
