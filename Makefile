@@ -89,9 +89,19 @@ $(BUILD)/obj/%.o: %.cc | deps
 	@mkdir -p $(dir $@)
 	$(CXX) $(CXXFLAGS) -c $< -o $@
 
-$(BUILD)/obj/tests/%.o: tests/%.cc | deps
+# Every test file is compiled with tests/support/test_pch.h in front of it, precompiled once
+# per build (that header says why). GCC takes NAME.gch in place of NAME when it sits beside
+# it and was built with the same flags, so the header is copied into the build tree beside
+# its .gch; a file whose flags differ (layers_test's -D below) reads the text instead.
+TEST_PCH := $(BUILD)/obj/tests/pch/test_pch.h
+$(TEST_PCH).gch: tests/support/test_pch.h Makefile | deps
 	@mkdir -p $(dir $@)
-	$(CXX) $(TEST_CXXFLAGS) -c $< -o $@
+	cp $< $(TEST_PCH)
+	$(CXX) $(TEST_CXXFLAGS) -x c++-header $(TEST_PCH) -o $@
+
+$(BUILD)/obj/tests/%.o: tests/%.cc $(TEST_PCH).gch | deps
+	@mkdir -p $(dir $@)
+	$(CXX) $(TEST_CXXFLAGS) -include $(TEST_PCH) -c $< -o $@
 
 # The Makefile is a prerequisite: an object built before LLHTTP_DEFS changed must not survive.
 $(BUILD)/obj/llhttp/%.o: $(LLHTTP_DIR)/%.c Makefile | deps
