@@ -2,7 +2,8 @@
 // Prometheus scraping the admin listener every second, and the numbers read back through
 // Prometheus' HTTP API matching the traffic the test sent. Also promtool's linter on the live
 // process's /metrics, and the admin paths served by the real binary. The dashboard's Cache row
-// is checked against lb with a redis listener in front of real redis-servers.
+// is checked against lb with a redis listener in front of real redis-servers, its TLS row
+// against lb terminating TLS in front of redis-servers that speak only TLS.
 //
 // Waits on the proxy: until lb/app/worker_group.cc and lb-origin land on main, their placeholders exit
 // at once and these tests skip with that reason.
@@ -17,7 +18,10 @@
 #include "tests/integration/cache_fleet.h"
 #include "tests/integration/lb_fixture.h"
 #include "tests/integration/metrics_fleet.h"
+#include "tests/integration/temp_dir.h"
+#include "tests/support/cache_server.h"
 #include "tests/support/etcd_process.h"
+#include "tests/support/tls_certs.h"
 
 namespace lb::test {
 namespace {
@@ -215,10 +219,10 @@ TEST_F(MetricsPrometheusTest, DashboardQueriesReturnDataFromARealLb) {
   auto traffic_until = std::chrono::steady_clock::now() + 2500ms;
   for (int i = 0; std::chrono::steady_clock::now() < traffic_until; ++i)
     send(c, std::to_string(i));
-  // Every row but Cache and Membership: an HTTP fleet has no redis or memcached listener and
-  // no membership cluster (the tests below).
+  // Every row but Cache, Membership and TLS: an HTTP fleet has no redis or memcached
+  // listener, no membership cluster and no TLS (the tests below).
   for (const auto& [row, panels] : panelsByRow(dashboard))
-    if (row != "Cache" && row != "Membership") expectPanelsHaveData(prom, panels);
+    if (row != "Cache" && row != "Membership" && row != "TLS") expectPanelsHaveData(prom, panels);
 }
 
 TEST_F(MetricsPrometheusTest, DashboardMembershipRowQueriesReturnDataFromAnEtcdBackedLb) {
@@ -292,6 +296,136 @@ TEST_F(MetricsPrometheusTest, DashboardCacheRowQueriesReturnDataFromALiveRedisLi
   }
   expectPanelsHaveData(prom, rows["Cache"]);
   EXPECT_EQ(fleet.lb().process().stop(), 0) << fleet.output();
+}
+
+TEST_F(MetricsPrometheusTest, DashboardTlsRowQueriesReturnDataFromATlsListenerAndTlsBackends) {
+  // lb terminates TLS on a tcp listener and speaks TLS to two redis-servers that speak only
+  // TLS: "good" shows a certificate of the CA lb trusts, "untrusted" one of another CA.
+  TempDir dir("dashtls");
+  ASSERT_TRUE(dir.ok());
+  TlsCa ca(dir.path()), other(dir.path(), "other");
+  ASSERT_TRUE(ca.ok()) << ca.error();
+  ASSERT_TRUE(other.ok()) << other.error();
+  const TlsCert edge = ca.issue("edge", {"edge.test"});
+  const TlsCert trusted = ca.issue("redis", {"redis.test", "IP:127.0.0.1"});
+  const TlsCert untrusted = other.issue("untrusted", {"redis.test", "IP:127.0.0.1"});
+  for (const TlsCert* c : {&edge, &trusted, &untrusted}) ASSERT_TRUE(c->ok) << c->error;
+  auto tlsRedis = [&](const TlsCert& cert) {
+    return std::make_unique<CacheServer>(
+        CacheServer::kRedisTls,
+        std::vector<std::string>{"--tls-cert-file", cert.cert, "--tls-key-file", cert.key,
+                                 "--tls-ca-cert-file", ca.certPath(), "--tls-auth-clients",
+                                 "no"});
+  };
+  auto good = tlsRedis(trusted), bad = tlsRedis(untrusted);
+  ASSERT_TRUE(good->ok()) << good->output();
+  ASSERT_TRUE(bad->ok()) << bad->output();
+  // No hash policy on a tcp listener: each connection picks a backend at random, so some try
+  // the untrusted one first (a verify failure, then the good one).
+  const uint16_t admin = freePort(), port = freePort();
+  LbProcess lb;
+  ASSERT_TRUE(lb.start(
+      "[lb]\nworkers = 1\naccess_log = \"\"\n[admin]\nlisten = \"127.0.0.1:" +
+          std::to_string(admin) + "\"\n[listeners.edge]\nlisten = \"127.0.0.1:" +
+          std::to_string(port) + "\"\nprotocol = \"tcp\"\ncluster = \"cache\"\n"
+          "on_missing_key = \"random\"\ntimeouts = { connect = \"300ms\" }\n"
+          "tls = { certificates = [ { cert = \"" + edge.cert + "\", key = \"" + edge.key +
+          "\" } ] }\n[clusters.cache]\ntls = { ca = \"" + ca.certPath() +
+          "\", server_name = \"redis.test\" }\nbackends = [\n"
+          "  { name = \"good\", address = \"" + good->address() + "\" },\n"
+          "  { name = \"untrusted\", address = \"" + bad->address() + "\" },\n]\n",
+      {port, admin}))
+      << lb.output();
+  PrometheusServer prom;
+  ASSERT_EQ(prom.start(admin), "");
+  auto rows = panelsByRow(lb::testing::JsonReader::parse(readDashboard()));
+  ASSERT_TRUE(rows.count("TLS")) << "no TLS row";
+
+  // A plaintext client on the TLS port: closed unanswered, a downstream failure.
+  TcpClient plain;
+  ASSERT_TRUE(plain.connect(port));
+  ASSERT_TRUE(plain.send("PING\r\n"));
+  EXPECT_TRUE(plain.waitClosed(5s));
+  EXPECT_EQ(plain.buffer(), "");
+
+  // openssl s_client pairs across at least two scrapes, TLS 1.2 and 1.3 in turn: a full
+  // handshake that saves its session, then one that resumes it. QUIT makes redis close, and
+  // lb the client's connection after it. Counted here as the client saw them.
+  std::map<std::string, double> by_resumed, by_version;
+  int connections = 0;
+  auto verifyFailures = [&] {
+    auto samples = parseExposition(httpGetLocal(admin, "/metrics").body);
+    return byLabel(samples, "lb_upstream_tls_handshake_errors_total", "reason",
+                   {{"backend", "untrusted"}})["verify"];
+  };
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; std::chrono::steady_clock::now() < start + 20s; ++i) {
+    if (std::chrono::steady_clock::now() > start + 2500ms && verifyFailures() > 0) break;
+    const std::string version = i % 2 == 0 ? "-tls1_3" : "-tls1_2";
+    const std::string sess = dir.path() + "/sess" + std::to_string(i);
+    for (const std::string flag : {"-sess_out", "-sess_in"}) {
+      auto r = runCommand({"openssl", "s_client", "-connect", "127.0.0.1:" + std::to_string(port),
+                           "-servername", "edge.test", "-CAfile", ca.certPath(), version, flag,
+                           sess, "-ign_eof"},
+                          10s, "PING\r\nQUIT\r\n");
+      ASSERT_EQ(r.exit_code, 0) << r.err << r.out << lb.output();
+      ASSERT_NE(r.out.find("+PONG\r\n+OK\r\n"), std::string::npos) << r.out << lb.output();
+      ++connections;
+      const bool reused = r.out.find("\nReused, TLSv1.") != std::string::npos;
+      ASSERT_TRUE(reused || r.out.find("\nNew, TLSv1.") != std::string::npos) << r.out;
+      EXPECT_EQ(reused, flag == "-sess_in") << r.out;
+      by_resumed[reused ? "true" : "false"] += 1;
+      by_version[version == "-tls1_3" ? "1.3" : "1.2"] += 1;
+    }
+  }
+  ASSERT_GT(verifyFailures(), 0) << "no connection tried the untrusted backend";
+
+  expectPanelsHaveData(prom, rows["TLS"]);
+
+  // And what the panels draw from is what happened: every handshake the clients made, by
+  // resumed and version; the one plaintext client, and lb.start's probe of the port (a
+  // connection that closes before its first byte: `closed`); a handshake with "good" for
+  // every connection and none with "untrusted", whose failures Prometheus sees as lb counted
+  // them.
+  EXPECT_EQ(waitForQuery(prom, "sum by (resumed) (lb_tls_handshakes_total{listener=\"edge\"})",
+                         "resumed", by_resumed),
+            by_resumed);
+  EXPECT_EQ(waitForQuery(prom, "sum by (version) (lb_tls_handshakes_total{listener=\"edge\"})",
+                         "version", by_version),
+            by_version);
+  const std::map<std::string, double> failures = {
+      {"plaintext", 1}, {"protocol", 0}, {"timeout", 0}, {"closed", 1}};
+  EXPECT_EQ(waitForQuery(prom, "sum by (reason) (lb_tls_handshake_errors_total)", "reason",
+                         failures),
+            failures);
+  // A tcp listener connects to the backend at accept, beside the client's handshake, so the
+  // probe and the plaintext client may each have completed one more before they closed.
+  const auto samples = parseExposition(httpGetLocal(admin, "/metrics").body);
+  const auto upstream = byLabel(samples, "lb_upstream_tls_handshakes_total", "backend");
+  EXPECT_GE(upstream.at("good"), connections);
+  EXPECT_LE(upstream.at("good"), connections + 2);
+  EXPECT_EQ(upstream.at("untrusted"), 0);
+  EXPECT_EQ(waitForQuery(prom, "sum by (backend) (lb_upstream_tls_handshakes_total)", "backend",
+                         upstream),
+            upstream);
+  auto resumed_upstream = prom.queryBy(
+      "sum by (resumed) (lb_upstream_tls_handshakes_total{backend=\"good\"})", "resumed");
+  EXPECT_GT(resumed_upstream["true"], 0) << "lb resumed no session with the backend";
+  const std::map<std::string, double> refused = {
+      {"verify", verifyFailures()}, {"protocol", 0}, {"timeout", 0}, {"closed", 0}};
+  EXPECT_EQ(waitForQuery(prom,
+                         "sum by (reason) (lb_upstream_tls_handshake_errors_total{backend="
+                         "\"untrusted\"})",
+                         "reason", refused),
+            refused);
+  // The expiry panel's query: the edge certificate was issued for 30 days a moment ago.
+  std::map<std::string, double> days;
+  for (const auto& panel : rows["TLS"])
+    if (panel["title"].asString() == "Days until certificate expiry")
+      days = prom.queryBy(withVariables(panel["targets"][0]["expr"].asString()), "name");
+  EXPECT_GT(days["edge.test"], 29.9);
+  EXPECT_LE(days["edge.test"], 30);
+  EXPECT_EQ(lb.process().stop(SIGTERM, 10s), 0) << lb.output();
 }
 
 TEST_F(MetricsPrometheusTest, LiveProcessMetricsPassPromtool) {

@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstring>
 #include <fstream>
@@ -13,6 +14,9 @@
 #include <sstream>
 
 #include "lb/admin/metrics.h"
+#include "lb/app/tls_setup.h"
+#include "tests/integration/temp_dir.h"
+#include "tests/support/tls_certs.h"
 #include "tests/unit/json_reader.h"
 #include "tests/unit/metrics_test_snapshot.h"
 
@@ -59,7 +63,24 @@ std::map<std::string, std::set<std::string>> exportedSeries() {
   redis.protocol = Protocol::kRedis;
   redis.cluster = "cache";
   config.listeners.push_back(redis);
+  // TLS on listener "web" and towards cluster "cache": the lb_tls_* and lb_upstream_tls_*
+  // families. Their contexts need real files, so a certificate is made for the purpose, and
+  // the builders main() installs are installed for this one snapshot.
+  test::TempDir dir("dashboard_tls");
+  test::TlsCa ca(dir.path());
+  test::TlsCert cert = ca.issue("web", {"web.test"});
+  EXPECT_TRUE(cert.ok) << ca.error() << cert.error;
+  config.listeners[0].tls.enabled = true;
+  config.listeners[0].tls.certificates.push_back({});
+  config.listeners[0].tls.certificates.back().cert = cert.cert;
+  config.listeners[0].tls.certificates.back().key = cert.key;
+  config.clusters[0].tls.enabled = true;
+  config.clusters[0].tls.ca = ca.certPath();
+  setListenerTlsBuilder(buildListenerTls);
+  setClusterTlsBuilder(buildClusterTls);
   auto snap = testing::buildTestSnapshot(registry, config);
+  setListenerTlsBuilder(nullptr);
+  setClusterTlsBuilder(nullptr);
   Metrics metrics([snap] { return snap; }, 0);
   std::map<std::string, std::set<std::string>> out;
   for (const auto& f : metrics.collect()) {
@@ -370,6 +391,52 @@ TEST_F(GrafanaDashboardTest, HasAHealthRowWithStateTimelines) {
   for (const char* m : {"lb_backend_health_transitions_total", "lb_backend_ejections_total",
                         "lb_backend_health_checks_total", "lb_backend_connect_failures_total"})
     EXPECT_EQ(below[m], "timeseries") << m;
+}
+
+TEST_F(GrafanaDashboardTest, HasATlsRowOfHandshakesFailuresExpiryAndResumption) {
+  // The TLS row: listeners' handshakes by version and resumed, their failures by reason, the
+  // days left on each certificate; the same handshakes and failures towards backends, and the
+  // resumed share on both sides.
+  const auto panels = rowPanels("TLS");
+  EXPECT_EQ(panels.size(), 6u) << "the TLS row is missing or changed";
+  std::set<std::string> below;
+  for (const JsonValue* p : panels)
+    for (const auto& t : (*p)["targets"].items())
+      for (const auto& [m, _] : scanPromql(t["expr"].asString()).selectors) below.insert(m);
+  EXPECT_EQ(below, (std::set<std::string>{"lb_tls_handshakes_total",
+                                           "lb_tls_handshake_errors_total",
+                                           "lb_tls_certificate_expiry_timestamp_seconds",
+                                           "lb_upstream_tls_handshakes_total",
+                                           "lb_upstream_tls_handshake_errors_total"}));
+}
+
+TEST_F(GrafanaDashboardTest, RowsFollowEachOtherAndNoPanelsOverlap) {
+  // Grafana places panels by gridPos alone, whatever their order in the file: a row heading
+  // must sit below everything listed before it and its panels below it, or Grafana draws a
+  // panel under the wrong heading; two panels sharing a cell are drawn over each other.
+  struct Box {
+    std::string title;
+    double x, y, w, h;
+  };
+  std::vector<Box> boxes;
+  double bottom = 0;      // the lowest edge of everything listed so far
+  double row_end = -1;    // the edge of the last row heading (-1: no row yet)
+  for (const auto& p : doc_["panels"].items()) {
+    const JsonValue& g = p["gridPos"];
+    Box b{p["title"].asString(), g["x"].asNumber(), g["y"].asNumber(), g["w"].asNumber(),
+          g["h"].asNumber()};
+    if (p["type"].asString() == "row") {
+      EXPECT_GE(b.y, bottom) << "row '" << b.title << "' is above a panel listed before it";
+      row_end = b.y + b.h;
+    } else {
+      EXPECT_GE(b.y, row_end) << "'" << b.title << "' is above its row heading";
+    }
+    for (const Box& o : boxes)
+      EXPECT_FALSE(b.x < o.x + o.w && o.x < b.x + b.w && b.y < o.y + o.h && o.y < b.y + b.h)
+          << "'" << b.title << "' overlaps '" << o.title << "'";
+    bottom = std::max(bottom, b.y + b.h);
+    boxes.push_back(b);
+  }
 }
 
 TEST_F(GrafanaDashboardTest, ScannerCatchesAnUnknownMetric) {
