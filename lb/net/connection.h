@@ -48,6 +48,10 @@ class ConnectionOwner {
   // connect(): 0, or < 0 (refused; UV_ETIMEDOUT at the connect timeout). After a failure
   // the connection is of no further use: the owner closes it.
   virtual void onConnected(int status) noexcept { (void)status; }
+  // accept(): the transport's opening (TLS's handshake, read while the owner reads) has
+  // just ended, before any of the client's bytes reach onRead. Never called for a plain
+  // connection, which is open from the start (Connection::open()).
+  virtual void onEstablished() noexcept {}
   // Owner-supplied buffers (no read pool): where the next read lands. A zero-length buffer
   // makes libuv report UV_ENOBUFS (onError).
   virtual void onAlloc(uv_buf_t* buf) noexcept { *buf = uv_buf_init(nullptr, 0); }
@@ -167,6 +171,8 @@ class Connection {
   // first watchWritable, kept until close(), armed only while a spliced write waits.
   using ReadyFn = void (*)(void* ctx) noexcept;
   bool plain() const noexcept { return transport_ == &PlainTransport::instance(); }
+  // Accepted: whether the transport's opening is over (always, for a plain connection).
+  bool open() const noexcept { return transport_->established(); }
   int fd() noexcept;   // the socket's descriptor, or -1
   void setReadyHook(ReadyFn fn, void* ctx) noexcept {
     ready_fn_ = fn;
@@ -207,6 +213,10 @@ class Connection {
   void deliver(ssize_t n, const uv_buf_t* buf) noexcept;
   // The handshake startHandshake began has ended: the owner hears onConnected(status).
   void handshakeDone(int status) noexcept;
+  // An accepted connection's opening has ended: the owner hears onEstablished().
+  void established() noexcept {
+    if (!closing_) owner_->onEstablished();
+  }
   bool handshaking() const noexcept { return handshaking_; }
 
  private:

@@ -66,6 +66,10 @@ class Transport {
     (void)c;
     return 0;
   }
+  // Accept side: whether the transport's opening (TLS's handshake) is over. Until it is,
+  // nothing reaches the owner; the moment it ends the transport calls
+  // Connection::established(), which tells the owner (ConnectionOwner::onEstablished).
+  virtual bool established() const noexcept { return true; }
 
  protected:
   ~Transport() = default;

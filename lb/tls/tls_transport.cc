@@ -470,7 +470,10 @@ void TlsTransport::handshakeDone(Connection& c) noexcept {
     const int rc = shutdown(c, req, pending_shutdown_cb_);
     if (rc != 0) pending_shutdown_cb_(req, rc);
   }
-  if (client_ != nullptr) c.handshakeDone(0);   // the owner's connect has succeeded
+  if (client_ != nullptr)
+    c.handshakeDone(0);   // the owner's connect has succeeded
+  else
+    c.established();      // before decrypt() hands it any plaintext
 }
 
 void TlsTransport::readResumed(Connection& c) noexcept {

@@ -54,6 +54,7 @@ class TlsTransport final : public Transport {
   void closing(Connection& c) noexcept override;
   void release(Connection& c) noexcept override;
   bool handshakes() const noexcept override { return client_ != nullptr; }
+  bool established() const noexcept override { return established_; }
   // Connect side: why the handshake failed ("certificate verify failed: ..."), once it has.
   const std::string& failureText() const noexcept { return failure_; }
   int startHandshake(Connection& c) noexcept override;

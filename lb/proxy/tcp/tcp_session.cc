@@ -22,6 +22,7 @@ const char* tcpOutcomeName(TcpOutcome o) noexcept {
     case TcpOutcome::kBackendReset: return "backend_reset";
     case TcpOutcome::kDraining: return "draining";
     case TcpOutcome::kBackendDown: return "backend_down";
+    case TcpOutcome::kTlsHandshake: return "tls_handshake_failed";
   }
   return "?";
 }
@@ -78,6 +79,31 @@ void TcpSession::start(Admission admission) noexcept {
     return;
   }
   client_.setNoDelay();
+  if (!client_.open()) {
+    // A TLS listener: the backend is dialled once the client's handshake is over, as
+    // HAProxy's ssl binds do, so that a client that never finishes one (a port scan,
+    // plaintext to the TLS port) costs no backend connection. The idle timeout bounds the
+    // handshake (docs/config.md); reading runs for it and stops when it ends.
+    state_ = State::kHandshaking;
+    const uint64_t idle = static_cast<uint64_t>(listener_.config->timeouts.idle.count());
+    if (idle > 0) client_.startTimer(idle);
+    if (client_.readStart() != 0) close(TcpOutcome::kClientReset);
+    return;
+  }
+  pickAndConnect();
+}
+
+// The client's TLS handshake has ended; its first plaintext stays with the transport until
+// piping starts reading again.
+void TcpSession::onEstablished() noexcept {
+  if (state_ != State::kHandshaking) return;
+  client_.readStop();
+  client_.stopTimer();
+  state_ = State::kConnecting;
+  pickAndConnect();
+}
+
+void TcpSession::pickAndConnect() noexcept {
   has_key_ = computeKey();
   if (has_key_) {
     attempt_.begin(env_, listener_, cluster_, hash_);
@@ -231,6 +257,10 @@ void TcpSession::stopReading(Side& side) noexcept {
 }
 
 void TcpSession::onTimer() noexcept {
+  if (state_ == State::kHandshaking) {
+    close(TcpOutcome::kTlsHandshake);
+    return;
+  }
   if (state_ != State::kPiping) return;
   // Idle: the timer runs once per idle period rather than being restarted on every read.
   uint64_t idle = static_cast<uint64_t>(listener_.config->timeouts.idle.count());
@@ -264,6 +294,11 @@ void TcpSession::onUpstreamRead(ssize_t n, const uv_buf_t* buf) noexcept {
 
 void TcpSession::handleRead(Side& from, ssize_t n, char* base) noexcept {
   char* block = base != nullptr ? base - kHeader : nullptr;
+  if (state_ == State::kHandshaking) {   // only the handshake's end (an error, EOF) comes here
+    env_.buffers().put(block);
+    if (n < 0) close(TcpOutcome::kTlsHandshake);
+    return;
+  }
   if (n <= 0 || state_ != State::kPiping) {
     env_.buffers().put(block);
     if (n == 0 || state_ != State::kPiping) return;

@@ -59,6 +59,7 @@ enum class TcpOutcome : uint8_t {
   kBackendReset,     // read or write error on the backend side
   kDraining,         // closed by the drain deadline
   kBackendDown,      // closed because active checks took its backend down
+  kTlsHandshake,     // a TLS listener's client failed or left its handshake (no backend tried)
 };
 const char* tcpOutcomeName(TcpOutcome o) noexcept;
 
@@ -116,12 +117,15 @@ class TcpSession final : public Session,
   };
   struct WriteOp;   // header at the start of a pool block carrying a write
 
-  enum class State : uint8_t { kConnecting, kPiping, kClosing };
+  // kHandshaking: a TLS listener's client is still in its handshake, and no backend has
+  // been picked or dialled yet.
+  enum class State : uint8_t { kHandshaking, kConnecting, kPiping, kClosing };
 
   TcpSession(WorkerEnv& env, const std::shared_ptr<const Snapshot>& snapshot, uint32_t listener);
   ~TcpSession() override;
 
   void start(Admission admission) noexcept;
+  void pickAndConnect() noexcept;
   bool computeKey() noexcept;
   void connectPicked() noexcept;
   void failAttempt() noexcept;
@@ -139,6 +143,7 @@ class TcpSession final : public Session,
   Side& other(Side& s) noexcept { return &s == &down_ ? up_ : down_; }
 
   // ConnectionOwner: the client's side (reads into pool blocks after the write header).
+  void onEstablished() noexcept override;
   void onRead(char* p, size_t n) noexcept override;
   void onEof() noexcept override;
   void onError(int status) noexcept override;
