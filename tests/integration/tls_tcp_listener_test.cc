@@ -1,7 +1,7 @@
 // A tcp listener that terminates TLS dials its backend only once the client's handshake is
 // over, as HAProxy's ssl binds do: a port scan, plaintext to the TLS port or a handshake that
 // never ends costs no backend connection, and ends at timeouts.idle with an access-log status
-// of its own. Real lb, real redis-server behind it (its `total_connections_received` counts
+// of its own; a client's EOF without close_notify is an ordinary end. Real lb, real redis-server behind it (its `total_connections_received` counts
 // every connection it was offered), redis-cli --tls and raw sockets as the clients.
 #include <memory>
 #include <string>
@@ -119,6 +119,16 @@ TEST_F(TlsTcpListenerTest, AFinishedHandshakeDialsOneBackendAndItsFirstBytesArri
     std::this_thread::sleep_for(20ms);
   ASSERT_EQ(countOf(lb_.accessLog(), "backend=redis-1"), 1u) << lb_.accessLog();
   EXPECT_EQ(accepted(), before + 2);   // lb's one connection, and our INFO
+}
+
+TEST_F(TlsTcpListenerTest, AClientThatClosesWithoutCloseNotifyEndsNormally) {
+  // redis-cli exits without a TLS close_notify: its FIN is the end of its stream, passed to
+  // the backend as one, and the session ends "ok" rather than as a reset.
+  auto r = redisCli("PING\n");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "PONG\n") << r.err;
+  ASSERT_TRUE(waitStatusCount("ok", 1)) << lb_.accessLog();
+  EXPECT_EQ(countOf(lb_.accessLog(), "status=client_reset"), 0u) << lb_.accessLog();
 }
 
 }  // namespace

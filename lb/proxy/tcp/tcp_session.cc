@@ -230,14 +230,7 @@ void TcpSession::onPumpDone(SplicePump& p, int status) noexcept {
     return;
   }
   if (status == UV_EOF) {
-    // Every byte before the EOF is on the other side: the same half-close as the copy path.
-    from.eof = true;
-    Side& to = other(from);
-    if (!to.shut_sent) {
-      to.shut_sent = true;
-      if (to.conn->shutdown() != 0) to.shut_done = true;
-    }
-    maybeFinish();
+    ended(from);   // every byte before the EOF is on the other side, as on the copy path
     return;
   }
   bool client_side = p.errorOnSource() == (&from == &down_);
@@ -303,15 +296,8 @@ void TcpSession::handleRead(Side& from, ssize_t n, char* base) noexcept {
     env_.buffers().put(block);
     if (n == 0 || state_ != State::kPiping) return;
     if (n == UV_EOF) {
-      from.eof = true;
       stopReading(from);
-      Side& to = other(from);
-      if (!to.shut_sent) {
-        // Queued after every pending write, so the peer sees all bytes, then EOF.
-        to.shut_sent = true;
-        if (to.conn->shutdown() != 0) to.shut_done = true;
-      }
-      maybeFinish();
+      ended(from);
       return;
     }
     // The backend reset the connection before it sent a byte: counted like a reset connect.
@@ -380,10 +366,27 @@ void TcpSession::resumeIfDrained(Side& reader, Side& writer) noexcept {
 void TcpSession::onShutdown(int status) noexcept { handleShutdown(down_, status); }
 void TcpSession::onUpstreamShutdown(int status) noexcept { handleShutdown(up_, status); }
 
+// `from` sent EOF: it will send no more, and the other side hears so once every byte before
+// it is out (the shutdown queues behind pending writes).
+void TcpSession::ended(Side& from) noexcept {
+  from.eof = true;
+  from.sent_at_eof = other(from).bytes_read;
+  Side& to = other(from);
+  if (!to.shut_sent) {
+    to.shut_sent = true;
+    if (to.conn->shutdown() != 0) to.shut_done = true;
+  }
+  maybeFinish();
+}
+
 void TcpSession::handleShutdown(Side& side, int status) noexcept {
   if (state_ != State::kPiping) return;
   side.shut_done = true;
-  if (status != 0) {   // the peer is gone (ENOTCONN, EPIPE): nothing more can pass
+  // The peer is gone (ENOTCONN, EPIPE): nothing more can pass. When it had ended its own
+  // stream and nothing was sent to it since, it only closed outright once done, and nothing
+  // was lost: a TLS client that exits without waiting (redis-cli) meets lb's close_notify
+  // with a reset, and its session is as complete as a plain one.
+  if (status != 0 && !(side.eof && other(side).bytes_read == side.sent_at_eof)) {
     close(&side == &down_ ? TcpOutcome::kClientReset : TcpOutcome::kBackendReset);
     return;
   }

@@ -113,6 +113,7 @@ class TcpSession final : public Session,
     bool shut_sent = false;   // uv_shutdown issued on this side
     bool shut_done = false;
     uint64_t bytes_read = 0;
+    uint64_t sent_at_eof = 0;     // the other side's bytes_read when this side's EOF came
     SplicePump* pump = nullptr;   // moving this side's reads to the other side, when spliced
   };
   struct WriteOp;   // header at the start of a pool block carrying a write
@@ -135,6 +136,7 @@ class TcpSession final : public Session,
   void allocBlock(uv_buf_t* buf) noexcept;
   void handleRead(Side& from, ssize_t n, char* base) noexcept;
   void handleWrite(WriteOp* op, int status) noexcept;
+  void ended(Side& from) noexcept;
   void handleShutdown(Side& side, int status) noexcept;
   void maybeFinish() noexcept;
   void resumeIfDrained(Side& reader, Side& writer) noexcept;
