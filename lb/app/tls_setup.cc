@@ -1,6 +1,49 @@
 #include "lb/app/tls_setup.h"
 
+#include <fstream>
+#include <map>
+#include <sstream>
+
 namespace lb {
+
+namespace {
+
+// The last client context built for each cluster, with what it was built from. A snapshot
+// rebuild (a SIGHUP, a membership revision) whose cluster `tls` has the same settings and
+// files with the same bytes gets that very context back: the cache engine's server groups
+// and the health checks, keyed on the context, keep their connections, and the workers their
+// sessions. New bytes in any file are new trust and make a new context. Main thread only;
+// weak, since the snapshots own the contexts.
+struct BuiltClientContext {
+  std::string made_of;
+  std::weak_ptr<const TlsClientContext> context;
+};
+std::map<std::string, BuiltClientContext> built_client_contexts;
+
+bool appendFile(std::string* out, const std::string& path) {
+  if (path.empty()) return true;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return false;
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  *out += ss.str();
+  *out += '\0';
+  return true;
+}
+
+// Everything a client context is made of: the settings, the worker count and the files'
+// bytes; "" (never reused) without a `ca` (the system store: files OpenSSL finds itself)
+// or when a file does not read (the build says why).
+std::string madeOf(const TlsClientOptions& o, unsigned workers) {
+  if (o.ca.empty()) return "";
+  std::string m = o.ca + '\0' + (o.verify ? "1" : "0") + '\0' + o.server_name + '\0' + o.cert +
+                  '\0' + o.key + '\0' + o.min_version + '\0' + o.label + '\0' +
+                  std::to_string(workers) + '\0';
+  if (!appendFile(&m, o.ca) || !appendFile(&m, o.cert) || !appendFile(&m, o.key)) return "";
+  return m;
+}
+
+}  // namespace
 
 std::shared_ptr<const TlsServerContext> buildListenerTls(const ListenerConfig& listener,
                                                          const std::string& file,
@@ -42,8 +85,13 @@ std::shared_ptr<const TlsClientContext> buildClusterTls(const ClusterConfig& clu
   options.key = tls.key;
   options.min_version = tls.min_version;
   options.label = "cluster " + cluster.name;
+  const std::string made_of = madeOf(options, workers);
+  BuiltClientContext& last = built_client_contexts[cluster.name];
+  if (!made_of.empty() && made_of == last.made_of)
+    if (auto same = last.context.lock()) return same;
   std::vector<TlsClientBuildError> failures;
   auto context = TlsClientContext::build(options, workers, &failures);
+  last = BuiltClientContext{context != nullptr ? made_of : std::string(), context};
   for (const auto& f : failures) {
     const SourcePos& pos = f.field == "ca" ? tls.ca_pos : f.field == "key" ? tls.key_pos
                                                                           : tls.cert_pos;

@@ -23,7 +23,9 @@ std::shared_ptr<const TlsServerContext> buildListenerTls(const ListenerConfig& l
                                                          Errors* errors);
 
 // Main thread. ClusterTlsBuilder's shape: a cluster's `tls` made into its client context,
-// each file's failure an error at its key (clusters.NAME.tls.ca, .cert, .key).
+// each file's failure an error at its key (clusters.NAME.tls.ca, .cert, .key). The same
+// settings and file bytes as the cluster's last build give that build's context back (while
+// a snapshot still holds it), so a reload that changes nothing of TLS reconnects nothing.
 std::shared_ptr<const TlsClientContext> buildClusterTls(const ClusterConfig& cluster,
                                                         const std::string& file,
                                                         unsigned workers, Errors* errors);

@@ -432,5 +432,39 @@ TEST_F(TlsUpstreamTest, VerifyFalseTrustsAnyCertificateAndSaysSo) {
       << lb_.output();
 }
 
+TEST_F(TlsUpstreamTest, AReloadKeepsTheServerConnectionsUntilATlsFileChanges) {
+  auto r = tlsRedis();
+  ASSERT_TRUE(r->ok()) << r->output();
+  // The CA bundle as a file of lb's own, so that the test can change its bytes later.
+  const std::string ca = dir_.path() + "/bundle.pem";
+  const std::string pem = readWholeFile(ca_->certPath());
+  ASSERT_FALSE(pem.empty());
+  writeWholeFile(ca, pem);
+  const std::string toml = config(
+      "redis", "tls = { ca = \"" + ca + "\", server_name = \"redis.test\" }", {r->address()});
+  ASSERT_TRUE(lb_.start(toml, {port_, admin_port_})) << lb_.output();
+  // A client that stays connected across the reloads, as an application's pool does: its
+  // session holds the generation it began in, and with it that generation's server
+  // connections, which the next generation takes over when it can.
+  TcpClient held;
+  ASSERT_TRUE(held.connect(port_));
+  ASSERT_EQ(redisCall(held, {"SET", "k", "v"}), "OK") << lb_.output();
+  const double handshakes = metricSum(metrics(), "lb_upstream_tls_handshakes_total");
+  ASSERT_GE(handshakes, 1);
+
+  // The same files: the same client context, so the server connection carries on (a SIGHUP
+  // for an unrelated change costs no reconnect and no handshake).
+  ASSERT_TRUE(lb_.reload(toml + "# an unrelated change\n")) << lb_.output();
+  EXPECT_EQ(viaLb({"GET", "k"}).out, "v\n");
+  EXPECT_EQ(metricSum(metrics(), "lb_upstream_tls_handshakes_total"), handshakes) << metrics();
+
+  // New bytes in the CA file are new trust: the connection is made again under it.
+  writeWholeFile(ca, pem + "\n");
+  ASSERT_TRUE(lb_.reload(toml)) << lb_.output();
+  EXPECT_EQ(viaLb({"GET", "k"}).out, "v\n");
+  EXPECT_GT(metricSum(metrics(), "lb_upstream_tls_handshakes_total"), handshakes) << metrics();
+  EXPECT_EQ(redisCall(held, {"GET", "k"}), "v");
+}
+
 }  // namespace
 }  // namespace lb::test
