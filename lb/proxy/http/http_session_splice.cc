@@ -75,7 +75,15 @@ void HttpSession::onPumpDone(SplicePump& p, int status) noexcept {
   const bool request = pump_request_;
   if (ex_ != nullptr) (request ? ex_->log.bytes_in : ex_->log.bytes_out) += p.bytesWritten();
   const bool on_source = p.errorOnSource();
-  stopBodyPump();
+  if (!request && status == 0 && state_ == State::kExchange && up_ != nullptr) {
+    // The whole body is on the client: the backend's read stays as the pump left it, for the
+    // pool to watch the idle connection (releaseUpstream), with no stop/start pair between.
+    pump_open_ = false;
+    body_pump_.stop(true);
+    io_.up_reading = up_->connection().reading();
+  } else {
+    stopBodyPump();
+  }
   if (state_ != State::kExchange) return;
   if (status == SplicePump::kUnsupported) {
     // Nothing moved: the copy path reads it all, and this connection tries no more pumps.
