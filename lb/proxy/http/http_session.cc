@@ -85,7 +85,7 @@ void HttpSession::onAlloc(uv_buf_t* buf) noexcept {
   size_t room = BufferPool::kBlockSize - in_.len;
   if ((state_ == State::kIdle || state_ == State::kHead) && room > kHeadRead) room = kHeadRead;
   if (state_ == State::kExchange && ex_ != nullptr && !splice_refused_ &&
-      ex_->request == RequestPhase::kBody)
+      ex_->request == RequestPhase::kBody && client_.plain())
     room = chunkedReadCap(ex_->req, room);
   *buf = uv_buf_init(in_.buf + in_.len, static_cast<unsigned>(room));
 }

@@ -276,7 +276,7 @@ class HttpSession final : public Session,
   HttpExchange* ex_ = nullptr;
 
   // A Content-Length body of at least kSpliceMin bytes, a response's or a request's, moves
-  // with splice(2) (http_session_splice.cc); the pump holds no handle, and every path that
+  // with splice(2), and so does a chunk's data of that size (http_session_splice.cc); the pump holds no handle, and every path that
   // lets go of a connection stops it first (releaseUpstream).
   // Chosen from bench/compare_objects.sh (bench/RESULTS.md): with the head read capped at
   // kHeadRead, a 64 KiB object leaves about 48 KiB to move, and splicing that cost 0.82-0.86
