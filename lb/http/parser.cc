@@ -46,6 +46,7 @@ const llhttp_settings_t* HttpParser::settings(bool with_body) noexcept {
       return 0;
     };
     t.on_chunk_header = &HttpParser::onChunkHeader;
+    t.on_chunk_complete = &HttpParser::onChunkComplete;
     t.on_chunk_extension_name = &HttpParser::onChunkExtension;
     t.on_chunk_extension_value = &HttpParser::onChunkExtensionValue;
     t.on_chunk_extension_name_complete = &HttpParser::onChunkExtensionComplete;
@@ -73,6 +74,8 @@ void HttpParser::reset() noexcept {
   error_ = Error::kNone;
   reason_ = nullptr;
   started_ = head_done_ = keep_alive_ = has_body_ = completed_ = false;
+  in_chunk_data_ = false;
+  last_chunk_ = 0;
   content_length_ = 0;
   pos_ = last_end_ = scanned_ = 0;
   section_ = Section::kNone;
@@ -85,7 +88,22 @@ void HttpParser::nextMessage() noexcept {
   if (llhttp_get_errno(&parser_) == HPE_PAUSED) llhttp_resume(&parser_);
   head_.clear();
   started_ = head_done_ = keep_alive_ = has_body_ = completed_ = false;
+  in_chunk_data_ = false;
+  last_chunk_ = 0;
   content_length_ = 0;
+}
+
+// Inside chunk data llhttp waits in its consume state (or just before it), which takes its
+// remaining count from content_length each time it runs: lowering it is exactly what reading
+// n data bytes would have done, and a count of 0 makes the next byte fed the CRLF check.
+void HttpParser::skipChunkData(uint64_t n) noexcept {
+  if (!in_chunk_data_ || n == 0) return;
+  n = std::min<uint64_t>(n, parser_.content_length);
+  parser_.content_length -= n;
+  pos_ += n;
+  // The CRLF CRLF check at the message's end looks at the last 4 bytes fed; at least 7
+  // (CRLF, "0", CRLF, CRLF) follow a data chunk, so the skipped bytes are never among them.
+  tail_ = 0;
 }
 
 void HttpParser::resumeAfterHead(bool skip_body) noexcept {
@@ -351,11 +369,18 @@ int HttpParser::onChunkHeader(llhttp_t* p) {
   }
   h->ext_bytes_ = h->ext_piece_ = 0;
   h->ext_quoted_ = false;
+  h->in_chunk_data_ = p->content_length > 0;
+  h->last_chunk_ = p->content_length;
   if (p->content_length == 0) {   // the last chunk: trailer fields may follow
     h->section_ = Section::kTrailers;
     h->last_piece_ = Piece::kNone;
     h->gap_breaks_ = 0;
   }
+  return 0;
+}
+
+int HttpParser::onChunkComplete(llhttp_t* p) {
+  self(p)->in_chunk_data_ = false;   // the CRLF after the data is read
   return 0;
 }
 

@@ -142,6 +142,15 @@ class HttpParser {
                ? parser_.content_length
                : 0;
   }
+  // A chunked body's current chunk: its data bytes not yet fed (0 outside chunk data, and
+  // while the size line is read, when llhttp's count holds the digits so far). A splice pump
+  // may move them past the parser; skipChunkData then says so, and feeding resumes at the
+  // CRLF after them, which llhttp checks as if it had read the data.
+  uint64_t chunkDataLeft() const noexcept { return in_chunk_data_ ? parser_.content_length : 0; }
+  void skipChunkData(uint64_t n) noexcept;
+  // The data size the last chunk-size line announced (0 before one): a body in large chunks
+  // is likely to go on in large chunks.
+  uint64_t lastChunkSize() const noexcept { return last_chunk_; }
   bool needsEof() const noexcept { return llhttp_message_needs_eof(&parser_) != 0; }
   bool chunked() const noexcept { return (parser_.flags & F_CHUNKED) != 0; }
   bool hasContentLength() const noexcept { return (parser_.flags & F_CONTENT_LENGTH) != 0; }
@@ -164,6 +173,7 @@ class HttpParser {
   static int onMessageComplete(llhttp_t* p);
   static int onBody(llhttp_t* p, const char* at, size_t len);
   static int onChunkHeader(llhttp_t* p);
+  static int onChunkComplete(llhttp_t* p);
   static int onChunkExtension(llhttp_t* p, const char* at, size_t len);
   static int onChunkExtensionValue(llhttp_t* p, const char* at, size_t len);
   static int onChunkExtensionComplete(llhttp_t* p);
@@ -217,6 +227,8 @@ class HttpParser {
   uint32_t ext_piece_ = 0;         // bytes of the current extension name or value
   bool ext_quoted_ = false;        // the current extension value opened with a quote
   uint32_t tail_ = 0;              // the last 4 bytes of a chunked body, for its CRLF CRLF end
+  bool in_chunk_data_ = false;     // from a chunk's size line to the CRLF after its data
+  uint64_t last_chunk_ = 0;        // lastChunkSize()
 
   // What the head's fields said, for checkHead.
   uint32_t hosts_ = 0;

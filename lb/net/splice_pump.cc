@@ -192,16 +192,18 @@ void SplicePump::run() noexcept {
 
 void SplicePump::finish(int status) noexcept {
   done_ = true;
-  wantIn(false);
+  // The budget met: the source's read stays as it is until the owner's stop() says (it runs
+  // in onPumpDone, below, before libuv can call the hook again).
+  if (status != 0) wantIn(false);
   wantOut(false);
   owner_->onPumpDone(*this, status);
 }
 
-void SplicePump::stop() noexcept {
+void SplicePump::stop(bool keep_reading) noexcept {
   if (!started_) return;
   done_ = true;
   started_ = false;
-  wantIn(false);   // reading stays stopped: the owner restarts it as it needs
+  if (!keep_reading || budget_ != 0) wantIn(false);   // else the owner's reads resume as they are
   wantOut(false);
   from_->setReadyHook(nullptr, nullptr);
   in_fd_ = out_fd_ = -1;

@@ -75,8 +75,11 @@ class SplicePump {
   // owner's callbacks may run in here, onPumpDone included.
   void pumpNow() noexcept;
   // Stops (reading on the source stays stopped, its ready hook cleared). Idempotent; after
-  // onPumpDone too.
-  void stop() noexcept;
+  // onPumpDone too. `keep_reading`, only after onPumpDone(0): the source's read stays as the
+  // pump left it (started), so an owner that goes on reading the socket (a pooled backend
+  // connection watched for EOF, the next response) pays no uv_read_stop/start pair, which
+  // libuv turns into two epoll_ctl on the next loop turn.
+  void stop(bool keep_reading = false) noexcept;
 
   bool active() const noexcept { return started_ && !done_; }
   bool started() const noexcept { return started_; }

@@ -80,9 +80,13 @@ void HttpSession::onAlloc(uv_buf_t* buf) noexcept {
     in_.len = in_.pos = 0;
   }
   // A request head is read in kHeadRead pieces, as a response's (onUpstreamAlloc): body
-  // bytes read with it are copied, the rest of a large body may be spliced.
+  // bytes read with it are copied, the rest of a large body may be spliced. A body in large
+  // chunks is read up to the next chunk's first bytes (chunkedReadCap).
   size_t room = BufferPool::kBlockSize - in_.len;
   if ((state_ == State::kIdle || state_ == State::kHead) && room > kHeadRead) room = kHeadRead;
+  if (state_ == State::kExchange && ex_ != nullptr && !splice_refused_ &&
+      ex_->request == RequestPhase::kBody && client_.plain())
+    room = chunkedReadCap(ex_->req, room);
   *buf = uv_buf_init(in_.buf + in_.len, static_cast<unsigned>(room));
 }
 

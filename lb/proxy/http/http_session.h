@@ -111,6 +111,7 @@
 
 #include <uv.h>
 
+#include <algorithm>
 #include <memory>
 
 #include "lb/core/stats.h"
@@ -275,7 +276,7 @@ class HttpSession final : public Session,
   HttpExchange* ex_ = nullptr;
 
   // A Content-Length body of at least kSpliceMin bytes, a response's or a request's, moves
-  // with splice(2) (http_session_splice.cc); the pump holds no handle, and every path that
+  // with splice(2), and so does a chunk's data of that size (http_session_splice.cc); the pump holds no handle, and every path that
   // lets go of a connection stops it first (releaseUpstream).
   // Chosen from bench/compare_objects.sh (bench/RESULTS.md): with the head read capped at
   // kHeadRead, a 64 KiB object leaves about 48 KiB to move, and splicing that cost 0.82-0.86
@@ -284,6 +285,15 @@ class HttpSession final : public Session,
   // The most a read takes while a head is incomplete (onUpstreamAlloc): HAProxy's buffer
   // size, enough for nearly every head in one read.
   static constexpr size_t kHeadRead = 16 * 1024;
+  // How much the next read of a chunked body may take: a body in chunks of kSpliceMin or
+  // more reads the rest of the current chunk's data and at most kHeadRead beyond it, so the
+  // next chunk's size line comes with few of its data bytes and the rest can be spliced (a
+  // full-block read would take the next chunk's start, and once misaligned every chunk's
+  // rest would stay below kSpliceMin). Bodies in small chunks read full blocks.
+  static size_t chunkedReadCap(const HttpParser& p, size_t room) noexcept {
+    if (!p.chunked() || p.lastChunkSize() < kSpliceMin) return room;
+    return static_cast<size_t>(std::min<uint64_t>(room, p.chunkDataLeft() + kHeadRead));
+  }
   bool spliceResponseBody() noexcept;
   bool spliceRequestBody() noexcept;
   void stopBodyPump() noexcept;
@@ -298,6 +308,7 @@ class HttpSession final : public Session,
   void onTunnelPumpDone(SplicePump& p, int status) noexcept;
   bool pump_open_ = false;       // body_pump_ started and not yet stopped
   bool pump_request_ = false;    // body_pump_ moves a request body (else a response's)
+  bool pump_chunk_ = false;      // ... one chunk's data of it (else the rest of its length)
   bool splice_refused_ = false;  // splice failed with nothing moved: copy from now on
 };
 

@@ -214,9 +214,12 @@ void HttpSession::onUpstreamAlloc(uv_buf_t* buf) noexcept {
   // come with the head are copied through user space, and a body that will be spliced
   // should bring few (a 64 KiB read of a large object cost as much CPU as splicing the rest
   // of a 1 MiB body). A longer head takes more reads into the same block.
+  // A body in large chunks is read up to the next chunk's first bytes (chunkedReadCap).
   size_t room = BufferPool::kBlockSize - upin_.len;
   if (ex_ != nullptr && !ex_->resp.headDone() && state_ == State::kExchange)
     room = std::min(room, kHeadRead);
+  else if (ex_ != nullptr && state_ == State::kExchange && !splice_refused_ && client_.plain())
+    room = chunkedReadCap(ex_->resp, room);
   *buf = uv_buf_init(upin_.buf + upin_.len, static_cast<unsigned>(room));
 }
 
