@@ -110,6 +110,24 @@ class TlsUpstreamTest : public ::testing::Test {
     return false;
   }
 
+  // An HTTPS origin: `https`, a second lb terminating TLS with a certificate for
+  // origin.test (signed by ca_), in front of `origin`; *port is where it listens.
+  void startHttpsOrigin(OriginProcess& origin, LbProcess& https, uint16_t* port) {
+    ASSERT_TRUE(origin.ok()) << origin.output();
+    TlsCert web = ca_->issue("web", {"origin.test"});
+    ASSERT_TRUE(web.ok) << web.error;
+    *port = freePort();
+    ASSERT_TRUE(https.start("[lb]\nworkers = 1\n[admin]\nlisten = \"127.0.0.1:" +
+                                std::to_string(freePort()) + "\"\n[listeners.web]\nlisten = "
+                                "\"127.0.0.1:" + std::to_string(*port) +
+                                "\"\ncluster = \"o\"\ntls = { certificates = [ { cert = \"" +
+                                web.cert + "\", key = \"" + web.key + "\" } ] }\n"
+                                "[clusters.o]\nbackends = [ { name = \"o\", address = \"" +
+                                origin.address() + "\" } ]\n",
+                            {*port}))
+        << https.output();
+  }
+
   // redis-cli through lb's plain listener.
   CommandResult viaLb(const std::vector<std::string>& args) {
     std::vector<std::string> argv = {"redis-cli", "-h", "127.0.0.1", "-p", std::to_string(port_)};
@@ -335,20 +353,10 @@ TEST_F(TlsUpstreamTest, AStalledHandshakeEndsAtTheConnectTimeout) {
 TEST_F(TlsUpstreamTest, HttpClusterKeepsItsTlsConnectionToAnHttpsOrigin) {
   // The HTTPS origin: a second lb terminating TLS in front of lb-origin.
   OriginProcess origin("origin-1");
-  ASSERT_TRUE(origin.ok()) << origin.output();
-  TlsCert web = ca_->issue("web", {"origin.test"});
-  ASSERT_TRUE(web.ok) << web.error;
-  const uint16_t https_port = freePort();
   LbProcess https;
-  ASSERT_TRUE(https.start("[lb]\nworkers = 1\n[admin]\nlisten = \"127.0.0.1:" +
-                              std::to_string(freePort()) + "\"\n[listeners.web]\nlisten = "
-                              "\"127.0.0.1:" + std::to_string(https_port) +
-                              "\"\ncluster = \"o\"\ntls = { certificates = [ { cert = \"" +
-                              web.cert + "\", key = \"" + web.key + "\" } ] }\n"
-                              "[clusters.o]\nbackends = [ { name = \"o\", address = \"" +
-                              origin.address() + "\" } ]\n",
-                          {https_port}))
-      << https.output();
+  uint16_t https_port = 0;
+  startHttpsOrigin(origin, https, &https_port);
+  if (HasFatalFailure()) return;
   ASSERT_TRUE(lb_.start(config("http", trusting(", server_name = \"origin.test\""),
                                {"127.0.0.1:" + std::to_string(https_port)}),
                         {port_, admin_port_}))
@@ -467,23 +475,13 @@ TEST_F(TlsUpstreamTest, AReloadKeepsTheServerConnectionsUntilATlsFileChanges) {
 }
 
 TEST_F(TlsUpstreamTest, AClientThatLeavesMidHandshakeIsNoBackendTimeout) {
-  // The HTTPS origin: a second lb terminating TLS in front of lb-origin, frozen so that it
-  // never answers a ClientHello.
+  // The HTTPS origin (a second lb in front of lb-origin), frozen below so that it never
+  // answers a ClientHello.
   OriginProcess origin("origin-1");
-  ASSERT_TRUE(origin.ok()) << origin.output();
-  TlsCert web = ca_->issue("web", {"origin.test"});
-  ASSERT_TRUE(web.ok) << web.error;
-  const uint16_t https_port = freePort();
   LbProcess https;
-  ASSERT_TRUE(https.start("[lb]\nworkers = 1\n[admin]\nlisten = \"127.0.0.1:" +
-                              std::to_string(freePort()) + "\"\n[listeners.web]\nlisten = "
-                              "\"127.0.0.1:" + std::to_string(https_port) +
-                              "\"\ncluster = \"o\"\ntls = { certificates = [ { cert = \"" +
-                              web.cert + "\", key = \"" + web.key + "\" } ] }\n"
-                              "[clusters.o]\nbackends = [ { name = \"o\", address = \"" +
-                              origin.address() + "\" } ]\n",
-                          {https_port}))
-      << https.output();
+  uint16_t https_port = 0;
+  startHttpsOrigin(origin, https, &https_port);
+  if (HasFatalFailure()) return;
   ASSERT_TRUE(lb_.start(config("http", trusting(", server_name = \"origin.test\""),
                                {"127.0.0.1:" + std::to_string(https_port)}),
                         {port_, admin_port_}))
