@@ -29,24 +29,12 @@
 #include <vector>
 
 #include "tests/integration/proxy_harness.h"
+#include "tests/integration/splice_test_util.h"
 
 namespace lb::test {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-// n bytes from a xorshift stream: no period a shifted copy would match.
-std::string noise(size_t n, uint64_t seed) {
-  std::string s(n, '\0');
-  uint64_t x = seed | 1;
-  for (size_t i = 0; i < n; ++i) {
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    s[i] = static_cast<char>(x >> 56);
-  }
-  return s;
-}
 
 std::string config(uint16_t origin_port, const std::string& idle = "60s") {
   return "[lb]\nworkers = 1\naccess_log = \"\"\n"
@@ -60,17 +48,6 @@ std::string config(uint16_t origin_port, const std::string& idle = "60s") {
 std::string post(size_t n) {
   return "POST /echo HTTP/1.1\r\nHost: t\r\nx-key: k\r\nContent-Length: " + std::to_string(n) +
          "\r\n\r\n";
-}
-
-// A field of /proc/PID/io (rchar: bytes read through read(2) and the like, which splice(2)
-// does not count).
-long long procIo(pid_t pid, const std::string& field) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/io");
-  std::string k;
-  long long v;
-  while (in >> k >> v)
-    if (k == field + ":") return v;
-  return -1;
 }
 
 int fdCount(pid_t pid) {

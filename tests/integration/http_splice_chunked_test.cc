@@ -24,23 +24,12 @@
 #include <thread>
 
 #include "tests/integration/proxy_harness.h"
+#include "tests/integration/splice_test_util.h"
 
 namespace lb::test {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-std::string noise(size_t n, uint64_t seed) {
-  std::string s(n, '\0');
-  uint64_t x = seed | 1;
-  for (size_t i = 0; i < n; ++i) {
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    s[i] = static_cast<char>(x >> 56);
-  }
-  return s;
-}
 
 std::string hex(size_t n) {
   char b[32];
@@ -58,14 +47,7 @@ std::string chunked(const std::string& data, size_t chunk) {
   return out + "0\r\n\r\n";
 }
 
-long long rchar(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/io");
-  std::string k;
-  long long v;
-  while (in >> k >> v)
-    if (k == "rchar:") return v;
-  return -1;
-}
+long long rchar(pid_t pid) { return procIo(pid, "rchar"); }
 
 // One connection at a time: records every byte received; once `until` has been received
 // (counted from the connection's first byte) it sends `response` and then closes (close_after)
@@ -74,15 +56,7 @@ class RawOrigin {
  public:
   RawOrigin(std::string response, std::string until, bool close_after)
       : response_(std::move(response)), until_(std::move(until)), close_after_(close_after) {
-    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a);
-    ::listen(fd_, 16);
-    socklen_t len = sizeof a;
-    getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
-    port_ = ntohs(a.sin_port);
+    fd_ = listenLoopback(&port_);
     thread_ = std::thread([this] { run(); });
   }
   ~RawOrigin() {

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "tests/integration/proxy_harness.h"
+#include "tests/integration/splice_test_util.h"
 
 namespace lb::test {
 namespace {
@@ -36,15 +37,7 @@ class CuttingOrigin {
  public:
   CuttingOrigin(size_t promised, size_t sent, bool hold)
       : promised_(promised), sent_(sent), hold_(hold) {
-    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a);
-    ::listen(fd_, 16);
-    socklen_t len = sizeof a;
-    getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
-    port_ = ntohs(a.sin_port);
+    fd_ = listenLoopback(&port_);
     thread_ = std::thread([this] { run(); });
   }
   ~CuttingOrigin() {
