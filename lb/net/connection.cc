@@ -363,10 +363,6 @@ void Connection::onTimerFired(uv_timer_t* t) {
   if (c->connecting_) {
     // The connect (or its handshake) is still pending at its deadline. The owner closes,
     // which cancels it.
-    if (c->handshaking_) {
-      c->transport_->handshakeTimedOut(*c);
-      if (!c->connecting_ || c->closing_) return;
-    }
     c->connectDone(UV_ETIMEDOUT);
     return;
   }

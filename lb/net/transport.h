@@ -66,10 +66,6 @@ class Transport {
     (void)c;
     return 0;
   }
-  // The connect's deadline passed with the handshake still going: the transport counts and
-  // says so, and ends it (handshakeDone(UV_ETIMEDOUT)). A handshake its owner closes before
-  // any end is the owner's to abandon, not the backend's failure.
-  virtual void handshakeTimedOut(Connection& c) noexcept { (void)c; }
   // Accept side: whether the transport's opening (TLS's handshake) is over. Until it is,
   // nothing reaches the owner; the moment it ends the transport calls
   // Connection::established(), which tells the owner (ConnectionOwner::onEstablished).

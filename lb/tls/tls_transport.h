@@ -58,7 +58,6 @@ class TlsTransport final : public Transport {
   // Connect side: why the handshake failed ("certificate verify failed: ..."), once it has.
   const std::string& failureText() const noexcept { return failure_; }
   int startHandshake(Connection& c) noexcept override;
-  void handshakeTimedOut(Connection& c) noexcept override;
 
  private:
   // Ciphertext on its way to the socket, with the owner's write it completes (if any).

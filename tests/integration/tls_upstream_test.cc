@@ -474,53 +474,5 @@ TEST_F(TlsUpstreamTest, AReloadKeepsTheServerConnectionsUntilATlsFileChanges) {
   EXPECT_EQ(redisCall(held, {"GET", "k"}), "v");
 }
 
-TEST_F(TlsUpstreamTest, AClientThatLeavesMidHandshakeIsNoBackendTimeout) {
-  // The HTTPS origin (a second lb in front of lb-origin), frozen below so that it never
-  // answers a ClientHello.
-  OriginProcess origin("origin-1");
-  LbProcess https;
-  uint16_t https_port = 0;
-  startHttpsOrigin(origin, https, &https_port);
-  if (HasFatalFailure()) return;
-  ASSERT_TRUE(lb_.start(config("http", trusting(", server_name = \"origin.test\""),
-                               {"127.0.0.1:" + std::to_string(https_port)}),
-                        {port_, admin_port_}))
-      << lb_.output();
-  kill(https.process().pid(), SIGSTOP);
-  // A client whose request has lb mid-handshake (its ClientHello waits, unread, in the frozen
-  // origin's socket), and who then leaves: lb abandons that handshake.
-  TcpClient leaving;
-  ASSERT_TRUE(leaving.connect(port_));
-  ASSERT_TRUE(leaving.send("GET / HTTP/1.1\r\nHost: a\r\n\r\n"));
-  const std::string queued = "127.0.0.1:" + std::to_string(https_port);
-  bool hello_sent = false;
-  for (auto until = std::chrono::steady_clock::now() + 5s;
-       !hello_sent && std::chrono::steady_clock::now() < until;) {
-    // ss: "ESTAB <recv-q> <send-q> <local> <peer>"; the origin's end holds the ClientHello.
-    std::istringstream rows(runCommand({"ss", "-Htn", "state", "established"}).out);
-    for (std::string row; std::getline(rows, row);) {
-      std::istringstream f(row);
-      long recv_q = 0, send_q = 0;
-      std::string local;
-      if (f >> recv_q >> send_q >> local && local == queued && recv_q > 0) hello_sent = true;
-    }
-    if (!hello_sent) std::this_thread::sleep_for(10ms);
-  }
-  ASSERT_TRUE(hello_sent) << "lb's ClientHello never reached the origin's socket";
-  leaving.close();
-  // A client who stays: its handshake runs into timeouts.connect (300ms), a real timeout.
-  auto r = runCommand({"curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}",
-                       "http://127.0.0.1:" + std::to_string(port_) + "/"});
-  kill(https.process().pid(), SIGCONT);
-  EXPECT_EQ(r.out.substr(0, 1), "5") << r.out << r.err;
-  // Only the second was the backend's timeout; the first left lb nothing to count.
-  ASSERT_TRUE(waitMetric("lb_upstream_tls_handshake_errors_total", {"reason=\"timeout\""}, 1))
-      << metrics();
-  const std::string m = metrics();
-  EXPECT_EQ(metricSum(m, "lb_upstream_tls_handshake_errors_total"), 1) << m;
-  EXPECT_EQ(countOf(lb_.output(), "no handshake within the connect timeout"), 1u)
-      << lb_.output();
-}
-
 }  // namespace
 }  // namespace lb::test
