@@ -1,8 +1,9 @@
 // A tcp listener that terminates TLS dials its backend only once the client's handshake is
 // over, as HAProxy's ssl binds do: a port scan, plaintext to the TLS port or a handshake that
 // never ends costs no backend connection, and ends at timeouts.idle with an access-log status
-// of its own; a client's EOF without close_notify is an ordinary end. Real lb, real redis-server behind it (its `total_connections_received` counts
-// every connection it was offered), redis-cli --tls and raw sockets as the clients.
+// of its own; a client's EOF without close_notify is an ordinary end. Real lb, real
+// redis-server behind it (its `total_connections_received` counts every connection it was
+// offered), redis-cli --tls and raw sockets as the clients.
 #include <memory>
 #include <string>
 
@@ -33,7 +34,8 @@ class TlsTcpListenerTest : public ::testing::Test {
                               "\"\n[admin]\nlisten = \"127.0.0.1:" + std::to_string(freePort()) +
                               "\"\n[listeners.pipe]\nlisten = \"127.0.0.1:" +
                               std::to_string(port_) +
-                              "\"\nprotocol = \"tcp\"\ncluster = \"cache\"\nhash = [ { five_tuple = true } ]\n"
+                              "\"\nprotocol = \"tcp\"\ncluster = \"cache\"\n"
+                              "hash = [ { five_tuple = true } ]\n"
                               "timeouts = { idle = \"600ms\" }\n"
                               "tls = { certificates = [ { cert = \"" + cert_.cert +
                               "\", key = \"" + cert_.key + "\" } ] }\n"

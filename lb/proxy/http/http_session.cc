@@ -84,8 +84,8 @@ void HttpSession::onAlloc(uv_buf_t* buf) noexcept {
   // chunks is read up to the next chunk's first bytes (chunkedReadCap).
   size_t room = BufferPool::kBlockSize - in_.len;
   if ((state_ == State::kIdle || state_ == State::kHead) && room > kHeadRead) room = kHeadRead;
-  if (state_ == State::kExchange && ex_ != nullptr && !splice_refused_ &&
-      ex_->request == RequestPhase::kBody && client_.plain())
+  if (state_ == State::kExchange && ex_ != nullptr && ex_->request == RequestPhase::kBody &&
+      spliceable())
     room = chunkedReadCap(ex_->req, room);
   *buf = uv_buf_init(in_.buf + in_.len, static_cast<unsigned>(room));
 }

@@ -276,8 +276,9 @@ class HttpSession final : public Session,
   HttpExchange* ex_ = nullptr;
 
   // A Content-Length body of at least kSpliceMin bytes, a response's or a request's, moves
-  // with splice(2), and so does a chunk's data of that size (http_session_splice.cc); the pump holds no handle, and every path that
-  // lets go of a connection stops it first (releaseUpstream).
+  // with splice(2), and so does a chunk's data of that size (http_session_splice.cc); the
+  // pump holds no handle, and every path that lets go of a connection stops it first
+  // (releaseUpstream).
   // Chosen from bench/compare_objects.sh (bench/RESULTS.md): with the head read capped at
   // kHeadRead, a 64 KiB object leaves about 48 KiB to move, and splicing that cost 0.82-0.86
   // of HAProxy's CPU per request where copying it cost 0.96-1.18 (128 KiB alike).
@@ -293,6 +294,11 @@ class HttpSession final : public Session,
   static size_t chunkedReadCap(const HttpParser& p, size_t room) noexcept {
     if (!p.chunked() || p.lastChunkSize() < kSpliceMin) return room;
     return static_cast<size_t>(std::min<uint64_t>(room, p.chunkDataLeft() + kHeadRead));
+  }
+  // Whether a body of this exchange could be spliced at all: both sockets plain (no TLS on
+  // either side) and no refused splice on this connection. Only then is a read capped for it.
+  bool spliceable() const noexcept {
+    return !splice_refused_ && client_.plain() && up_ != nullptr && up_->connection().plain();
   }
   bool spliceResponseBody() noexcept;
   bool spliceRequestBody() noexcept;

@@ -218,7 +218,7 @@ void HttpSession::onUpstreamAlloc(uv_buf_t* buf) noexcept {
   size_t room = BufferPool::kBlockSize - upin_.len;
   if (ex_ != nullptr && !ex_->resp.headDone() && state_ == State::kExchange)
     room = std::min(room, kHeadRead);
-  else if (ex_ != nullptr && state_ == State::kExchange && !splice_refused_ && client_.plain())
+  else if (ex_ != nullptr && state_ == State::kExchange && spliceable())
     room = chunkedReadCap(ex_->resp, room);
   *buf = uv_buf_init(upin_.buf + upin_.len, static_cast<unsigned>(room));
 }
