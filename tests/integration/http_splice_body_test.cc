@@ -36,15 +36,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-std::string config(uint16_t origin_port, const std::string& idle = "60s") {
-  return "[lb]\nworkers = 1\naccess_log = \"\"\n"
-         "[listeners.web]\nlisten = \"127.0.0.1:{PORT}\"\ncluster = \"c\"\n"
-         "hash = [ { header = \"x-key\" } ]\n"
-         "timeouts = { idle = \"" + idle + "\" }\n"
-         "[clusters.c]\nbackends = [ { name = \"a\", address = \"127.0.0.1:" +
-         std::to_string(origin_port) + "\" } ]\n";
-}
-
 std::string post(size_t n) {
   return "POST /echo HTTP/1.1\r\nHost: t\r\nx-key: k\r\nContent-Length: " + std::to_string(n) +
          "\r\n\r\n";
@@ -101,13 +92,10 @@ HttpResponse postAndRead(TcpClient& c, const std::string& body) {
   return r;
 }
 
-TEST(HttpSpliceBodyTest, AnUploadAndItsEchoAreSplicedAndArriveIdentical) {
-  ProxyHarness h;
-  std::string why;
-  ASSERT_TRUE(h.startOrigin("a", &why)) << why;
-  ASSERT_TRUE(h.startLb(config(h.originPort("a")), &why)) << why;
-  TcpClient c;
-  ASSERT_TRUE(c.connect(h.port()));
+class HttpSpliceBodyTest : public SpliceTest {};
+
+TEST_F(HttpSpliceBodyTest, AnUploadAndItsEchoAreSplicedAndArriveIdentical) {
+  ASSERT_TRUE(startWithOrigin());
   const std::string body = noise(32 << 20, 7);
   const long long rchar0 = procIo(h.lb().pid(), "rchar");
   auto r = postAndRead(c, body);
@@ -130,18 +118,12 @@ TEST(HttpSpliceBodyTest, AnUploadAndItsEchoAreSplicedAndArriveIdentical) {
   EXPECT_EQ(next.body.size(), 1000u);
 }
 
-TEST(HttpSpliceBodyTest, AClientThatLeavesMidUploadClosesTheBackendConnection) {
-  ProxyHarness h;
-  std::string why;
-  ASSERT_TRUE(h.startOrigin("a", &why)) << why;
-  ASSERT_TRUE(h.startLb(config(h.originPort("a")), &why)) << why;
-  {
-    TcpClient c;
-    ASSERT_TRUE(c.connect(h.port()));
-    ASSERT_TRUE(c.send(post(64 << 20) + noise(4 << 20, 3), 10s));
-    ASSERT_TRUE(c.readUntil("\r\n\r\n", 5s));   // the echo's head: the exchange is under way
-    ASSERT_TRUE(originConnections(h.originPort("a"), 1));
-  }   // closed mid-body
+TEST_F(HttpSpliceBodyTest, AClientThatLeavesMidUploadClosesTheBackendConnection) {
+  ASSERT_TRUE(startWithOrigin());
+  ASSERT_TRUE(c.send(post(64 << 20) + noise(4 << 20, 3), 10s));
+  ASSERT_TRUE(c.readUntil("\r\n\r\n", 5s));   // the echo's head: the exchange is under way
+  ASSERT_TRUE(originConnections(h.originPort("a"), 1));
+  c.close();   // mid-body
   EXPECT_TRUE(originConnections(h.originPort("a"), 0))
       << "lb kept the backend connection of an abandoned upload";
   TcpClient again;
@@ -152,28 +134,17 @@ TEST(HttpSpliceBodyTest, AClientThatLeavesMidUploadClosesTheBackendConnection) {
   EXPECT_EQ(r.body.size(), 300000u);
 }
 
-TEST(HttpSpliceBodyTest, AClientThatLeavesMidDownloadClosesTheBackendConnection) {
-  ProxyHarness h;
-  std::string why;
-  ASSERT_TRUE(h.startOrigin("a", &why)) << why;
-  ASSERT_TRUE(h.startLb(config(h.originPort("a")), &why)) << why;
-  {
-    TcpClient c;
-    ASSERT_TRUE(c.connect(h.port()));
-    ASSERT_TRUE(c.send(httpRequest("GET", "/bytes?n=1073741824", "x-key: k\r\n")));
-    ASSERT_TRUE(c.readAtLeast(4 << 20, 10s));
-  }
+TEST_F(HttpSpliceBodyTest, AClientThatLeavesMidDownloadClosesTheBackendConnection) {
+  ASSERT_TRUE(startWithOrigin());
+  ASSERT_TRUE(c.send(httpRequest("GET", "/bytes?n=1073741824", "x-key: k\r\n")));
+  ASSERT_TRUE(c.readAtLeast(4 << 20, 10s));
+  c.close();   // mid-body
   EXPECT_TRUE(originConnections(h.originPort("a"), 0))
       << "lb kept the backend connection of an abandoned download";
 }
 
-TEST(HttpSpliceBodyTest, TheIdleTimeoutEndsAStalledSplicedUpload) {
-  ProxyHarness h;
-  std::string why;
-  ASSERT_TRUE(h.startOrigin("a", &why)) << why;
-  ASSERT_TRUE(h.startLb(config(h.originPort("a"), "1s"), &why)) << why;
-  TcpClient c;
-  ASSERT_TRUE(c.connect(h.port()));
+TEST_F(HttpSpliceBodyTest, TheIdleTimeoutEndsAStalledSplicedUpload) {
+  ASSERT_TRUE(startWithOrigin(SpliceLb().idle("1s")));
   ASSERT_TRUE(c.send(post(8 << 20) + noise(1 << 20, 5), 10s));   // then nothing
   auto t0 = Clock::now();
   ASSERT_TRUE(c.waitClosed(6s)) << "a stalled spliced upload was never timed out";
@@ -182,25 +153,23 @@ TEST(HttpSpliceBodyTest, TheIdleTimeoutEndsAStalledSplicedUpload) {
   EXPECT_TRUE(originConnections(h.originPort("a"), 0));
 }
 
-TEST(HttpSpliceBodyTest, TenThousandSplicedRequestsLeaveNoDescriptorOrPipeBehind) {
-  ProxyHarness h;
-  std::string why;
-  ASSERT_TRUE(h.startOrigin("a", &why)) << why;
-  ASSERT_TRUE(h.startLb(config(h.originPort("a")), &why)) << why;
+TEST_F(HttpSpliceBodyTest, TenThousandSplicedRequestsLeaveNoDescriptorOrPipeBehind) {
+  ASSERT_TRUE(startWithOrigin());
+  c.close();   // each connection below is its own
   const std::string get = httpRequest("GET", "/bytes?n=300000", "x-key: k\r\n");
   const std::string up = noise(300000, 9);
   // 100 connections of 100 requests, every tenth an upload: each connection's two sockets
   // and every pump's duplicates and pipes come and go.
   auto connection = [&](int requests) {
-    TcpClient c;
-    if (!c.connect(h.port())) return false;
+    TcpClient one;
+    if (!one.connect(h.port())) return false;
     for (int i = 0; i < requests; ++i) {
       if (i % 10 == 9) {
-        auto r = postAndRead(c, up);
+        auto r = postAndRead(one, up);
         if (!r.ok || r.body != up) return false;
       } else {
-        if (!c.send(get)) return false;
-        auto r = readHttpResponse(c, false, 10s);
+        if (!one.send(get)) return false;
+        auto r = readHttpResponse(one, false, 10s);
         if (!r.ok || r.body.size() != 300000) return false;
       }
     }
@@ -220,13 +189,8 @@ TEST(HttpSpliceBodyTest, TenThousandSplicedRequestsLeaveNoDescriptorOrPipeBehind
   EXPECT_EQ(settled(before), before);
 }
 
-TEST(HttpSpliceBodyTest, AnUpgradedConnectionIsSplicedBothWaysAndArrivesIdentical) {
-  ProxyHarness h;
-  std::string why;
-  ASSERT_TRUE(h.startOrigin("a", &why)) << why;
-  ASSERT_TRUE(h.startLb(config(h.originPort("a")), &why)) << why;
-  TcpClient c;
-  ASSERT_TRUE(c.connect(h.port()));
+TEST_F(HttpSpliceBodyTest, AnUpgradedConnectionIsSplicedBothWaysAndArrivesIdentical) {
+  ASSERT_TRUE(startWithOrigin());
   ASSERT_TRUE(c.send("GET /ws HTTP/1.1\r\nHost: x\r\nx-key: k\r\nConnection: Upgrade\r\n"
                      "Upgrade: websocket\r\n\r\n"));
   auto r = readHttpResponse(c, false, 5s);
@@ -262,13 +226,8 @@ TEST(HttpSpliceBodyTest, AnUpgradedConnectionIsSplicedBothWaysAndArrivesIdentica
   EXPECT_TRUE(originConnections(h.originPort("a"), 0)) << "the tunnel's backend side stayed open";
 }
 
-TEST(HttpSpliceBodyTest, AGibibyteDownloadThroughAReaderThatStopsKeepsLbFlat) {
-  ProxyHarness h;
-  std::string why;
-  ASSERT_TRUE(h.startOrigin("a", &why)) << why;
-  ASSERT_TRUE(h.startLb(config(h.originPort("a")), &why)) << why;
-  TcpClient c;
-  ASSERT_TRUE(c.connect(h.port()));
+TEST_F(HttpSpliceBodyTest, AGibibyteDownloadThroughAReaderThatStopsKeepsLbFlat) {
+  ASSERT_TRUE(startWithOrigin());
   constexpr uint64_t kBytes = 1ull << 30;
   ASSERT_TRUE(c.send(httpRequest("GET", "/bytes?n=" + std::to_string(kBytes), "x-key: k\r\n")));
   ASSERT_TRUE(c.readUntil("\r\n\r\n", 5s));
@@ -309,13 +268,8 @@ TEST(HttpSpliceBodyTest, AGibibyteDownloadThroughAReaderThatStopsKeepsLbFlat) {
   EXPECT_TRUE(same) << "the body differs from the pattern";
 }
 
-TEST(HttpSpliceBodyTest, ASlowWriterUploadArrivesIdentical) {
-  ProxyHarness h;
-  std::string why;
-  ASSERT_TRUE(h.startOrigin("a", &why)) << why;
-  ASSERT_TRUE(h.startLb(config(h.originPort("a")), &why)) << why;
-  TcpClient c;
-  ASSERT_TRUE(c.connect(h.port()));
+TEST_F(HttpSpliceBodyTest, ASlowWriterUploadArrivesIdentical) {
+  ASSERT_TRUE(startWithOrigin());
   const std::string body = noise(1 << 20, 17);
   ASSERT_TRUE(c.send(post(body.size()) + body.substr(0, 1000)));
   // 200 writes with pauses: each a separate small splice on lb's side.
@@ -360,7 +314,7 @@ TEST_P(HttpSpliceRefusedTest, TheCopyPathCarriesEveryBodyWhenTheKernelRefusesSpl
   std::promise<void> started, finished;
   std::thread t([&] {
     filtered = refuseSplice(GetParam());
-    if (filtered) up = h.startLb(config(h.originPort("a")), &why);
+    if (filtered) up = h.startLb(SpliceLb().config(h.originPort("a")), &why);
     started.set_value();
     finished.get_future().wait();
   });

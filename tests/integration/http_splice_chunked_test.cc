@@ -49,22 +49,14 @@ std::string chunked(const std::string& data, size_t chunk) {
 
 long long rchar(pid_t pid) { return procIo(pid, "rchar"); }
 
-// One connection at a time: records every byte received; once `until` has been received
-// (counted from the connection's first byte) it sends `response` and then closes (close_after)
-// or goes on recording until the peer closes.
+// Records every byte received; once `until` has been received (counted from the
+// connection's first byte) it sends `response` and then closes (close_after) or goes on
+// recording until the peer closes.
 class RawOrigin {
  public:
   RawOrigin(std::string response, std::string until, bool close_after)
-      : response_(std::move(response)), until_(std::move(until)), close_after_(close_after) {
-    fd_ = listenLoopback(&port_);
-    thread_ = std::thread([this] { run(); });
-  }
-  ~RawOrigin() {
-    stop_ = true;
-    thread_.join();
-    ::close(fd_);
-  }
-  uint16_t port() const { return port_; }
+      : response_(std::move(response)), until_(std::move(until)), close_after_(close_after) {}
+  uint16_t port() const { return server_.port(); }
   std::string received() {
     std::lock_guard<std::mutex> g(mu_);
     return received_;
@@ -79,61 +71,45 @@ class RawOrigin {
   }
 
  private:
-  void run() {
-    while (!stop_) {
-      pollfd p{fd_, POLLIN, 0};
-      if (::poll(&p, 1, 100) <= 0) continue;
-      int c = ::accept(fd_, nullptr, nullptr);
-      if (c < 0) continue;
-      std::string conn;
-      size_t searched = 0;
-      char buf[65536];
-      while (!stop_) {
-        pollfd q{c, POLLIN, 0};
-        if (::poll(&q, 1, 100) <= 0) continue;
-        ssize_t k = ::recv(c, buf, sizeof buf, 0);
-        if (k <= 0) {
-          ++closed_;
-          break;
-        }
-        conn.append(buf, static_cast<size_t>(k));
-        {
-          std::lock_guard<std::mutex> g(mu_);
-          received_.append(buf, static_cast<size_t>(k));
-        }
-        // Each `until` seen answers once (a keep-alive connection's next request too).
-        const size_t found = conn.find(until_, searched);
-        if (found == std::string::npos) continue;
-        searched = found + until_.size();
-        for (size_t at = 0; at < response_.size();) {
-          ssize_t w = ::send(c, response_.data() + at, response_.size() - at, MSG_NOSIGNAL);
-          if (w <= 0) break;
-          at += static_cast<size_t>(w);
-        }
-        if (close_after_) break;
+  void serve(int c, const std::atomic<bool>& stop) {
+    std::string conn;
+    size_t searched = 0;
+    char buf[65536];
+    while (!stop) {
+      pollfd q{c, POLLIN, 0};
+      if (::poll(&q, 1, 100) <= 0) continue;
+      ssize_t k = ::recv(c, buf, sizeof buf, 0);
+      if (k <= 0) {
+        ++closed_;
+        return;
       }
-      ::close(c);
+      conn.append(buf, static_cast<size_t>(k));
+      {
+        std::lock_guard<std::mutex> g(mu_);
+        received_.append(buf, static_cast<size_t>(k));
+      }
+      // Each `until` seen answers once (a keep-alive connection's next request too).
+      const size_t found = conn.find(until_, searched);
+      if (found == std::string::npos) continue;
+      searched = found + until_.size();
+      for (size_t at = 0; at < response_.size();) {
+        ssize_t w = ::send(c, response_.data() + at, response_.size() - at, MSG_NOSIGNAL);
+        if (w <= 0) break;
+        at += static_cast<size_t>(w);
+      }
+      if (close_after_) return;
     }
   }
 
   std::string response_, until_;
   bool close_after_;
-  int fd_ = -1;
-  uint16_t port_ = 0;
   std::mutex mu_;
   std::string received_;
   std::atomic<int> closed_{0};
-  std::atomic<bool> stop_{false};
-  std::thread thread_;
+  LoopbackOrigin server_{[this](int c, const std::atomic<bool>& stop) { serve(c, stop); }};
 };
 
-std::string config(uint16_t origin_port, const std::string& log = "") {
-  return "[lb]\nworkers = 1\naccess_log = \"" + log + "\"\n"
-         "[listeners.web]\nlisten = \"127.0.0.1:{PORT}\"\ncluster = \"c\"\n"
-         "hash = [ { header = \"x-key\" } ]\n"
-         "[clusters.c]\nretries = 0\nbackends = [ { name = \"a\", address = \"127.0.0.1:" +
-         std::to_string(origin_port) + "\" } ]\n";
-}
+class HttpSpliceChunkedTest : public SpliceTest {};
 
 const char kChunkedHead[] = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n";
 
@@ -143,17 +119,13 @@ std::string readToClose(TcpClient& c) {
   return c.buffer();
 }
 
-TEST(HttpSpliceChunkedTest, ADownloadInLargeChunksIsSplicedAndArrivesIdentical) {
+TEST_F(HttpSpliceChunkedTest, ADownloadInLargeChunksIsSplicedAndArrivesIdentical) {
   const std::string data = noise(8 << 20, 11);
   const std::string wire = chunked(data, 1 << 20);
   const std::string log = "/tmp/lb-splice-chunked-" + std::to_string(getpid()) + ".log";
   unlink(log.c_str());
   RawOrigin origin(kChunkedHead + wire, "\r\n\r\n", false);
-  ProxyHarness h;
-  std::string why;
-  ASSERT_TRUE(h.startLb(config(origin.port(), log), &why)) << why;
-  TcpClient c;
-  ASSERT_TRUE(c.connect(h.port()));
+  ASSERT_TRUE(startLb(origin.port(), SpliceLb().accessLog(log).noRetries()));
   const long long r0 = rchar(h.lb().pid());
   ASSERT_TRUE(c.send(httpRequest("GET", "/big", "x-key: k\r\n")));
   // The response as it came, read raw up to the last chunk (5 bytes noise holds by chance
@@ -187,13 +159,8 @@ TEST(HttpSpliceChunkedTest, ADownloadInLargeChunksIsSplicedAndArrivesIdentical) 
   EXPECT_TRUE(again.body == data);
 }
 
-TEST(HttpSpliceChunkedTest, LbOriginsChunkedBytesArriveIdentical) {
-  ProxyHarness h;
-  std::string why;
-  ASSERT_TRUE(h.startOrigin("a", &why)) << why;
-  ASSERT_TRUE(h.startLb(config(h.originPort("a")), &why)) << why;
-  TcpClient c;
-  ASSERT_TRUE(c.connect(h.port()));
+TEST_F(HttpSpliceChunkedTest, LbOriginsChunkedBytesArriveIdentical) {
+  ASSERT_TRUE(startWithOrigin(SpliceLb().noRetries()));
   const size_t n = 16 << 20;
   const long long r0 = rchar(h.lb().pid());
   for (int i = 0; i < 2; ++i) {
@@ -214,15 +181,11 @@ TEST(HttpSpliceChunkedTest, LbOriginsChunkedBytesArriveIdentical) {
   EXPECT_LT(copied, 12ll << 20) << "lb read " << copied << " of 32 MiB through user space";
 }
 
-TEST(HttpSpliceChunkedTest, AnUploadInLargeChunksIsSplicedAndReachesTheOriginIdentical) {
+TEST_F(HttpSpliceChunkedTest, AnUploadInLargeChunksIsSplicedAndReachesTheOriginIdentical) {
   const std::string data = noise(8 << 20, 5);
   const std::string wire = chunked(data, 1 << 20);
   RawOrigin origin("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", "\r\n0\r\n\r\n", false);
-  ProxyHarness h;
-  std::string why;
-  ASSERT_TRUE(h.startLb(config(origin.port()), &why)) << why;
-  TcpClient c;
-  ASSERT_TRUE(c.connect(h.port()));
+  ASSERT_TRUE(startLb(origin.port(), SpliceLb().noRetries()));
   const long long r0 = rchar(h.lb().pid());
   const std::string head =
       "POST /up HTTP/1.1\r\nHost: t\r\nx-key: k\r\nTransfer-Encoding: chunked\r\n\r\n";
@@ -242,38 +205,38 @@ TEST(HttpSpliceChunkedTest, AnUploadInLargeChunksIsSplicedAndReachesTheOriginIde
 
 // After a spliced chunk the framing is what it would be copied: a missing CRLF after the data,
 // or a bad size line, ends the response there, and the bad bytes never reach the client.
-TEST(HttpSpliceChunkedTest, BadFramingAfterASplicedChunkCutsTheResponseThere) {
+class HttpSpliceChunkedBadFramingTest : public SpliceTest,
+                                        public ::testing::WithParamInterface<const char*> {};
+
+TEST_P(HttpSpliceChunkedBadFramingTest, AfterASplicedChunkCutsTheResponseThere) {
   const std::string data = noise(1 << 20, 3);
   const std::string good = hex(data.size()) + "\r\n" + data;
-  for (const std::string& bad : {std::string("XX0\r\n\r\n"), std::string("\r\nzz\r\nyy\r\n0\r\n\r\n")}) {
-    RawOrigin origin(kChunkedHead + good + bad, "\r\n\r\n", false);
-    ProxyHarness h;
-    std::string why;
-    ASSERT_TRUE(h.startLb(config(origin.port()), &why)) << why;
-    TcpClient c;
-    ASSERT_TRUE(c.connect(h.port()));
-    ASSERT_TRUE(c.send(httpRequest("GET", "/", "x-key: k\r\n")));
-    const std::string raw = readToClose(c);
-    const size_t at = raw.find("\r\n\r\n");
-    ASSERT_NE(at, std::string::npos) << "no head reached the client";
-    const std::string body = raw.substr(at + 4);
-    // All of the good chunk (its trailing CRLF at most), none of what follows it.
-    EXPECT_EQ(body.substr(0, good.size()) == good, true) << body.size() << " body bytes";
-    EXPECT_LE(body.size(), good.size() + 2);
-    if (body.size() > good.size()) {
-      EXPECT_EQ(body.substr(good.size()), "\r\n");
-    }
+  RawOrigin origin(kChunkedHead + good + GetParam(), "\r\n\r\n", false);
+  ASSERT_TRUE(startLb(origin.port(), SpliceLb().noRetries()));
+  ASSERT_TRUE(c.send(httpRequest("GET", "/", "x-key: k\r\n")));
+  const std::string raw = readToClose(c);
+  const size_t at = raw.find("\r\n\r\n");
+  ASSERT_NE(at, std::string::npos) << "no head reached the client";
+  const std::string body = raw.substr(at + 4);
+  // All of the good chunk (its trailing CRLF at most), none of what follows it.
+  EXPECT_EQ(body.substr(0, good.size()) == good, true) << body.size() << " body bytes";
+  EXPECT_LE(body.size(), good.size() + 2);
+  if (body.size() > good.size()) {
+    EXPECT_EQ(body.substr(good.size()), "\r\n");
   }
 }
 
-TEST(HttpSpliceChunkedTest, BadFramingAfterASplicedUploadChunkIsA400AndNeverForwarded) {
+INSTANTIATE_TEST_SUITE_P(Chunked, HttpSpliceChunkedBadFramingTest,
+                         ::testing::Values("XX0\r\n\r\n", "\r\nzz\r\nyy\r\n0\r\n\r\n"),
+                         [](const auto& info) {
+                           return std::string(info.index == 0 ? "NoCrlfAfterTheData"
+                                                               : "ABadSizeLine");
+                         });
+
+TEST_F(HttpSpliceChunkedTest, BadFramingAfterASplicedUploadChunkIsA400AndNeverForwarded) {
   const std::string data = noise(1 << 20, 9);
   RawOrigin origin("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", "never", false);
-  ProxyHarness h;
-  std::string why;
-  ASSERT_TRUE(h.startLb(config(origin.port()), &why)) << why;
-  TcpClient c;
-  ASSERT_TRUE(c.connect(h.port()));
+  ASSERT_TRUE(startLb(origin.port(), SpliceLb().noRetries()));
   const std::string head =
       "POST /up HTTP/1.1\r\nHost: t\r\nx-key: k\r\nTransfer-Encoding: chunked\r\n\r\n";
   ASSERT_TRUE(c.send(head + hex(data.size()) + "\r\n" + data + "XX0\r\n\r\n", 20s));
@@ -290,15 +253,11 @@ TEST(HttpSpliceChunkedTest, BadFramingAfterASplicedUploadChunkIsA400AndNeverForw
       << got.size() - at - 4 << " body bytes reached the origin";
 }
 
-TEST(HttpSpliceChunkedTest, AnOriginThatClosesMidChunkLeavesATruncatedResponseClosed) {
+TEST_F(HttpSpliceChunkedTest, AnOriginThatClosesMidChunkLeavesATruncatedResponseClosed) {
   const std::string data = noise(512 << 10, 13);
   // Announces 1 MiB, sends half of it, closes.
   RawOrigin origin(kChunkedHead + hex(1 << 20) + "\r\n" + data, "\r\n\r\n", true);
-  ProxyHarness h;
-  std::string why;
-  ASSERT_TRUE(h.startLb(config(origin.port()), &why)) << why;
-  TcpClient c;
-  ASSERT_TRUE(c.connect(h.port()));
+  ASSERT_TRUE(startLb(origin.port(), SpliceLb().noRetries()));
   ASSERT_TRUE(c.send(httpRequest("GET", "/", "x-key: k\r\n")));
   const auto t0 = Clock::now();
   const std::string raw = readToClose(c);

@@ -4,7 +4,6 @@
 // the test's own that cuts or stalls a body it promised, so the client must see a truncated
 // response closed, never a hang.
 #include <gtest/gtest.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -30,78 +29,45 @@ bool isBytesPattern(const std::string& body, size_t n) {
   return true;
 }
 
-// One connection at a time: answers any request with a head promising `promised` bytes, then
-// `sent` bytes of 'x', then closes (hold = false) or keeps the connection silent (hold = true)
-// until the peer closes.
+// Answers any request with a head promising `promised` bytes, then `sent` bytes of 'x', then
+// closes (hold = false) or keeps the connection silent (hold = true) until the peer closes.
 class CuttingOrigin {
  public:
   CuttingOrigin(size_t promised, size_t sent, bool hold)
-      : promised_(promised), sent_(sent), hold_(hold) {
-    fd_ = listenLoopback(&port_);
-    thread_ = std::thread([this] { run(); });
-  }
-  ~CuttingOrigin() {
-    stop_ = true;
-    thread_.join();
-    ::close(fd_);
-  }
-  uint16_t port() const { return port_; }
+      : promised_(promised), sent_(sent), hold_(hold) {}
+  uint16_t port() const { return server_.port(); }
 
  private:
-  void run() {
-    while (!stop_) {
-      pollfd p{fd_, POLLIN, 0};
-      if (::poll(&p, 1, 100) <= 0) continue;
-      int c = ::accept(fd_, nullptr, nullptr);
-      if (c < 0) continue;
-      std::string req;
-      char buf[4096];
-      while (req.find("\r\n\r\n") == std::string::npos) {
-        ssize_t k = ::recv(c, buf, sizeof buf, 0);
-        if (k <= 0) break;
-        req.append(buf, static_cast<size_t>(k));
-      }
-      std::string out = "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(promised_) +
-                        "\r\n\r\n" + std::string(sent_, 'x');
-      for (size_t at = 0; at < out.size();) {
-        ssize_t k = ::send(c, out.data() + at, out.size() - at, MSG_NOSIGNAL);
-        if (k <= 0) break;
-        at += static_cast<size_t>(k);
-      }
-      if (hold_) {
-        while (!stop_) {
-          pollfd q{c, POLLIN, 0};
-          if (::poll(&q, 1, 100) > 0 && ::recv(c, buf, sizeof buf, 0) <= 0) break;
-        }
-      }
-      ::close(c);
+  void serve(int c, const std::atomic<bool>& stop) {
+    std::string req;
+    char buf[4096];
+    while (req.find("\r\n\r\n") == std::string::npos) {
+      ssize_t k = ::recv(c, buf, sizeof buf, 0);
+      if (k <= 0) break;
+      req.append(buf, static_cast<size_t>(k));
+    }
+    std::string out = "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(promised_) +
+                      "\r\n\r\n" + std::string(sent_, 'x');
+    for (size_t at = 0; at < out.size();) {
+      ssize_t k = ::send(c, out.data() + at, out.size() - at, MSG_NOSIGNAL);
+      if (k <= 0) break;
+      at += static_cast<size_t>(k);
+    }
+    while (hold_ && !stop) {
+      pollfd q{c, POLLIN, 0};
+      if (::poll(&q, 1, 100) > 0 && ::recv(c, buf, sizeof buf, 0) <= 0) break;
     }
   }
 
   size_t promised_, sent_;
   bool hold_;
-  int fd_ = -1;
-  uint16_t port_ = 0;
-  std::atomic<bool> stop_{false};
-  std::thread thread_;
+  LoopbackOrigin server_{[this](int c, const std::atomic<bool>& stop) { serve(c, stop); }};
 };
 
-std::string config(uint16_t origin_port, const std::string& idle = "60s") {
-  return "[lb]\nworkers = 1\naccess_log = \"\"\n"
-         "[listeners.web]\nlisten = \"127.0.0.1:{PORT}\"\ncluster = \"c\"\n"
-         "hash = [ { header = \"x-key\" } ]\n"
-         "timeouts = { idle = \"" + idle + "\" }\n"
-         "[clusters.c]\nbackends = [ { name = \"a\", address = \"127.0.0.1:" +
-         std::to_string(origin_port) + "\" } ]\n";
-}
+class HttpSpliceTest : public SpliceTest {};
 
-TEST(HttpSpliceTest, LargeBodiesArriveIdenticalOnOneKeepAliveConnectionWithPipelining) {
-  ProxyHarness h;
-  std::string why;
-  ASSERT_TRUE(h.startOrigin("a", &why)) << why;
-  ASSERT_TRUE(h.startLb(config(h.originPort("a")), &why)) << why;
-  TcpClient c;
-  ASSERT_TRUE(c.connect(h.port()));
+TEST_F(HttpSpliceTest, LargeBodiesArriveIdenticalOnOneKeepAliveConnectionWithPipelining) {
+  ASSERT_TRUE(startWithOrigin());
   // Three requests at once: the bytes of the next request wait in lb while a body is spliced.
   const size_t sizes[] = {1 << 20, 300000, 64 << 20, 1000};
   std::string reqs;
@@ -118,13 +84,9 @@ TEST(HttpSpliceTest, LargeBodiesArriveIdenticalOnOneKeepAliveConnectionWithPipel
   }
 }
 
-TEST(HttpSpliceTest, AnOriginThatClosesMidBodyGivesTheClientATruncatedResponseClosed) {
+TEST_F(HttpSpliceTest, AnOriginThatClosesMidBodyGivesTheClientATruncatedResponseClosed) {
   CuttingOrigin origin(8 << 20, 1 << 20, /*hold=*/false);
-  ProxyHarness h;
-  std::string why;
-  ASSERT_TRUE(h.startLb(config(origin.port()), &why)) << why;
-  TcpClient c;
-  ASSERT_TRUE(c.connect(h.port()));
+  ASSERT_TRUE(startLb(origin.port()));
   ASSERT_TRUE(c.send(httpRequest("GET", "/", "x-key: k\r\n")));
   auto t0 = Clock::now();
   ASSERT_TRUE(c.waitClosed(5s)) << "lb kept the client waiting for bytes that never come";
@@ -136,13 +98,9 @@ TEST(HttpSpliceTest, AnOriginThatClosesMidBodyGivesTheClientATruncatedResponseCl
   EXPECT_EQ(got.size() - body_at - 4, size_t{1} << 20) << "every byte the origin sent arrives";
 }
 
-TEST(HttpSpliceTest, TheIdleTimeoutEndsAStalledSplicedBody) {
+TEST_F(HttpSpliceTest, TheIdleTimeoutEndsAStalledSplicedBody) {
   CuttingOrigin origin(8 << 20, 1 << 20, /*hold=*/true);
-  ProxyHarness h;
-  std::string why;
-  ASSERT_TRUE(h.startLb(config(origin.port(), "1s"), &why)) << why;
-  TcpClient c;
-  ASSERT_TRUE(c.connect(h.port()));
+  ASSERT_TRUE(startLb(origin.port(), SpliceLb().idle("1s")));
   ASSERT_TRUE(c.send(httpRequest("GET", "/", "x-key: k\r\n")));
   auto t0 = Clock::now();
   ASSERT_TRUE(c.waitClosed(6s)) << "a stalled spliced body was never timed out";
