@@ -37,7 +37,7 @@ void appendKey(std::string& o, const ClusterSnapshot& c, const HotKey& k) {
   appendDouble(o, k.share);
   o += ",\"hot\":";
   o += k.hot ? "true" : "false";
-  const bool routable = c.table && c.table->hostCount() > 0;
+  const bool routable = c.table && c.table->hostCount() > 0 && c.loads;
   o += ",\"owner\":";
   if (routable)
     appendJsonString(o, c.backends[c.table->pick(k.hash, 0)].config->name);
@@ -56,7 +56,18 @@ void appendKey(std::string& o, const ClusterSnapshot& c, const HotKey& k) {
         appendJsonString(o, c.backends[set[i].host].config->name);
       }
     } else {
-      appendJsonString(o, c.backends[c.table->pick(k.hash, 0)].config->name);
+      // Where the key's requests go now: its owner while usable, and the host a request
+      // would go to next when that is another (a bounded-load spill past an owner at its
+      // cap, or the failover past a down owner). Nothing is reserved: this only looks.
+      const uint32_t owner = c.table->pick(k.hash, 0);
+      const Pick next = c.bounded ? c.bounded->pick(*c.table, k.hash, *c.loads, 0, Reserve::kNo)
+                                  : pickUsable(*c.table, k.hash, *c.loads, 0);
+      const bool owner_serves = c.loads->usable(owner) || next.host == owner;
+      if (owner_serves) appendJsonString(o, c.backends[owner].config->name);
+      if (next.host != owner) {
+        if (owner_serves) o += ',';
+        appendJsonString(o, c.backends[next.host].config->name);
+      }
     }
   }
   o += "],\"hot_since\":";

@@ -11,9 +11,12 @@
 // "key" is the first kHotKeyDisplayBytes (200) bytes lb saw, JSON-escaped (bytes that are not
 // UTF-8 as U+FFFD). "owner" is the table's pick for the hash at attempt 0 (null when the
 // cluster has no backend); "serving" is, for a hot key of a cluster with hot_keys.spread,
-// the first `spread` usable hosts of its order (where its GETs and HEADs go), else the owner
-// alone: with bounded loads the key's spill-over hosts are not recorded per key. Without ?cluster: {"clusters": [one such
-// object per cluster]}. An unknown cluster: 404 {"error": ..., "clusters": [known names]}.
+// the first `spread` usable hosts of its order (where its GETs and HEADs go), else where the
+// key's requests go at this moment: the owner while it is usable, and the host the next
+// request would go to when that is another one (with bounded loads, the spill past an owner
+// at its cap; past a down owner, its failover). A spill that comes and goes between requests
+// shows only if the admin is asked at such a moment. Without ?cluster: {"clusters": [one
+// such object per cluster]}. An unknown cluster: 404 {"error": ..., "clusters": [known names]}.
 //
 // Main thread only: the trackers are the main thread's (the admin server runs on its loop).
 #pragma once

@@ -329,6 +329,41 @@ TEST_F(HotKeysRouteTest, OneClusterAsDesignMdShowsIt) {
   EXPECT_TRUE(saw_cold);
 }
 
+// "serving" says where a key's requests go now: past an owner at its bounded-load cap, the
+// host a request would spill to; past a down owner, its failover alone.
+TEST_F(HotKeysRouteTest, ServingNamesTheSpillPastAnOwnerAtItsCap) {
+  const ClusterSnapshot& c = *snap_->findCluster("cache");
+  const uint64_t h = hashOf(c, "user:1");
+  const uint32_t owner = c.table->pick(h, 0);
+  const std::string owner_name = c.backends[owner].config->name;
+  auto servingOf = [&] {
+    JsonValue doc = JsonReader::parse(hotKeysResponse(*snap_, "cluster=cache").body);
+    std::vector<std::string> out;
+    for (const auto& k : doc["keys"].items())
+      if (k["key"].asString() == "user:1")
+        for (const auto& s : k["serving"].items()) out.push_back(s.asString());
+    return out;
+  };
+  ASSERT_EQ(servingOf(), std::vector<std::string>{owner_name});
+  // Ten requests in flight on the owner and none elsewhere: over its cap of
+  // ceil(ceil(11 * 1.25) * w / 4) (4 or 7), so the next request of the key spills.
+  BackendState& st = *c.backends[owner].state;
+  for (int i = 0; i < 10; ++i) st.addLive();
+  const Pick spill = c.bounded->pick(*c.table, h, *c.loads, 0, Reserve::kNo);
+  ASSERT_NE(spill.host, owner);
+  ASSERT_EQ(spill.reason, PickReason::kBounded);
+  EXPECT_EQ(servingOf(),
+            (std::vector<std::string>{owner_name, c.backends[spill.host].config->name}));
+  st.dropLive(10);
+  EXPECT_EQ(servingOf(), std::vector<std::string>{owner_name});
+  // A down owner serves nothing: its failover alone.
+  st.healthy = false;
+  const Pick failover = c.bounded->pick(*c.table, h, *c.loads, 0, Reserve::kNo);
+  ASSERT_NE(failover.host, owner);
+  EXPECT_EQ(servingOf(), std::vector<std::string>{c.backends[failover.host].config->name});
+  st.healthy = true;
+}
+
 TEST_F(HotKeysRouteTest, WithoutAClusterEveryClusterInConfigOrder) {
   AdminResponse r = hotKeysResponse(*snap_, "");
   ASSERT_EQ(r.status, 200);
