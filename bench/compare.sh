@@ -34,6 +34,10 @@
 #             over the better peer's, from each target's median round by CPU (req/s and
 #             latency from its median round by req/s, as without MODE). lb's access log is
 #             off, as the peers log nothing.
+#   MODE=objects  (issue 23) large objects instead of the keyed load: runs
+#             bench/compare_objects.sh (one nginx origin with sendfile, HAProxy with `option
+#             splice-response`, lb; 1 KiB, 64 KiB and 1 MiB; CPU per request and req/s), which
+#             reads SIZES, ROUNDS, DURATION, CONNS and BASE (see its header).
 # Everything listens on 127.0.0.1 at free ports; every process started here is stopped on
 # exit; each wrk run is bounded by DURATION. Installs haproxy and nginx from Debian if missing.
 set -euo pipefail
@@ -54,7 +58,11 @@ command -v wrk >/dev/null || missing+=(wrk)
 command -v strace >/dev/null || missing+=(strace)
 membership=${MEMBERSHIP:-}
 mode=${MODE:-http}
-[[ $mode == http || $mode == tls ]] || { echo "compare.sh: MODE is http or tls" >&2; exit 2; }
+if [[ $mode == objects ]]; then
+  (( want_strace == 0 )) || { echo "compare.sh: --strace is not for MODE=objects" >&2; exit 2; }
+  exec "$here/compare_objects.sh" "$build"
+fi
+[[ $mode == http || $mode == tls ]] || { echo "compare.sh: MODE is http, tls or objects" >&2; exit 2; }
 command -v openssl >/dev/null || missing+=(openssl)
 [[ -z $membership || $membership == etcd ]] || { echo "compare.sh: MEMBERSHIP is etcd or unset" >&2; exit 2; }
 if [[ $membership == etcd ]]; then
