@@ -7,6 +7,8 @@
 #include <ostream>
 #include <streambuf>
 
+#include "lb/net/splice_pump.h"
+
 namespace lb {
 
 namespace {
@@ -372,11 +374,16 @@ std::vector<MetricFamily> collectSnapshotMetrics(const Snapshot& snap) {
                                      "Redis and memcached commands lb answered with an error "
                                      "of its own, by reason.",
                                      MetricType::Counter, nl * kCacheErrorReasons);
+  MetricFamily spliced = family("lb_spliced_bytes_total",
+                                "Bytes the listener's connections moved by splice(2), kernel to "
+                                "kernel, both directions (the rest were copied through user "
+                                "space).",
+                                MetricType::Counter, nl);
   for (const ListenerSnapshot& l : snap.listeners) {
     const std::string& name = l.config->name;
     const ListenerState& s = *l.state;
     int64_t open = 0;
-    uint64_t refused = 0;
+    uint64_t refused = 0, spliced_bytes = 0;
     uint64_t codes[kCodeClasses] = {};
     uint64_t reasons[kHttpErrorReasons] = {};
     uint64_t cache_reasons[kCacheErrorReasons] = {};
@@ -384,12 +391,16 @@ std::vector<MetricFamily> collectSnapshotMetrics(const Snapshot& snap) {
       const ListenerWorkerStats& ws = s.per_worker[w];
       open += ws.connections_active.get();
       refused += ws.connections_over_limit.get();
+      spliced_bytes += ws.spliced_bytes.get();
       for (int k = 0; k < kCodeClasses; ++k) codes[k] += ws.requests[k].get();
       for (int r = 0; r < kHttpErrorReasons; ++r) reasons[r] += ws.http_errors[r].get();
       for (int r = 0; r < kCacheErrorReasons; ++r) cache_reasons[r] += ws.cache_errors[r].get();
     }
     addGauge(down_conns, {{"listener", name}}, static_cast<double>(std::max<int64_t>(open, 0)));
     addCounter(over_limit, {{"listener", name}}, static_cast<double>(refused));
+    // Only http and tcp listeners splice (redis and memcached parse every byte).
+    if (l.config->protocol == Protocol::kHttp || l.config->protocol == Protocol::kTcp)
+      addCounter(spliced, {{"listener", name}}, static_cast<double>(spliced_bytes));
     for (int k = 0; k < kCodeClasses; ++k)
       addCounter(down_requests, {{"code", kCodeNames[k]}, {"listener", name}},
                  static_cast<double>(codes[k]));
@@ -480,15 +491,25 @@ std::vector<MetricFamily> collectSnapshotMetrics(const Snapshot& snap) {
     }
   }
 
+  // The process's splice pipes (lb/net/splice_pump.h), every worker's.
+  MetricFamily pipes = family("lb_splice_pipes",
+                              "splice(2) pipes: in_use (a body or a connection has bytes in "
+                              "one), pooled (empty, kept for the next).",
+                              MetricType::Gauge, 2);
+  addGauge(pipes, {{"state", "in_use"}},
+           static_cast<double>(std::max<int64_t>(SplicePump::pipesInUse(), 0)));
+  addGauge(pipes, {{"state", "pooled"}},
+           static_cast<double>(std::max<int64_t>(SplicePump::pipesPooled(), 0)));
+
   std::vector<MetricFamily> out;
-  out.reserve(38);
+  out.reserve(40);
   for (MetricFamily* f : {&active, &conns, &requests, &picks, &bytes, &latency, &healthy, &weight,
                           &share, &cap, &commands, &connect_failures, &checks, &transitions,
                           &ejections, &panic, &fingerprint, &revision, &updates, &last_sync,
                           &watch_up, &hot_active, &hot_share, &hot_detections, &hot_requests,
                           &near_items, &near_bytes, &near_invalidations, &down_conns,
-                          &over_limit, &down_requests, &errors, &cache_errors,
-                          &tls_handshakes, &tls_errors, &tls_expiry, &up_handshakes, &up_errors})
+                          &over_limit, &spliced, &down_requests, &errors, &cache_errors,
+                          &tls_handshakes, &tls_errors, &tls_expiry, &up_handshakes, &up_errors, &pipes})
     if (!f->metric.empty()) out.push_back(std::move(*f));
   return out;
 }

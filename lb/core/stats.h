@@ -181,6 +181,9 @@ struct alignas(64) ListenerWorkerStats {
   std::array<StatCounter, kCodeClasses> requests;
   std::array<StatCounter, static_cast<int>(HttpErrorReason::kCount)> http_errors;
   std::array<StatCounter, static_cast<int>(CacheErrorReason::kCount)> cache_errors;
+  // Bytes the listener's connections moved by splice(2), both directions (the rest of
+  // lb_backend_bytes_total was copied through user space).
+  StatCounter spliced_bytes;
 };
 
 // One latency sample into a backend's histogram (lb_backend_response_seconds).

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 
 #include "lb/net/connection.h"
@@ -19,6 +20,11 @@ constexpr unsigned kFlags = SPLICE_F_MOVE | SPLICE_F_NONBLOCK;
 constexpr int kRounds = 16;
 constexpr int kRunning = INT32_MIN;
 
+// Process-wide counts for /metrics: each pool writes them (relaxed, once per pipe taken or
+// given back, never per splice) and the admin thread reads them.
+std::atomic<int64_t> g_pipes_in_use{0};
+std::atomic<int64_t> g_pipes_pooled{0};
+
 // Empty pipes kept for the next pump on this thread. Each worker is one thread, so this is the
 // per-worker pool with no lock; the destructor closes them at thread exit.
 struct PipePool {
@@ -27,6 +33,7 @@ struct PipePool {
   size_t caps[kKeep];   // each pipe's capacity, asked once when it was made
   int n = 0;
   ~PipePool() {
+    g_pipes_pooled.fetch_sub(n, std::memory_order_relaxed);
     for (int i = 0; i < n; ++i) {
       ::close(fds[i][0]);
       ::close(fds[i][1]);
@@ -38,9 +45,12 @@ struct PipePool {
       out[0] = fds[n][0];
       out[1] = fds[n][1];
       *cap = caps[n];
+      g_pipes_pooled.fetch_sub(1, std::memory_order_relaxed);
+      g_pipes_in_use.fetch_add(1, std::memory_order_relaxed);
       return true;
     }
     if (pipe2(out, O_NONBLOCK | O_CLOEXEC) != 0) return false;
+    g_pipes_in_use.fetch_add(1, std::memory_order_relaxed);
     // Best effort: past fs.pipe-max-size or the user's pipe-user-pages-soft the kernel refuses
     // and the pipe keeps its default size; F_GETPIPE_SZ says what it is.
     (void)fcntl(out[0], F_SETPIPE_SZ, SplicePump::kPipeSize);
@@ -49,22 +59,30 @@ struct PipePool {
     return true;
   }
   void give(int p[2], size_t cap) noexcept {
+    g_pipes_in_use.fetch_sub(1, std::memory_order_relaxed);
     if (n < kKeep) {
       fds[n][0] = p[0];
       fds[n][1] = p[1];
       caps[n] = cap;
       ++n;
+      g_pipes_pooled.fetch_add(1, std::memory_order_relaxed);
     } else {
       ::close(p[0]);
       ::close(p[1]);
     }
   }
+  // A pipe a pump closes (bytes left in it nobody will read): no longer in use.
+  static void dropped() noexcept { g_pipes_in_use.fetch_sub(1, std::memory_order_relaxed); }
 };
 thread_local PipePool t_pipes;
 
 }  // namespace
 
 int SplicePump::pooledPipes() noexcept { return t_pipes.n; }
+int64_t SplicePump::pipesInUse() noexcept { return g_pipes_in_use.load(std::memory_order_relaxed); }
+int64_t SplicePump::pipesPooled() noexcept {
+  return g_pipes_pooled.load(std::memory_order_relaxed);
+}
 
 int SplicePump::start(Connection& from, Connection& to, uint64_t budget) noexcept {
   if (started_ || budget == 0 || !from.plain() || !to.plain()) return UV_EINVAL;
@@ -208,6 +226,7 @@ void SplicePump::stop(bool keep_reading) noexcept {
   from_->setReadyHook(nullptr, nullptr);
   in_fd_ = out_fd_ = -1;
   if (pipe_[0] >= 0 && in_pipe_ > 0) {   // bytes nobody will read: the pipe is not reusable
+    PipePool::dropped();
     ::close(pipe_[0]);
     ::close(pipe_[1]);
     pipe_[0] = pipe_[1] = -1;

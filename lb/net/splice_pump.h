@@ -90,6 +90,10 @@ class SplicePump {
 
   // Idle pipes kept per thread (closed at thread exit).
   static int pooledPipes() noexcept;
+  // The whole process's pipes, every thread's (for /metrics, lb_splice_pipes): held by a
+  // pump with bytes in flight, and idle in the pools.
+  static int64_t pipesInUse() noexcept;
+  static int64_t pipesPooled() noexcept;
 
  private:
   static void onInReady(void* ctx) noexcept;

@@ -84,6 +84,28 @@ TEST_F(HttpSpliceTest, LargeBodiesArriveIdenticalOnOneKeepAliveConnectionWithPip
   }
 }
 
+// lb_spliced_bytes_total counts a large body's spliced bytes (all but what came with its head)
+// and nothing of a small one; the pipe is back in the pool once the body is out.
+TEST_F(HttpSpliceTest, MetricsCountTheSplicedBodyBytesAndThePipeComesBack) {
+  ASSERT_TRUE(startWithOrigin());
+  EXPECT_EQ(metric("lb_spliced_bytes_total", "listener", "web"), 0);
+  const size_t n = 4 << 20;
+  ASSERT_TRUE(c.send(httpRequest("GET", "/bytes?n=" + std::to_string(n), "x-key: k\r\n")));
+  auto r = readHttpResponse(c, false, 20s);
+  ASSERT_TRUE(r.ok) << r.error;
+  ASSERT_TRUE(isBytesPattern(r.body, n));
+  const double spliced = metric("lb_spliced_bytes_total", "listener", "web");
+  // The head's read (at most 16 KiB) brings the body's first bytes through user space.
+  EXPECT_LE(spliced, static_cast<double>(n));
+  EXPECT_GE(spliced, static_cast<double>(n - (16 << 10)));
+  ASSERT_TRUE(c.send(httpRequest("GET", "/bytes?n=1000", "x-key: k\r\n")));
+  auto small = readHttpResponse(c, false, 10s);
+  ASSERT_TRUE(small.ok) << small.error;
+  EXPECT_EQ(metric("lb_spliced_bytes_total", "listener", "web"), spliced) << "1000 bytes spliced";
+  EXPECT_EQ(metric("lb_splice_pipes", "state", "in_use"), 0);
+  EXPECT_GE(metric("lb_splice_pipes", "state", "pooled"), 1);
+}
+
 TEST_F(HttpSpliceTest, AnOriginThatClosesMidBodyGivesTheClientATruncatedResponseClosed) {
   CuttingOrigin origin(8 << 20, 1 << 20, /*hold=*/false);
   ASSERT_TRUE(startLb(origin.port()));

@@ -23,6 +23,7 @@
 #include <thread>
 #include <utility>
 
+#include "tests/integration/metrics_fleet.h"
 #include "tests/integration/proxy_harness.h"
 
 namespace lb::test {
@@ -107,8 +108,8 @@ class LoopbackOrigin {
   std::thread thread_;
 };
 
-// How the fixture's lb is set up: one worker, one http listener keyed by the x-key header,
-// one backend "a"; the setters change the rest (SpliceLb().idle("1s").noRetries()).
+// How the fixture's lb is set up: one worker, an admin server, one http listener keyed by the
+// x-key header, one backend "a"; the setters change the rest (SpliceLb().idle("1s").noRetries()).
 class SpliceLb {
  public:
   SpliceLb& idle(std::string v) {
@@ -125,6 +126,7 @@ class SpliceLb {
   }
   std::string config(uint16_t origin_port) const {
     return "[lb]\nworkers = 1\naccess_log = \"" + access_log_ + "\"\n"
+           "[admin]\nlisten = \"127.0.0.1:{ADMIN}\"\n"
            "[listeners.web]\nlisten = \"127.0.0.1:{PORT}\"\ncluster = \"c\"\n"
            "hash = [ { header = \"x-key\" } ]\n"
            "timeouts = { idle = \"" + idle_ + "\" }\n"
@@ -155,6 +157,14 @@ class SpliceTest : public ::testing::Test {
     if (!h.startOrigin("a", &why))
       return ::testing::AssertionFailure() << "lb-origin did not start: " << why;
     return startLb(h.originPort("a"), o);
+  }
+
+  // A sample of lb's /metrics: `name` whose label `label` is `value`, or -1.
+  double metric(const std::string& name, const std::string& label, const std::string& value) {
+    auto r = httpGetLocal(h.adminPort(), "/metrics");
+    if (!r.ok) return -1;
+    auto by = byLabel(parseExposition(r.body), name, label);
+    return by.count(value) ? by[value] : -1;
   }
 
   ProxyHarness h;

@@ -234,6 +234,19 @@ class TcpSpliceTest : public ::testing::Test {
     ASSERT_TRUE(waitActive(0)) << h_.lb().output();
   }
 
+  // The sample of `name` with label state=`state` (lb_splice_pipes), or -1.
+  double pipes(const std::string& state) {
+    auto r = httpGetLocal(h_.adminPort(), "/metrics");
+    if (!r.ok) return -1;
+    auto by = byLabel(parseExposition(r.body), "lb_splice_pipes", "state");
+    return by.count(state) ? by[state] : -1;
+  }
+  double backendBytes() {
+    auto r = httpGetLocal(h_.adminPort(), "/metrics");
+    if (!r.ok) return -1;
+    auto by = byLabel(parseExposition(r.body), "lb_backend_bytes_total", "direction");
+    return by.count("rx") && by.count("tx") ? by["rx"] + by["tx"] : -1;
+  }
   double listenerMetric(const std::string& name) {
     auto r = httpGetLocal(h_.adminPort(), "/metrics");
     if (!r.ok) return -1;
@@ -414,6 +427,41 @@ TEST_F(TcpSpliceTest, TenThousandConnectionsLeaveNoDescriptorOrPipeBehind) {
   for (int i = 0; i < 10000; ++i) ASSERT_TRUE(once()) << "connection " << i;
   ASSERT_TRUE(waitActive(0));
   EXPECT_EQ(settled(before), before);
+}
+
+// Every byte of a tcp listener is spliced: lb_spliced_bytes_total is exactly what the backend
+// counters saw both ways, and once the connections are gone no pipe is left in use.
+TEST_F(TcpSpliceTest, MetricsCountEverySplicedByteAndEveryPipeComesBack) {
+  startLb();
+  EXPECT_EQ(listenerMetric("lb_spliced_bytes_total"), 0);
+  EXPECT_EQ(pipes("in_use"), 0);
+  {
+    StreamClient c(h_.port());
+    ASSERT_TRUE(c.ok());
+    ASSERT_TRUE(c.send("DOWN " + std::to_string(8 << 20) + "\n"));
+    uint64_t got, hash;
+    bool eof;
+    ASSERT_TRUE(c.readHashed(64 << 20, &got, &hash, &eof));
+    ASSERT_TRUE(eof);
+    ASSERT_EQ(got, 8u << 20);
+  }
+  {
+    StreamClient c(h_.port());
+    ASSERT_TRUE(c.ok());
+    ASSERT_TRUE(c.send("UP\n"));
+    ASSERT_TRUE(sendPattern(c.fd(), 4 << 20));
+    ::shutdown(c.fd(), SHUT_WR);
+    EXPECT_EQ(c.readLine(), std::to_string(patternHash(4 << 20)) + " " + std::to_string(4 << 20));
+  }
+  ASSERT_TRUE(waitActive(0));
+  const double spliced = listenerMetric("lb_spliced_bytes_total");
+  EXPECT_GE(spliced, 12 << 20);
+  EXPECT_EQ(spliced, backendBytes()) << "a tcp listener copied some bytes";
+  double in_use = pipes("in_use");
+  for (auto end = Clock::now() + 5s; in_use != 0 && Clock::now() < end; in_use = pipes("in_use"))
+    std::this_thread::sleep_for(10ms);
+  EXPECT_EQ(in_use, 0);
+  EXPECT_GE(pipes("pooled"), 1);
 }
 
 TEST_F(TcpSpliceTest, AnIdleSplicedConnectionHoldsNoPipe) {

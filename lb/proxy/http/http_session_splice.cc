@@ -64,6 +64,7 @@ void HttpSession::stopBodyPump() noexcept {
 }
 
 void HttpSession::onPumpRead(SplicePump& p, size_t n) noexcept {
+  lstats_->spliced_bytes.add(n);
   if (ex_ == nullptr) return;
   if (&p == &tunnel_pump_)
     ex_->route.stats->bytes_rx.add(n);

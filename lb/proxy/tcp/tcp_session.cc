@@ -213,6 +213,7 @@ void TcpSession::stopPump(Side& from) noexcept {
 
 void TcpSession::onPumpRead(SplicePump& p, size_t n) noexcept {
   Side& from = sourceOf(p);
+  listener_.state->per_worker[env_.index()].spliced_bytes.add(n);
   last_activity_ms_ = uv_now(env_.loop());
   from.bytes_read += n;
   if (&from == &down_)
