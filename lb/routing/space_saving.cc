@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <new>
 
 namespace lb {
 
@@ -167,14 +168,28 @@ struct MergeCandidate {
 
 struct SpaceSaving::Impl {
   SummaryState state;
-  // merge()'s scratch, kept here so that merging allocates nothing.
+};
+
+// merge()'s scratch (as large again as a summary): one per thread that merges, made on its
+// first merge, rather than one inside every summary. A cluster keeps 2 x workers + 1
+// summaries; only the main thread's collect and a worker's hand-over onto counts not yet
+// collected ever merge.
+struct MergeScratch {
   std::array<MergeCandidate, 2 * kCap> candidates;
   std::array<HotKeyCounter, kCap> merged;
 };
+thread_local std::unique_ptr<MergeScratch> t_merge_scratch;
+
+MergeScratch* mergeScratch() noexcept {
+  if (!t_merge_scratch) t_merge_scratch.reset(new (std::nothrow) MergeScratch);
+  return t_merge_scratch.get();
+}
 
 SpaceSaving::SpaceSaving() : impl_(std::make_unique<Impl>()) { impl_->state.clear(); }
 
 SpaceSaving::~SpaceSaving() = default;
+
+size_t SpaceSaving::bytesPerSummary() noexcept { return sizeof(Impl); }
 
 // Filtered Space-Saving, one occurrence:
 // - tracked: count + 1 (and sink in the heap);
@@ -268,10 +283,12 @@ void SpaceSaving::merge(const SpaceSaving& other) noexcept {
     a.total *= 2;
     return;
   }
+  MergeScratch* scratch = mergeScratch();
+  if (scratch == nullptr) return;   // out of memory: this window's counts of `other` are lost
   const SummaryState& b = other.impl_->state;
   const uint64_t floor_a = floor();
   const uint64_t floor_b = other.floor();
-  auto& cand = impl_->candidates;
+  auto& cand = scratch->candidates;
   size_t n = 0;
   for (size_t i = 0; i < a.size; ++i) {
     const HotKeyCounter& ca = a.counters[i];
@@ -302,7 +319,7 @@ void SpaceSaving::merge(const SpaceSaving& other) noexcept {
     cell = std::max(cell, cand[i].count);
   }
 
-  auto& out = impl_->merged;
+  auto& out = scratch->merged;
   for (size_t i = 0; i < kept; ++i) {
     out[i].hash = cand[i].hash;
     out[i].count = cand[i].count;

@@ -17,8 +17,8 @@
 // guarantees above hold all the same. merge() is the main thread's, off the request path,
 // and keeps the error bound (Agarwal et al., "Mergeable Summaries", PODS 2012): a kept
 // entry's count and error are the sums of its inputs' counts and errors, taking the floor of
-// each input that did not track it for both. It allocates nothing either (its scratch is
-// allocated with the summary).
+// each input that did not track it for both. It allocates only on a thread's first merge: its
+// scratch, as large as a summary, is one per thread that merges, not one per summary.
 #pragma once
 
 #include <cstddef>
@@ -44,7 +44,8 @@ class SpaceSaving {
  public:
   static constexpr size_t kCapacity = 128;
 
-  // Allocates its fixed arrays (off the request path); nothing allocates afterwards.
+  // Allocates its fixed arrays (off the request path); nothing allocates afterwards but a
+  // thread's first merge().
   SpaceSaving();
   ~SpaceSaving();
   SpaceSaving(const SpaceSaving&) = delete;
@@ -65,9 +66,13 @@ class SpaceSaving {
   // Forgets everything (the worker's summary is cleared after each hand-over).
   void clear() noexcept;
 
-  // Main thread. Adds `other` into this summary, keeping the kCapacity largest counts and
-  // the error bound stated above. total() becomes the sum of both.
+  // Off the request path (the main thread's collect; a worker's hand-over onto counts the
+  // main thread has not taken yet). Adds `other` into this summary, keeping the kCapacity
+  // largest counts and the error bound stated above. total() becomes the sum of both. Out of
+  // memory for the thread's scratch, the merge is skipped.
   void merge(const SpaceSaving& other) noexcept;
+  // What one summary holds (its counters, index, heap and filter), for the memory tests.
+  static size_t bytesPerSummary() noexcept;
   // Main thread. Copies `other` wholesale (a worker's summary into a hand-over buffer).
   void copyFrom(const SpaceSaving& other) noexcept;
 

@@ -8,8 +8,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <random>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -230,6 +232,44 @@ TEST(SpaceSavingTest, MergeOfSummariesBelowCapacityIsExact) {
     EXPECT_EQ(c.error, 0u);
     EXPECT_EQ(std::string(c.key, c.key_len), keyOf(k));
   }
+}
+
+// merge()'s scratch, as large as a summary, is the merging thread's: a summary holds only its
+// own state (it held both, 75,920 bytes, when each summary carried its scratch; a cluster
+// keeps 2 x workers + 1 of them).
+TEST(SpaceSavingTest, ASummaryCarriesNoMergeScratch) {
+  EXPECT_LT(SpaceSaving::bytesPerSummary(), 40u * 1024);
+}
+
+// Two threads merging at once, each into its own summaries, get what one thread gets: the
+// scratch is per thread, never shared.
+TEST(SpaceSavingTest, MergesOnTwoThreadsAtOnceMatchOneThreadsMerges) {
+  auto fill = [](SpaceSaving& s, uint64_t seed) {
+    for (uint64_t i = 0; i < 20000; ++i) {
+      const uint64_t k = (i * 2654435761u + seed) % 400;
+      s.add(hashOf(k), keyOf(k));
+    }
+  };
+  auto mergedCounts = [&](uint64_t seed) {
+    SpaceSaving a, b;
+    fill(a, seed);
+    std::map<uint64_t, std::pair<uint64_t, uint64_t>> out;
+    for (int round = 0; round < 50; ++round) {
+      b.clear();
+      fill(b, seed + static_cast<uint64_t>(round) + 1);
+      a.merge(b);
+    }
+    for (const HotKeyCounter& c : a.counters()) out[c.hash] = {c.count, c.error};
+    return out;
+  };
+  const auto one = mergedCounts(7), other = mergedCounts(99);
+  std::map<uint64_t, std::pair<uint64_t, uint64_t>> t1, t2;
+  std::thread x([&] { t1 = mergedCounts(7); });
+  std::thread y([&] { t2 = mergedCounts(99); });
+  x.join();
+  y.join();
+  EXPECT_EQ(t1, one);
+  EXPECT_EQ(t2, other);
 }
 
 TEST(SpaceSavingTest, ClearForgetsEverything) {
