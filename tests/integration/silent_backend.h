@@ -62,10 +62,6 @@ class SilentBackend {
     std::lock_guard<std::mutex> lock(mu_);
     return accepted_;
   }
-  int hellos() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return hellos_;
-  }
 
  private:
   struct Peer {
