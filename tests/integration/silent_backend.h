@@ -6,8 +6,11 @@
 // process or on how fast a tool such as ss sees a socket queue.
 #pragma once
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <poll.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -21,14 +24,18 @@
 #include <thread>
 #include <vector>
 
-#include "tests/integration/splice_test_util.h"
+#include "tests/support/process.h"
 
 namespace lb::test {
 
 class SilentBackend {
  public:
   SilentBackend() {
-    listen_ = listenLoopback(&port_);
+    // A port from freePort(), never one the kernel picks for a bind to port 0: the fixture's
+    // lb ports came from freePort() and were closed again, so the kernel may well offer one
+    // of them, and an lb whose admin port this acceptor holds runs on without its admin
+    // while every scrape hangs here. freePort() skips every port it handed out lately.
+    for (int attempt = 0; attempt < 8 && listen_ < 0; ++attempt) listen_ = listenOn(freePort());
     if (listen_ < 0 || ::pipe2(wake_, O_CLOEXEC) != 0) return;
     thread_ = std::thread([this] { run(); });
   }
@@ -69,6 +76,23 @@ class SilentBackend {
     std::string head;   // the first bytes, until the record header is whole
     bool hello = false;
   };
+
+  // A blocking socket listening on 127.0.0.1:port (port_ set), or -1.
+  int listenOn(uint16_t port) {
+    if (port == 0) return -1;
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -1;
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(port);
+    if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(fd, 16) != 0) {
+      ::close(fd);
+      return -1;
+    }
+    port_ = port;
+    return fd;
+  }
 
   void run() {
     std::vector<Peer> peers;

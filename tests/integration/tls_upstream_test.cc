@@ -505,6 +505,7 @@ TEST_F(TlsUpstreamTest, AClientThatLeavesMidHandshakeIsNoBackendTimeout) {
       config("http", trusting(), {silent.address()}, "retries = 0"), "10s");
   ASSERT_NE(toml.find("connect = \"10s\""), std::string::npos) << toml;
   ASSERT_TRUE(lb_.start(toml, {port_, admin_port_})) << lb_.output();
+  ASSERT_NE(metrics().find("lb_build_info"), std::string::npos) << lb_.output();   // lb's admin
   TcpClient leaving;
   ASSERT_TRUE(leaving.connect(port_));
   ASSERT_TRUE(leaving.send("GET / HTTP/1.1\r\nHost: a\r\n\r\n"));
@@ -517,7 +518,8 @@ TEST_F(TlsUpstreamTest, AClientThatLeavesMidHandshakeIsNoBackendTimeout) {
   // never ended used to be counted as a timeout), so once it reads 0 every count is in.
   ASSERT_TRUE(silent.waitClosed(1, 10s)) << "lb kept the abandoned handshake open\n"
                                          << lb_.output();
-  ASSERT_TRUE(waitMetricIs("lb_backend_active_connections", {"backend=\"b0\""}, 0)) << metrics();
+  ASSERT_TRUE(waitMetricIs("lb_backend_active_connections", {"backend=\"b0\""}, 0))
+      << "accepted " << silent.accepted() << "\n" << metrics() << lb_.output();
   const std::string m = metrics();
   EXPECT_EQ(metricSum(m, "lb_upstream_tls_handshake_errors_total"), 0) << m;
   EXPECT_EQ(countOf(lb_.output(), "no handshake within the connect timeout"), 0u)
@@ -537,12 +539,14 @@ TEST_F(TlsUpstreamTest, AHandshakeTheBackendNeverAnswersIsOneTimeout) {
       config("http", trusting(), {silent.address()}, "retries = 0"), "1s");
   ASSERT_NE(toml.find("connect = \"1s\""), std::string::npos) << toml;
   ASSERT_TRUE(lb_.start(toml, {port_, admin_port_})) << lb_.output();
+  ASSERT_NE(metrics().find("lb_build_info"), std::string::npos) << lb_.output();   // lb's admin
   auto r = runCommand({"curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}",
                        "http://127.0.0.1:" + std::to_string(port_) + "/"});
   EXPECT_EQ(r.out.substr(0, 1), "5") << r.out << r.err << lb_.output();
   EXPECT_TRUE(silent.waitHellos(1, 10s)) << "lb's ClientHello never reached the backend";
   // Once the connection is gone every count is in: one, not one more at its release.
-  ASSERT_TRUE(waitMetricIs("lb_backend_active_connections", {"backend=\"b0\""}, 0)) << metrics();
+  ASSERT_TRUE(waitMetricIs("lb_backend_active_connections", {"backend=\"b0\""}, 0))
+      << "accepted " << silent.accepted() << "\n" << metrics() << lb_.output();
   const std::string m = metrics();
   EXPECT_EQ(metricSum(m, "lb_upstream_tls_handshake_errors_total", {"reason=\"timeout\""}), 1)
       << m;
