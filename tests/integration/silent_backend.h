@@ -31,10 +31,11 @@ namespace lb::test {
 class SilentBackend {
  public:
   SilentBackend() {
-    // A port from freePort(), never one the kernel picks for a bind to port 0: the fixture's
-    // lb ports came from freePort() and were closed again, so the kernel may well offer one
-    // of them, and an lb whose admin port this acceptor holds runs on without its admin
-    // while every scrape hangs here. freePort() skips every port it handed out lately.
+    // A port from freePort(), as the fixture's are, not one the kernel picks for a bind to
+    // port 0: that could be a port the fixture was handed and lb has not bound yet (an lb
+    // whose admin port this acceptor held would run on without its admin, every scrape
+    // hanging here). freePort() never hands out a port it or another test process handed
+    // out lately.
     for (int attempt = 0; attempt < 8 && listen_ < 0; ++attempt) listen_ = listenOn(freePort());
     if (listen_ < 0 || ::pipe2(wake_, O_CLOEXEC) != 0) return;
     thread_ = std::thread([this] { run(); });
