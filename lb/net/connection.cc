@@ -362,7 +362,12 @@ void Connection::onTimerFired(uv_timer_t* t) {
   if (c->closing_) return;
   if (c->connecting_) {
     // The connect (or its handshake) is still pending at its deadline. The owner closes,
-    // which cancels it.
+    // which cancels it. A transport mid-handshake hears of it first: only it can tell this
+    // real timeout from an owner that closes early (its client left), which is no failure.
+    if (c->handshaking_) {
+      c->transport_->handshakeTimedOut(*c);   // normally ends the connect itself
+      if (!c->connecting_ || c->closing_) return;
+    }
     c->connectDone(UV_ETIMEDOUT);
     return;
   }

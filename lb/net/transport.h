@@ -66,6 +66,11 @@ class Transport {
     (void)c;
     return 0;
   }
+  // Connect side: the connect's deadline passed with the handshake still going. The
+  // transport counts and logs the timeout and ends the connect (Connection::handshakeDone
+  // with UV_ETIMEDOUT). A handshake the owner closes before any end is the owner's to
+  // abandon (its client left): no failure of the backend's, counted nowhere.
+  virtual void handshakeTimedOut(Connection& c) noexcept { (void)c; }
   // Accept side: whether the transport's opening (TLS's handshake) is over. Until it is,
   // nothing reaches the owner; the moment it ends the transport calls
   // Connection::established(), which tells the owner (ConnectionOwner::onEstablished).

@@ -121,14 +121,21 @@ TlsTransport::~TlsTransport() {
   }
 }
 
-void TlsTransport::release(Connection& c) noexcept {
-  // A connect that never reached TCP never started a handshake: nothing of TLS's failed.
-  if (started_ && !established_ && !counted_) {
+void TlsTransport::release(Connection&) noexcept {
+  // Accept side: a handshake that never ended was cut short by lb's own timeout, or the
+  // client left. Connect side: every end was counted where it happened (fail(), from a read,
+  // a write or handshakeTimedOut); one still open here was abandoned by its owner, which is
+  // no failure of the backend's. A connect that never reached TCP never started one at all.
+  if (client_ == nullptr && started_ && !established_ && !counted_) {
     const TlsErrorReason reason = peer_gone_ ? TlsErrorReason::kClosed : TlsErrorReason::kTimeout;
     stats_->errors[static_cast<int>(reason)].add();
-    if (client_ != nullptr) logFailure(c, reason);   // the connect timeout ended it
   }
   delete this;
+}
+
+void TlsTransport::handshakeTimedOut(Connection& c) noexcept {
+  if (!started_ || established_ || counted_) return;
+  fail(c, TlsErrorReason::kTimeout, UV_ETIMEDOUT);   // counted, logged, the connect ended
 }
 
 void TlsTransport::closing(Connection&) noexcept {

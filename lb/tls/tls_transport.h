@@ -37,7 +37,8 @@ class TlsTransport final : public Transport {
   // Connect side, for Connection::connect(): the handshake with the backend at `peer` starts
   // once TCP is up, on the loop of `worker` (its session slot in `context`), and ends in
   // Connection::handshakeDone. A failed one is counted (a certificate that does not verify
-  // as kVerify) and logged, at most a line a second per context. Null when OpenSSL cannot
+  // as kVerify) and logged, at most a line a second per context; one its owner abandons
+  // (closes before it ended: the client left) is neither. Null when OpenSSL cannot
   // allocate.
   static TlsTransport* connect(std::shared_ptr<const TlsClientContext> context,
                                std::shared_ptr<TlsWorkerStats> stats, unsigned worker,
@@ -58,6 +59,7 @@ class TlsTransport final : public Transport {
   // Connect side: why the handshake failed ("certificate verify failed: ..."), once it has.
   const std::string& failureText() const noexcept { return failure_; }
   int startHandshake(Connection& c) noexcept override;
+  void handshakeTimedOut(Connection& c) noexcept override;
 
  private:
   // Ciphertext on its way to the socket, with the owner's write it completes (if any).

@@ -16,6 +16,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/integration/lb_fixture.h"
+#include "tests/integration/silent_backend.h"
 #include "tests/integration/temp_dir.h"
 #include "tests/support/cache_server.h"
 #include "tests/support/origin.h"
@@ -83,6 +84,13 @@ class TlsUpstreamTest : public ::testing::Test {
       c += "  { name = \"b" + std::to_string(i) + "\", address = \"" + backends[i] + "\" },\n";
     return c + "]\n";
   }
+  // `toml` (from config()) with timeouts.connect set to `limit`.
+  static std::string withConnectTimeout(std::string toml, const std::string& limit) {
+    const std::string fast = "connect = \"300ms\"";
+    const size_t at = toml.find(fast);
+    if (at != std::string::npos) toml.replace(at, fast.size(), "connect = \"" + limit + "\"");
+    return toml;
+  }
   std::string trusting(const std::string& more = "") const {
     return "tls = { ca = \"" + ca_->certPath() + "\"" + more + " }";
   }
@@ -98,6 +106,18 @@ class TlsUpstreamTest : public ::testing::Test {
     while (std::chrono::steady_clock::now() < deadline) {
       if (metricSum(metrics(), prefix, labels) >= n) return true;
       std::this_thread::sleep_for(50ms);
+    }
+    return false;
+  }
+  // Waits (bounded) until a scrape holds the metric and its sum is n: a failed scrape, which
+  // holds no line of it, never passes for 0.
+  bool waitMetricIs(const std::string& prefix, const std::vector<std::string>& labels, double n) {
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (std::chrono::steady_clock::now() < deadline) {
+      const std::string m = metrics();
+      if (m.find("\n" + prefix) != std::string::npos && metricSum(m, prefix, labels) == n)
+        return true;
+      std::this_thread::sleep_for(20ms);
     }
     return false;
   }
@@ -472,6 +492,72 @@ TEST_F(TlsUpstreamTest, AReloadKeepsTheServerConnectionsUntilATlsFileChanges) {
   EXPECT_EQ(viaLb({"GET", "k"}).out, "v\n");
   EXPECT_GT(metricSum(metrics(), "lb_upstream_tls_handshakes_total"), handshakes) << metrics();
   EXPECT_EQ(redisCall(held, {"GET", "k"}), "v");
+}
+
+TEST_F(TlsUpstreamTest, AClientThatLeavesMidHandshakeIsNoBackendTimeout) {
+  // The backend is the test's own silent acceptor: it reads lb's ClientHello, says so, and
+  // never answers, so lb stays mid-handshake until something on lb's side ends it.
+  SilentBackend silent;
+  ASSERT_TRUE(silent.ok());
+  // A connect timeout far past every wait below: only the client's leaving can end this
+  // handshake. No retries: one backend connection for the one request.
+  const std::string toml = withConnectTimeout(
+      config("http", trusting(), {silent.address()}, "retries = 0"), "10s");
+  ASSERT_NE(toml.find("connect = \"10s\""), std::string::npos) << toml;
+  ASSERT_TRUE(lb_.start(toml, {port_, admin_port_})) << lb_.output();
+  ASSERT_NE(metrics().find("lb_build_info"), std::string::npos) << lb_.output();   // lb's admin
+  TcpClient leaving;
+  ASSERT_TRUE(leaving.connect(port_));
+  ASSERT_TRUE(leaving.send("GET / HTTP/1.1\r\nHost: a\r\n\r\n"));
+  ASSERT_TRUE(silent.waitHellos(1, 10s)) << "lb's ClientHello never reached the backend\n"
+                                         << lb_.output();
+  EXPECT_EQ(metricSum(metrics(), "lb_backend_active_connections", {"backend=\"b0\""}), 1);
+  leaving.close();
+  // lb abandons the handshake as its client leaves: the backend sees it close, and the
+  // connection's gauge drops right after its transport was released (where a handshake that
+  // never ended used to be counted as a timeout), so once it reads 0 every count is in.
+  ASSERT_TRUE(silent.waitClosed(1, 10s)) << "lb kept the abandoned handshake open\n"
+                                         << lb_.output();
+  ASSERT_TRUE(waitMetricIs("lb_backend_active_connections", {"backend=\"b0\""}, 0))
+      << "accepted " << silent.accepted() << "\n" << metrics() << lb_.output();
+  const std::string m = metrics();
+  EXPECT_EQ(metricSum(m, "lb_upstream_tls_handshake_errors_total"), 0) << m;
+  EXPECT_EQ(countOf(lb_.output(), "no handshake within the connect timeout"), 0u)
+      << lb_.output();
+  EXPECT_EQ(silent.accepted(), 1);
+  EXPECT_EQ(lb_.process().stop(), 0) << lb_.output();
+}
+
+TEST_F(TlsUpstreamTest, AHandshakeTheBackendNeverAnswersIsOneTimeout) {
+  // The same silent backend, and a client that stays: the handshake runs into
+  // timeouts.connect, the backend's real timeout, counted and logged once. 1s, not the
+  // fixture's 300ms: under SAN on a loaded machine, the TCP connect and the ClientHello must
+  // be well inside it, or the timeout would find no handshake begun.
+  SilentBackend silent;
+  ASSERT_TRUE(silent.ok());
+  const std::string toml = withConnectTimeout(
+      config("http", trusting(), {silent.address()}, "retries = 0"), "1s");
+  ASSERT_NE(toml.find("connect = \"1s\""), std::string::npos) << toml;
+  ASSERT_TRUE(lb_.start(toml, {port_, admin_port_})) << lb_.output();
+  ASSERT_NE(metrics().find("lb_build_info"), std::string::npos) << lb_.output();   // lb's admin
+  auto r = runCommand({"curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}",
+                       "http://127.0.0.1:" + std::to_string(port_) + "/"});
+  EXPECT_EQ(r.out.substr(0, 1), "5") << r.out << r.err << lb_.output();
+  EXPECT_TRUE(silent.waitHellos(1, 10s)) << "lb's ClientHello never reached the backend";
+  // Once the connection is gone every count is in: one, not one more at its release.
+  ASSERT_TRUE(waitMetricIs("lb_backend_active_connections", {"backend=\"b0\""}, 0))
+      << "accepted " << silent.accepted() << "\n" << metrics() << lb_.output();
+  const std::string m = metrics();
+  EXPECT_EQ(metricSum(m, "lb_upstream_tls_handshake_errors_total", {"reason=\"timeout\""}), 1)
+      << m;
+  EXPECT_EQ(metricSum(m, "lb_upstream_tls_handshake_errors_total"), 1) << m;
+  EXPECT_EQ(countOf(lb_.output(), "upstream TLS: cluster cache, backend " + silent.address() +
+                                      ": handshake failed: no handshake within the connect "
+                                      "timeout"),
+            1u)
+      << lb_.output();
+  EXPECT_EQ(silent.accepted(), 1);
+  EXPECT_EQ(lb_.process().stop(), 0) << lb_.output();
 }
 
 }  // namespace

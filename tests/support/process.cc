@@ -8,11 +8,13 @@
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstddef>
 #include <deque>
 #include <mutex>
 #include <cstdio>
@@ -21,6 +23,7 @@
 #include <fstream>
 #include <sstream>
 #include <thread>
+#include <utility>
 
 namespace lb::test {
 namespace {
@@ -105,12 +108,39 @@ std::string builtBinary(std::string_view name) {
   return dir + "/../" + std::string(name);
 }
 
+namespace {
+
+// Another test process (a gtest shard beside this one) may probe the same port between this
+// probe's close and the bind of the server it is for, and lb binds its listeners with
+// SO_REUSEPORT, so two lbs of one user would share the port without an error and the kernel
+// would hand each one connections meant for the other. A claim every test process sees: an
+// abstract unix socket named for the port (no file to clean up; it goes with the process).
+// -1 when another process holds it.
+int claimPort(uint16_t port) {
+  const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  const std::string name = "lb-test-port-" + std::to_string(port);
+  memcpy(a.sun_path + 1, name.data(), name.size());   // sun_path[0] == 0: abstract
+  const auto len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
+  if (bind(fd, reinterpret_cast<sockaddr*>(&a), len) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+}  // namespace
+
 // The kernel may offer a port again as soon as the probe socket below is closed, so two
 // calls in a row can return the same port and a config that needs several (lb's listeners and
-// its admin) would collide with itself. Ports handed out lately by this process are skipped.
+// its admin) would collide with itself. Ports handed out lately by this process are skipped,
+// and so are those another test process claimed (claimPort): each claim is held while its
+// port is among this process's last 512.
 uint16_t freePort() {
   static std::mutex mu;
-  static std::deque<uint16_t> recent;
+  static std::deque<std::pair<uint16_t, int>> recent;   // the port and its claim
   for (int attempt = 0; attempt < 64; ++attempt) {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     if (fd < 0) return 0;
@@ -126,9 +156,16 @@ uint16_t freePort() {
     close(fd);
     if (port == 0) return 0;
     std::lock_guard<std::mutex> lock(mu);
-    if (std::find(recent.begin(), recent.end(), port) != recent.end()) continue;
-    recent.push_back(port);
-    if (recent.size() > 512) recent.pop_front();
+    if (std::find_if(recent.begin(), recent.end(),
+                     [&](const auto& r) { return r.first == port; }) != recent.end())
+      continue;
+    const int claim = claimPort(port);
+    if (claim < 0) continue;
+    recent.emplace_back(port, claim);
+    if (recent.size() > 512) {
+      close(recent.front().second);
+      recent.pop_front();
+    }
     return port;
   }
   return 0;
