@@ -95,6 +95,17 @@ class TlsUpstreamTest : public ::testing::Test {
     return "tls = { ca = \"" + ca_->certPath() + "\"" + more + " }";
   }
 
+  // lb with one backend, `silent` (the test's own acceptor that never answers), under
+  // timeouts.connect = `connect` and no retries (one backend connection per request); its
+  // admin checked to be this lb's.
+  void startBehindSilent(const SilentBackend& silent, const std::string& connect) {
+    const std::string toml = withConnectTimeout(
+        config("http", trusting(), {silent.address()}, "retries = 0"), connect);
+    ASSERT_NE(toml.find("connect = \"" + connect + "\""), std::string::npos) << toml;
+    ASSERT_TRUE(lb_.start(toml, {port_, admin_port_})) << lb_.output();
+    ASSERT_NE(metrics().find("lb_build_info"), std::string::npos) << lb_.output();
+  }
+
   std::string metrics() {
     return runCommand({"curl", "-s", "http://127.0.0.1:" + std::to_string(admin_port_) +
                                          "/metrics"})
@@ -500,12 +511,8 @@ TEST_F(TlsUpstreamTest, AClientThatLeavesMidHandshakeIsNoBackendTimeout) {
   SilentBackend silent;
   ASSERT_TRUE(silent.ok());
   // A connect timeout far past every wait below: only the client's leaving can end this
-  // handshake. No retries: one backend connection for the one request.
-  const std::string toml = withConnectTimeout(
-      config("http", trusting(), {silent.address()}, "retries = 0"), "10s");
-  ASSERT_NE(toml.find("connect = \"10s\""), std::string::npos) << toml;
-  ASSERT_TRUE(lb_.start(toml, {port_, admin_port_})) << lb_.output();
-  ASSERT_NE(metrics().find("lb_build_info"), std::string::npos) << lb_.output();   // lb's admin
+  // handshake.
+  ASSERT_NO_FATAL_FAILURE(startBehindSilent(silent, "10s"));
   TcpClient leaving;
   ASSERT_TRUE(leaving.connect(port_));
   ASSERT_TRUE(leaving.send("GET / HTTP/1.1\r\nHost: a\r\n\r\n"));
@@ -535,11 +542,7 @@ TEST_F(TlsUpstreamTest, AHandshakeTheBackendNeverAnswersIsOneTimeout) {
   // be well inside it, or the timeout would find no handshake begun.
   SilentBackend silent;
   ASSERT_TRUE(silent.ok());
-  const std::string toml = withConnectTimeout(
-      config("http", trusting(), {silent.address()}, "retries = 0"), "1s");
-  ASSERT_NE(toml.find("connect = \"1s\""), std::string::npos) << toml;
-  ASSERT_TRUE(lb_.start(toml, {port_, admin_port_})) << lb_.output();
-  ASSERT_NE(metrics().find("lb_build_info"), std::string::npos) << lb_.output();   // lb's admin
+  ASSERT_NO_FATAL_FAILURE(startBehindSilent(silent, "1s"));
   auto r = runCommand({"curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}",
                        "http://127.0.0.1:" + std::to_string(port_) + "/"});
   EXPECT_EQ(r.out.substr(0, 1), "5") << r.out << r.err << lb_.output();
