@@ -1,0 +1,48 @@
+// Building a /metrics family, shared by the files that fill collectSnapshotMetrics
+// (metrics.cc: backends, clusters, listeners; tls_metrics.cc: TLS on both sides): a family
+// with room for its series, and one series added with its labels and value.
+#pragma once
+
+#include <prometheus/client_metric.h>
+#include <prometheus/metric_family.h>
+
+#include <cstddef>
+#include <utility>
+#include <vector>
+
+#include "lb/routing/snapshot.h"
+
+namespace lb {
+namespace metrics_detail {
+
+using Labels = std::vector<prometheus::ClientMetric::Label>;
+
+inline prometheus::MetricFamily family(const char* name, const char* help,
+                                       prometheus::MetricType type, size_t reserve) {
+  prometheus::MetricFamily f{name, help, type, {}};
+  f.metric.reserve(reserve);
+  return f;
+}
+
+inline prometheus::ClientMetric& add(prometheus::MetricFamily& f, Labels labels) {
+  prometheus::ClientMetric& m = f.metric.emplace_back();
+  m.label = std::move(labels);
+  return m;
+}
+
+inline void addGauge(prometheus::MetricFamily& f, Labels labels, double v) {
+  add(f, std::move(labels)).gauge.value = v;
+}
+
+inline void addCounter(prometheus::MetricFamily& f, Labels labels, double v) {
+  add(f, std::move(labels)).counter.value = v;
+}
+
+}  // namespace metrics_detail
+
+// The TLS families (docs/metrics.md): the listeners' handshakes, failures and certificate
+// expiry, and lb's handshakes with the backends of clusters with `tls`; appended to `out`,
+// each only when it has a series (no all-zero series for plain listeners or clusters).
+void appendTlsMetrics(const Snapshot& snapshot, std::vector<prometheus::MetricFamily>* out);
+
+}  // namespace lb
