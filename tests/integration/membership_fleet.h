@@ -214,43 +214,6 @@ inline MembershipView readMembership(uint16_t admin, const std::string& cluster 
   return v;
 }
 
-// The samples of /metrics, or empty when it did not answer.
-inline std::vector<TextSample> scrape(uint16_t admin) {
-  HttpResponse r = httpGetLocal(admin, "/metrics", 2s);
-  return r && r.status == 200 ? parseExposition(r.body) : std::vector<TextSample>{};
-}
-
-// The value of name{labels} (all of `labels` match; others may be present), or nullopt.
-inline std::optional<double> sampleValue(const std::vector<TextSample>& samples,
-                                         const std::string& name,
-                                         const std::map<std::string, std::string>& labels) {
-  for (const auto& s : samples) {
-    if (s.name != name) continue;
-    bool match = true;
-    for (const auto& [k, val] : labels) match = match && s.labels.count(k) && s.labels.at(k) == val;
-    if (match) return s.value;
-  }
-  return std::nullopt;
-}
-
-// The sum of every name{labels} sample (all of `labels` match).
-inline double sampleSum(const std::vector<TextSample>& samples, const std::string& name,
-                        const std::map<std::string, std::string>& labels) {
-  double sum = 0;
-  for (const auto& s : samples) {
-    if (s.name != name) continue;
-    bool match = true;
-    for (const auto& [k, val] : labels) match = match && s.labels.count(k) && s.labels.at(k) == val;
-    if (match) sum += s.value;
-  }
-  return sum;
-}
-
-inline std::optional<double> metricValue(uint16_t admin, const std::string& name,
-                                         const std::map<std::string, std::string>& labels) {
-  return sampleValue(scrape(admin), name, labels);
-}
-
 // The revisions an lb's log says it applied to `cluster`, in log order: lb logs each build it
 // puts live as "membership: cluster C: applied revision R (...)" (at start too).
 inline std::vector<int64_t> appliedRevisions(const std::string& log,

@@ -154,6 +154,43 @@ inline std::map<std::string, double> byLabel(const std::vector<TextSample>& samp
   return out;
 }
 
+// The samples of /metrics, or empty when it did not answer.
+inline std::vector<TextSample> scrape(uint16_t admin) {
+  HttpResponse r = httpGetLocal(admin, "/metrics", 2s);
+  return r && r.status == 200 ? parseExposition(r.body) : std::vector<TextSample>{};
+}
+
+// The value of name{labels} (all of `labels` match; others may be present), or nullopt.
+inline std::optional<double> sampleValue(const std::vector<TextSample>& samples,
+                                         const std::string& name,
+                                         const std::map<std::string, std::string>& labels) {
+  for (const auto& s : samples) {
+    if (s.name != name) continue;
+    bool match = true;
+    for (const auto& [k, val] : labels) match = match && s.labels.count(k) && s.labels.at(k) == val;
+    if (match) return s.value;
+  }
+  return std::nullopt;
+}
+
+// The sum of every name{labels} sample (all of `labels` match).
+inline double sampleSum(const std::vector<TextSample>& samples, const std::string& name,
+                        const std::map<std::string, std::string>& labels) {
+  double sum = 0;
+  for (const auto& s : samples) {
+    if (s.name != name) continue;
+    bool match = true;
+    for (const auto& [k, val] : labels) match = match && s.labels.count(k) && s.labels.at(k) == val;
+    if (match) sum += s.value;
+  }
+  return sum;
+}
+
+inline std::optional<double> metricValue(uint16_t admin, const std::string& name,
+                                         const std::map<std::string, std::string>& labels) {
+  return sampleValue(scrape(admin), name, labels);
+}
+
 inline std::string urlEncode(const std::string& s) {
   std::string out;
   static const char* kHex = "0123456789ABCDEF";

@@ -161,10 +161,7 @@ class SpliceTest : public ::testing::Test {
 
   // A sample of lb's /metrics: `name` whose label `label` is `value`, or -1.
   double metric(const std::string& name, const std::string& label, const std::string& value) {
-    auto r = httpGetLocal(h.adminPort(), "/metrics");
-    if (!r.ok) return -1;
-    auto by = byLabel(parseExposition(r.body), name, label);
-    return by.count(value) ? by[value] : -1;
+    return metricValue(h.adminPort(), name, {{label, value}}).value_or(-1);
   }
 
   ProxyHarness h;

@@ -234,19 +234,12 @@ class TcpSpliceTest : public ::testing::Test {
     ASSERT_TRUE(waitActive(0)) << h_.lb().output();
   }
 
-  // The sample of `name` with label state=`state` (lb_splice_pipes), or -1.
+  // lb_splice_pipes{state}, or -1.
   double pipes(const std::string& state) {
-    auto r = httpGetLocal(h_.adminPort(), "/metrics");
-    if (!r.ok) return -1;
-    auto by = byLabel(parseExposition(r.body), "lb_splice_pipes", "state");
-    return by.count(state) ? by[state] : -1;
+    return metricValue(h_.adminPort(), "lb_splice_pipes", {{"state", state}}).value_or(-1);
   }
-  double backendBytes() {
-    auto r = httpGetLocal(h_.adminPort(), "/metrics");
-    if (!r.ok) return -1;
-    auto by = byLabel(parseExposition(r.body), "lb_backend_bytes_total", "direction");
-    return by.count("rx") && by.count("tx") ? by["rx"] + by["tx"] : -1;
-  }
+  // lb_backend_bytes_total, both directions.
+  double backendBytes() { return sampleSum(scrape(h_.adminPort()), "lb_backend_bytes_total", {}); }
   double listenerMetric(const std::string& name) {
     auto r = httpGetLocal(h_.adminPort(), "/metrics");
     if (!r.ok) return -1;
