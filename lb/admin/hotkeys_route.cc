@@ -38,15 +38,17 @@ void appendKey(std::string& o, const ClusterSnapshot& c, const HotKey& k) {
   o += ",\"hot\":";
   o += k.hot ? "true" : "false";
   const bool routable = c.table && c.table->hostCount() > 0 && c.loads;
+  const uint32_t owner = routable ? c.table->pick(k.hash, 0) : 0;
   o += ",\"owner\":";
   if (routable)
-    appendJsonString(o, c.backends[c.table->pick(k.hash, 0)].config->name);
+    appendJsonString(o, c.backends[owner].config->name);
   else
     o += "null";
   o += ",\"serving\":[";
   if (routable) {
     // A hot key's GETs and HEADs go to any of its first hot_keys.spread usable hosts
-    // (plugins/selectors/hot_spread.h picks among the same ones); else to its owner alone.
+    // (plugins/selectors/hot_spread.h picks among the same ones); else where the pick sends
+    // them (below).
     const uint32_t spread = k.hot ? c.config->hot_keys.spread : 0;
     if (spread >= 2) {
       SpreadSet set;
@@ -59,7 +61,6 @@ void appendKey(std::string& o, const ClusterSnapshot& c, const HotKey& k) {
       // Where the key's requests go now: its owner while usable, and the host a request
       // would go to next when that is another (a bounded-load spill past an owner at its
       // cap, or the failover past a down owner). Nothing is reserved: this only looks.
-      const uint32_t owner = c.table->pick(k.hash, 0);
       const Pick next = c.bounded ? c.bounded->pick(*c.table, k.hash, *c.loads, 0, Reserve::kNo)
                                   : pickUsable(*c.table, k.hash, *c.loads, 0);
       const bool owner_serves = c.loads->usable(owner) || next.host == owner;
