@@ -97,25 +97,30 @@ void ServerConnection::onUpstreamConnect(int status) noexcept {
   worker_.flushes().add(this);
 }
 
+// Writes the chain kMaxWriteBuffers blocks at a time until the socket stops taking it whole
+// (a remainder is queued and onUpstreamWrite goes on from there) or nothing is left: a chain
+// longer than one writev (a value of megabytes) never waits for a callback that no queued
+// write would make.
 void ServerConnection::flush() noexcept {
-  if (state_ != State::kReady || writing_ || out_.empty()) return;
-  uv_buf_t bufs[kMaxWriteBuffers];
-  const int n = out_.buffers(bufs, kMaxWriteBuffers);
-  size_t total = 0;
-  for (int i = 0; i < n; ++i) total += bufs[i].len;
-  size_t now = 0;
-  const int rc = conn_->write(bufs, static_cast<unsigned>(n), &now);
-  if (rc < 0) {
-    char text[160];
-    snprintf(text, sizeof text, "backend %s: write failed: %s", name(), sysErrorText(rc));
-    backendFailed(BackendFailure::kConnectReset, text);
-    return;
+  while (state_ == State::kReady && !writing_ && !out_.empty()) {
+    uv_buf_t bufs[kMaxWriteBuffers];
+    const int n = out_.buffers(bufs, kMaxWriteBuffers);
+    size_t total = 0;
+    for (int i = 0; i < n; ++i) total += bufs[i].len;
+    size_t now = 0;
+    const int rc = conn_->write(bufs, static_cast<unsigned>(n), &now);
+    if (rc < 0) {
+      char text[160];
+      snprintf(text, sizeof text, "backend %s: write failed: %s", name(), sysErrorText(rc));
+      backendFailed(BackendFailure::kConnectReset, text);
+      return;
+    }
+    stats_.bytes_tx.add(static_cast<uint64_t>(now));
+    out_.consume(now);
+    if (rc == 0) continue;
+    writing_ = true;
+    write_bytes_ = total - now;
   }
-  stats_.bytes_tx.add(static_cast<uint64_t>(now));
-  out_.consume(now);
-  if (rc == 0) return;
-  writing_ = true;
-  write_bytes_ = total - now;
 }
 
 // Only the current connection's write calls back (UpstreamConn::close silences it).
@@ -130,7 +135,7 @@ void ServerConnection::onUpstreamWrite(int status) noexcept {
   }
   stats_.bytes_tx.add(write_bytes_);
   out_.consume(write_bytes_);
-  if (!out_.empty()) worker_.flushes().add(this);
+  flush();
 }
 
 void ServerConnection::onUpstreamAlloc(uv_buf_t* buf) noexcept {
