@@ -222,6 +222,7 @@ class HttpSession final : public Session,
   bool deriveKey() noexcept;
   void pumpRequest() noexcept;
   void nextRequest() noexcept;
+  bool followSnapshot() noexcept;
 
   // The backend side of an exchange (http_session_upstream.cc).
   void connectUpstream(Pooling pooling) noexcept;

@@ -66,6 +66,9 @@ void HttpSession::processHead() noexcept {
 // EOF) waits in the block and is handled by handleDownRead per state. Switching read interest
 // off and on around every exchange cost two epoll_ctl calls per request.
 void HttpSession::onRequestHead() noexcept {
+  // The head is whole: route it by the membership current now, not when the connection's
+  // last exchange ended (a removed listener serves this one last request by the old one).
+  followSnapshot();
   ex_->log.start_ns = uv_hrtime();
   const ParsedHead& h = ex_->req.head();
   const char* base = in_.buf;
@@ -200,6 +203,22 @@ void HttpSession::pumpRequest() noexcept {
 
 // After a complete exchange with keep-alive: kIdle, or kHead at once when the next request's
 // bytes are already here.
+// Moves the connection to the worker's newest snapshot, so that each request is routed by
+// the membership current when its head is read (a keep-alive connection opened before a
+// reload or an etcd revision routes as a new one does). False when the newest snapshot has
+// no listener of this name: the connection stays where it is.
+bool HttpSession::followSnapshot() noexcept {
+  const auto& current = worker_->snapshot();
+  if (current == nullptr || current.get() == snap_.get()) return true;
+  const ListenerSnapshot* ls = current->findListener(lst_->config->name);
+  if (ls == nullptr) return false;
+  snap_ = current;
+  lst_ = ls;
+  cluster_ = &snap_->clusters[ls->cluster];
+  lstats_ = &ls->state->per_worker[worker_->index()];
+  return true;
+}
+
 void HttpSession::nextRequest() noexcept {
   // Pipelined bytes move to the front: the next head is parsed from offset 0.
   if (in_.buf != nullptr) {
@@ -210,18 +229,10 @@ void HttpSession::nextRequest() noexcept {
     if (rest == 0) releaseBlock(&in_);
   }
   head_end_ = 0;
-  // Between requests the connection moves to the newest snapshot, if its listener is there.
-  const auto& current = worker_->snapshot();
-  if (current != nullptr && current->generation != snap_->generation) {
-    const ListenerSnapshot* ls = current->findListener(lst_->config->name);
-    if (ls == nullptr) {
-      closeAll();
-      return;
-    }
-    snap_ = current;
-    lst_ = ls;
-    cluster_ = &snap_->clusters[ls->cluster];
-    lstats_ = &ls->state->per_worker[worker_->index()];
+  // An idle connection whose listener a reload removed has nothing more to serve.
+  if (!followSnapshot()) {
+    closeAll();
+    return;
   }
   if (worker_->draining() && in_.len == 0) {
     closeAll();
