@@ -139,6 +139,26 @@ class CacheProtocolSession : public CacheSession {
     }
   }
 
+  // A command that addresses every server (the listener's fanout on): one fragment to each
+  // backend of the cluster, in host order, `write(chain)` appending its bytes; merged as
+  // `kind` (CacheSession::beginFanOut). Out of memory: answered with kOutOfMemory.
+  template <class Write>
+  void fanOut(CacheCommand* cmd, uint8_t kind, uint8_t reply_kind, Write&& write) noexcept {
+    if (hostCount() == 0) {
+      self().refuse(cmd, CacheErrorReason::kNoBackend, "the cluster has no backends");
+      return;
+    }
+    if (!beginFanOut(cmd, kind)) {
+      answerStatic(cmd, Protocol::kOutOfMemory);
+      return;
+    }
+    const uint32_t hosts = hostCount();
+    for (uint32_t h = 0; h < hosts; ++h) {
+      write(openFragment(h));
+      sendFragment(cmd, h, reply_kind);
+    }
+  }
+
  private:
   Protocol& self() noexcept { return static_cast<Protocol&>(*this); }
 

@@ -40,10 +40,10 @@ CacheSession::CacheSession(WorkerEnv& env, const std::shared_ptr<const Snapshot>
     : env_(env),
       cache_(CacheWorker::of(env)),
       snapshot_(snapshot),
-      listener_(snapshot_->listeners[listener]),
-      cluster_(snapshot_->clusters[listener_.cluster]),
+      listener_(&snapshot_->listeners[listener]),
+      cluster_(&snapshot_->clusters[listener_->cluster]),
       wire_(wire),
-      lstats_(listener_.state->per_worker[env.index()]),
+      lstats_(listener_->state->per_worker[env.index()]),
       conn_(*this, env.loop()),
       out_(env.buffers()),
       arena_(env.buffers()) {
@@ -65,10 +65,10 @@ void CacheSession::start(Admission admission) noexcept {
   lstats_.connections_active.add(1);
   conn_.setNoDelay();
   slot_ = static_cast<uint32_t>(env_.nextRandom());
-  table_ = cache_.holdTable(*snapshot_, listener_.cluster, wire_);
+  table_ = cache_.holdTable(*snapshot_, listener_->cluster, wire_);
   if (table_ != nullptr) near_ = table_->near.get();
   last_activity_ms_ = uv_now(env_.loop());
-  const uint64_t idle = static_cast<uint64_t>(listener_.config->timeouts.idle.count());
+  const uint64_t idle = static_cast<uint64_t>(listener_->config->timeouts.idle.count());
   conn_.startTimer(idle);
   if (admission == Admission::kOverLimit || table_ == nullptr) {
     if (CacheCommand* cmd = beginCommand(0)) answerStatic(cmd, overLimitReply());
@@ -96,7 +96,7 @@ CacheCommand* CacheSession::beginCommand(uint8_t kind) noexcept {
   tail_ = cmd;
   ++in_flight_;
   ++commands_;
-  cache_.picks().begin(env_, *listener_.config, cluster_);
+  cache_.picks().begin(env_, *listener_->config, *cluster_);
   return cmd;
 }
 
@@ -137,6 +137,53 @@ void CacheSession::finish(CacheOutcome outcome) noexcept {
   dirty();
 }
 
+// Each command is routed by the membership current when lb reads it, as a new connection
+// would be: a client keeps its connection for hours across reloads and etcd revisions, and
+// one lb must not send a key to two servers by the age of the connection asking. Called
+// before every parse; the check is one pointer compare. Commands already sent finish where
+// they went: their table stays held (held_) until they are answered. A listener that is gone,
+// or now speaks another protocol, keeps its sessions on the snapshot they have (the worker
+// closes that listener; these connections end as they will).
+void CacheSession::followSnapshot() noexcept {
+  const std::shared_ptr<const Snapshot>& current = env_.snapshot();
+  if (current == nullptr || current.get() == snapshot_.get()) return;
+  const ListenerSnapshot* ls = current->findListener(listener_->config->name);
+  if (ls == nullptr || ls->config->protocol != listener_->config->protocol ||
+      ls->state != listener_->state)
+    return;
+  ServerTable* table = cache_.holdTable(*current, ls->cluster, wire_);
+  if (table == nullptr) return;   // out of memory: stay on the old one
+  if (head_ == nullptr) {
+    cache_.releaseTable(table_);
+  } else {
+    try {
+      held_.push_back({table_, next_seq_});
+    } catch (...) {
+      cache_.releaseTable(table);
+      return;
+    }
+  }
+  snapshot_ = current;
+  listener_ = ls;
+  cluster_ = &snapshot_->clusters[ls->cluster];
+  table_ = table;
+  near_ = table_->near.get();
+}
+
+// The held tables whose commands have all been answered and emitted go back.
+void CacheSession::releaseHeld() noexcept {
+  size_t done = 0;
+  while (done < held_.size() && (head_ == nullptr || head_->seq >= held_[done].until_seq))
+    cache_.releaseTable(held_[done++].table);
+  if (done > 0) held_.erase(held_.begin(), held_.begin() + static_cast<ptrdiff_t>(done));
+}
+
+NearCache* CacheSession::nearOf(const CacheCommand* cmd) const noexcept {
+  for (const HeldTable& h : held_)
+    if (cmd->seq < h.until_seq) return h.table->near.get();
+  return near_;
+}
+
 // Through the worker's CommandPicks, the one admission every protocol shares: the unit of
 // live load is taken at the pick (a compare-and-swap under the bounded-load cap), so the cap
 // holds across workers for cache commands as for HTTP.
@@ -145,8 +192,8 @@ bool CacheSession::pickHost(std::string_view key, uint32_t* host) noexcept {
 }
 
 uint64_t CacheSession::routeHash(std::string_view key) const noexcept {
-  return hashKeyBytes(cluster_.selector->key_hash,
-                      keyWithinHashTag(key, listener_.config->hash_tag));
+  return hashKeyBytes(cluster_->selector->key_hash,
+                      keyWithinHashTag(key, listener_->config->hash_tag));
 }
 
 uint64_t CacheSession::countKey(std::string_view key) noexcept {
@@ -154,12 +201,12 @@ uint64_t CacheSession::countKey(std::string_view key) noexcept {
   // Counted on the hash that routes it (with a hash_tag, every key of one tag is one entry,
   // shown by the first of its keys the summary tracked): what loads one backend. A read the
   // near cache answers is counted too, or a key would stop being hot by being cached.
-  cluster_.countKey(env_.index(), hash, key);
+  cluster_->countKey(env_.index(), hash, key);
   return hash;
 }
 
 void CacheSession::countHashed(uint64_t route_hash, std::string_view key) noexcept {
-  cluster_.countKey(env_.index(), route_hash, key);
+  cluster_->countKey(env_.index(), route_hash, key);
 }
 
 bool CacheSession::pickHashed(uint64_t route_hash, uint32_t* host) noexcept {
@@ -173,7 +220,7 @@ bool CacheSession::pickKeyless(uint32_t* host) noexcept {
 ByteChain& CacheSession::openFragment(uint32_t host) noexcept {
   ServerGroup* g = table_->hosts[host];
   ServerConnection* s = g->servers[slot_ % g->servers.size()];
-  return s->open(static_cast<uint64_t>(listener_.config->timeouts.connect.count()));
+  return s->open(static_cast<uint64_t>(listener_->config->timeouts.connect.count()));
 }
 
 void CacheSession::sendFragment(CacheCommand* cmd, uint32_t host, uint8_t reply_kind) noexcept {
@@ -190,7 +237,7 @@ void CacheSession::sendFragment(CacheCommand* cmd, uint32_t host, uint8_t reply_
   f->command = cmd;
   f->index = cmd->fragment_count++;
   f->reply_kind = reply_kind;
-  f->timeout_ms = static_cast<uint32_t>(listener_.config->timeouts.response.count());
+  f->timeout_ms = static_cast<uint32_t>(listener_->config->timeouts.response.count());
   f->sent_ns = uv_hrtime();
   f->next_in_command = cmd->fragments;
   cmd->fragments = f;
@@ -210,6 +257,42 @@ bool CacheSession::merge(CacheCommand* cmd, uint16_t fragments, size_t plan_byte
   if (cmd->parts == nullptr || (plan_bytes > 0 && cmd->plan == nullptr)) return false;
   for (uint16_t i = 0; i < fragments; ++i) cmd->parts[i] = {nullptr, 0};
   return true;
+}
+
+bool CacheSession::beginFanOut(CacheCommand* cmd, uint8_t kind) noexcept {
+  const size_t hosts = table_->hosts.size();
+  if (hosts == 0 || hosts > UINT16_MAX) return false;
+  cmd->kind = kind;
+  cmd->fan_out = true;
+  if (!merge(cmd, static_cast<uint16_t>(hosts), hosts * sizeof(const std::string*))) {
+    cmd->merged = false;
+    return false;
+  }
+  auto* names = static_cast<const std::string**>(cmd->plan);
+  for (size_t h = 0; h < hosts; ++h) names[h] = &table_->hosts[h]->state->name;
+  return true;
+}
+
+std::string_view CacheSession::fanOutFailures(const CacheCommand& cmd, char* buf,
+                                              size_t cap) noexcept {
+  const auto* names = static_cast<const std::string* const*>(cmd.plan);
+  size_t len = 0;
+  for (uint16_t i = 0; i < cmd.fragment_count; ++i) {
+    if (!cmd.parts[i].failed) continue;
+    const std::string& name = *names[i];
+    const size_t sep = len > 0 ? 2 : 0;
+    if (len + sep + name.size() + 3 > cap) {
+      if (len + 3 <= cap) {
+        memcpy(buf + len, "...", 3);
+        len += 3;
+      }
+      break;
+    }
+    if (sep > 0) memcpy(buf + len, ", ", 2);
+    memcpy(buf + len + sep, name.data(), name.size());
+    len += sep + name.size();
+  }
+  return {buf, len};
 }
 
 // Takes `f` off its command's list of unanswered fragments.
@@ -273,6 +356,12 @@ void CacheSession::fragmentFailed(CacheFragment* f, CacheErrorReason reason,
   unlinkFragment(cmd, f);
   // A write that failed may still have been applied: its keys' stripes move again.
   if (cmd->near_writes > 0) nearReplied(cmd, nullptr, 0);
+  if (cmd->fan_out) {
+    // One server's part failed: the others are waited for, and the merge names them all.
+    cmd->parts[f->index] = FragmentReply{nullptr, 0, true};
+    if (cmd->pending == 0) complete(cmd);
+    return;
+  }
   detach(cmd);
   cmd->merged = false;
   answerFailure(cmd, reason, text);
@@ -299,6 +388,7 @@ void CacheSession::emitReady() noexcept {
     cache_.freeCommand(cmd);
   }
   if (emitted == 0) return;
+  if (!held_.empty()) releaseHeld();
   if (head_ == nullptr)
     arena_.clear();
   else
@@ -317,17 +407,20 @@ void CacheSession::flush() noexcept {
   maybeResume();
 }
 
+// kMaxWriteBuffers blocks per write, as much as the socket takes now and the rest queued
+// (bytes stay in out_ until written), until a remainder is queued (onWritten goes on) or
+// nothing is left: a reply longer than one writev goes on without waiting for a callback.
 void CacheSession::writeOut() noexcept {
-  if (writing() || out_.empty()) return;
-  uv_buf_t bufs[kMaxWriteBuffers];
-  const int n = out_.buffers(bufs, kMaxWriteBuffers);
-  // As much as the socket takes now, the rest queued (bytes stay in out_ until written).
-  const ssize_t w = conn_.write(&write_, bufs, static_cast<unsigned>(n));
-  if (w < 0) {
-    closeNow(CacheOutcome::kClientReset);
-    return;
+  while (!writing() && !out_.empty()) {
+    uv_buf_t bufs[kMaxWriteBuffers];
+    const int n = out_.buffers(bufs, kMaxWriteBuffers);
+    const ssize_t w = conn_.write(&write_, bufs, static_cast<unsigned>(n));
+    if (w < 0) {
+      closeNow(CacheOutcome::kClientReset);
+      return;
+    }
+    out_.consume(static_cast<size_t>(w));
   }
-  out_.consume(static_cast<size_t>(w));
 }
 
 void CacheSession::onWritten(ConnectionWrite* w, int status) noexcept {
@@ -371,7 +464,7 @@ void CacheSession::maybeResume() noexcept {
 // The timer runs once per idle period rather than being restarted on every read.
 void CacheSession::onTimer() noexcept {
   if (state_ == State::kClosed || state_ == State::kLingering) return;
-  const uint64_t idle = static_cast<uint64_t>(listener_.config->timeouts.idle.count());
+  const uint64_t idle = static_cast<uint64_t>(listener_->config->timeouts.idle.count());
   const uint64_t now = uv_now(env_.loop());
   const uint64_t quiet = now - last_activity_ms_;
   if (head_ == nullptr && out_.empty() && quiet >= idle) {
@@ -408,6 +501,8 @@ void CacheSession::closeNow(CacheOutcome outcome) noexcept {
   arena_.clear();
   releaseInput();
   near_ = nullptr;
+  for (const HeldTable& h : held_) cache_.releaseTable(h.table);
+  held_.clear();
   cache_.releaseTable(table_);
   table_ = nullptr;
   conn_.close();
@@ -420,7 +515,7 @@ void CacheSession::logRecord() noexcept {
   AccessLog* log = env_.accessLog();
   if (log == nullptr || !log->enabled()) return;
   AccessRecord r;
-  r.listener = listener_.config->name;
+  r.listener = listener_->config->name;
   r.proto = wire_.name();
   r.client = conn_.peer();
   r.outcome = cacheOutcomeName(outcome_);

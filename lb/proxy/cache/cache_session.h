@@ -38,6 +38,7 @@
 #include <cstdint>
 #include <memory>
 #include <string_view>
+#include <vector>
 
 #include "lb/core/stats.h"
 #include "lb/routing/snapshot.h"
@@ -197,11 +198,14 @@ class CacheSession : public Session,
   // which stores it if its ticket holds.
   virtual void nearFillsReplied(CacheCommand* cmd, uint16_t fragment, const char* p,
                                 size_t n) noexcept;
-  void nearStore(const NearFill& fill, std::string_view reply) noexcept;
+  void nearStore(const CacheCommand* cmd, const NearFill& fill, std::string_view reply) noexcept;
   // A command that may change `keys` of its keys is about to be forwarded: nearWriteBegin
   // once (room to remember them), then nearWrite for each key, before any fragment is sent.
   void nearWriteBegin(CacheCommand* cmd, size_t keys) noexcept;
   void nearWrite(CacheCommand* cmd, std::string_view key) noexcept;
+  // A flush of every server is on its way: this worker's near cache goes at once (the other
+  // workers' within their ttl, or at once through Redis' tracking, which announces flushes).
+  void nearFlush() noexcept;
   // A hot key's command that the near cache cannot serve (lb_hotkey_requests_total bypass).
   void nearBypass(uint64_t route_hash) noexcept;
   bool nearEnabled() const noexcept { return near_ != nullptr; }
@@ -220,9 +224,21 @@ class CacheSession : public Session,
   // `plan_bytes` of the protocol's plan (cmd->plan). False when memory is exhausted.
   bool merge(CacheCommand* cmd, uint16_t fragments, size_t plan_bytes) noexcept;
 
-  const ListenerSnapshot& listener() const noexcept { return listener_; }
-  const ClusterSnapshot& cluster() const noexcept { return cluster_; }
-  const Limits& limits() const noexcept { return listener_.config->limits; }
+  // --- For parse(): commands that address every server (the listener's fanout) ---------
+  // Makes `cmd` a merged command of `kind` with one fragment for each backend of the
+  // cluster, host h being fragment h (the protocol then sends them in host order); each
+  // fragment's server name goes in the plan. False when memory is exhausted or the cluster
+  // has more backends than a command can have fragments.
+  bool beginFanOut(CacheCommand* cmd, uint8_t kind) noexcept;
+  uint32_t hostCount() const noexcept { return static_cast<uint32_t>(cluster_->backends.size()); }
+  // The names of the servers whose parts of fan-out `cmd` failed, ", " between them, cut
+  // with "..." to fit `cap` bytes (error lines stay short: some clients read them into 80
+  // bytes); "" when none failed.
+  static std::string_view fanOutFailures(const CacheCommand& cmd, char* buf, size_t cap) noexcept;
+
+  const ListenerSnapshot& listener() const noexcept { return *listener_; }
+  const ClusterSnapshot& cluster() const noexcept { return *cluster_; }
+  const Limits& limits() const noexcept { return listener_->config->limits; }
   CacheWorker& cache() noexcept { return cache_; }
   WorkerEnv& env() noexcept { return env_; }
   ReplyArena& arena() noexcept { return arena_; }
@@ -232,6 +248,11 @@ class CacheSession : public Session,
   enum class State : uint8_t { kServing, kFinishing, kLingering, kClosed };
 
   void parseInput() noexcept;
+  void followSnapshot() noexcept;
+  void releaseHeld() noexcept;
+  // The near cache a command of this session took its tickets from (near_, or a held
+  // table's for a command dispatched before the session moved on).
+  NearCache* nearOf(const CacheCommand* cmd) const noexcept;
   void readStart() noexcept;
   void readStop() noexcept;
   bool writing() const noexcept { return conn_.writesInFlight() > 0; }
@@ -262,13 +283,24 @@ class CacheSession : public Session,
 
   WorkerEnv& env_;
   CacheWorker& cache_;
+  // The snapshot commands are routed by: the worker's newest, followed between reads
+  // (followSnapshot). The listener's state, and so lstats_, is the same in every snapshot the
+  // session follows (kept by name across reloads).
   std::shared_ptr<const Snapshot> snapshot_;
-  const ListenerSnapshot& listener_;
-  const ClusterSnapshot& cluster_;
+  const ListenerSnapshot* listener_;
+  const ClusterSnapshot* cluster_;
   const CacheWire& wire_;
   ListenerWorkerStats& lstats_;
   ServerTable* table_ = nullptr;
   NearCache* near_ = nullptr;      // table_'s, while held; null when the cluster has none
+  // Tables of snapshots the session has moved on from, held (with their near caches) while
+  // commands dispatched by them wait for replies: those numbered below `until_seq`. Oldest
+  // first; empty but for the moments after a reload with commands in flight.
+  struct HeldTable {
+    ServerTable* table;
+    uint64_t until_seq;
+  };
+  std::vector<HeldTable> held_;
   uint32_t slot_ = 0;              // which of a group's connections this client uses
   State state_ = State::kServing;
   CacheOutcome outcome_ = CacheOutcome::kOk;

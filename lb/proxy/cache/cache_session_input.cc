@@ -109,6 +109,7 @@ void CacheSession::onError(int status) noexcept {
 }
 
 void CacheSession::parseInput() noexcept {
+  if (state_ == State::kServing) followSnapshot();
   while (state_ == State::kServing) {
     if (skip_ > 0) {
       const size_t drop = skip_ < in_len_ - in_pos_ ? skip_ : in_len_ - in_pos_;
@@ -151,7 +152,7 @@ size_t CacheSession::maxInput() const noexcept {
 }
 
 bool CacheSession::canAccept() const noexcept {
-  return in_flight_ < listener_.config->limits.max_in_flight && out_.size() < kHighWatermark;
+  return in_flight_ < listener_->config->limits.max_in_flight && out_.size() < kHighWatermark;
 }
 
 }  // namespace lb

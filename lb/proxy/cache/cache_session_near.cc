@@ -19,8 +19,8 @@ bool CacheSession::nearCacheable(const char*, size_t) const noexcept { return fa
 // server. The hot set is the one this worker adopted last (HotKeyState::isHot: a pointer
 // load and a probe), by the hash that routes the key.
 bool CacheSession::nearHot(uint64_t route_hash) const noexcept {
-  return near_ != nullptr && cluster_.state != nullptr &&
-         cluster_.state->hot_keys.isHot(env_.index(), route_hash);
+  return near_ != nullptr && cluster_->state != nullptr &&
+         cluster_->state->hot_keys.isHot(env_.index(), route_hash);
 }
 
 // `look` is what nearAnswerNow found for this read just before (nothing ran in between that
@@ -71,7 +71,7 @@ bool CacheSession::nearAnswerNow(std::string_view key, uint64_t route_hash,
     *look = NearLook{NearLook::State::kMissed, h};
     return false;
   }
-  cluster_.countKey(env_.index(), route_hash, key);
+  cluster_->countKey(env_.index(), route_hash, key);
   near_->stats().paths[static_cast<int>(NearPath::kHit)].add();
   out_.append(hit.data(), hit.size());
   ++commands_;
@@ -98,11 +98,11 @@ bool CacheSession::nearFillSent(uint32_t host, uint32_t* source) noexcept {
   if (s->trackingEpoch() == t->epoch()) return true;
   CacheFragment* f = cache_.newFragment();
   if (f == nullptr) return false;
-  ByteChain& out = s->open(static_cast<uint64_t>(listener_.config->timeouts.connect.count()));
+  ByteChain& out = s->open(static_cast<uint64_t>(listener_->config->timeouts.connect.count()));
   out.append(t->enableCommand().data(), t->enableCommand().size());
   f->command = nullptr;   // lb's own: its reply is dropped
   f->reply_kind = t->enableReplyKind();
-  f->timeout_ms = static_cast<uint32_t>(listener_.config->timeouts.response.count());
+  f->timeout_ms = static_cast<uint32_t>(listener_->config->timeouts.response.count());
   f->sent_ns = uv_hrtime();
   g->state->addLive();    // every queued fragment holds a unit; its reply gives it back
   s->push(f);
@@ -132,10 +132,16 @@ bool CacheSession::nearTicket(CacheCommand* cmd, std::string_view key, uint64_t 
 
 void CacheSession::nearFillsReplied(CacheCommand*, uint16_t, const char*, size_t) noexcept {}
 
-void CacheSession::nearStore(const NearFill& fill, std::string_view reply) noexcept {
-  if (near_ == nullptr || !fill.live) return;
-  near_->fill(fill.hash, {fill.key, fill.key_len}, reply, NearTicket{fill.stripe, fill.flushes},
+void CacheSession::nearStore(const CacheCommand* cmd, const NearFill& fill,
+                             std::string_view reply) noexcept {
+  NearCache* near = nearOf(cmd);
+  if (near == nullptr || !fill.live) return;
+  near->fill(fill.hash, {fill.key, fill.key_len}, reply, NearTicket{fill.stripe, fill.flushes},
               uv_now(env_.loop()), fill.source);
+}
+
+void CacheSession::nearFlush() noexcept {
+  if (near_ != nullptr) near_->flushAll();
 }
 
 void CacheSession::nearBypass(uint64_t route_hash) noexcept {
@@ -166,16 +172,17 @@ void CacheSession::nearWrite(CacheCommand* cmd, std::string_view key) noexcept {
 // worker), and its fill, ticketed after the first bump, would otherwise keep that value
 // past the write's acknowledgement. A read's reply fills the cache if its ticket holds.
 void CacheSession::nearReplied(CacheCommand* cmd, const char* p, size_t n) noexcept {
-  if (near_ == nullptr) return;
+  NearCache* near = nearOf(cmd);
+  if (near == nullptr) return;
   for (uint32_t i = 0; i < cmd->near_writes; ++i) {
     uint64_t h;
     memcpy(&h, cmd->near_write_hashes + sizeof(uint64_t) * i, sizeof h);
-    near_->shared().bump(h);
+    near->shared().bump(h);
   }
   if (!cmd->near_fill || p == nullptr) return;
   cmd->near_fill = false;
   if (!nearCacheable(p, n)) return;
-  near_->fill(cmd->near_hash, {cmd->near_key, cmd->near_key_len}, {p, n},
+  near->fill(cmd->near_hash, {cmd->near_key, cmd->near_key_len}, {p, n},
               NearTicket{cmd->near_stripe, cmd->near_flushes}, uv_now(env_.loop()),
               cmd->near_source);
 }

@@ -74,6 +74,9 @@ struct NearFill {
 struct FragmentReply {
   const char* bytes;
   uint32_t len;
+  // A fan-out command's part whose server failed (refused, reset, timed out): no bytes; the
+  // merge names the server.
+  bool failed = false;
 };
 
 struct CacheCommand {
@@ -92,6 +95,10 @@ struct CacheCommand {
   State state = State::kWaiting;
   bool merged = false;                        // emitted by the protocol's merge from `parts`
   bool quiet = false;                         // the protocol may drop its reply (noreply)
+  // Sent to every server (CacheSession::beginFanOut): a part that fails is kept as failed
+  // and the others are waited for, so that the reply names every server that failed;
+  // `plan` holds each fragment's server name (const std::string*).
+  bool fan_out = false;
 
   // kDone and !merged: the bytes the client gets (in the arena, or static).
   const char* reply = nullptr;

@@ -170,7 +170,7 @@ void RedisSession::nearFillsReplied(CacheCommand* cmd, uint16_t fragment, const 
     if (fill.fragment != fragment) continue;
     std::string_view element;
     if (!elements.seek(fill.element, &element)) return;
-    if (redis::mgetElementFills(element)) nearStore(fill, element);
+    if (redis::mgetElementFills(element)) nearStore(cmd, fill, element);
   }
 }
 
