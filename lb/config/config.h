@@ -104,6 +104,10 @@ struct ListenerConfig {
   std::string hash_tag;
   // redis: clients must AUTH with this before anything else; "" = no AUTH.
   std::string password;
+  // redis, memcached: the commands that address every server (memcached flush_all; Redis
+  // FLUSHDB, FLUSHALL, DBSIZE, SCRIPT LOAD|EXISTS|FLUSH) go to every backend of the cluster
+  // and their replies are merged; false: they are refused, naming this setting.
+  bool fanout = false;
   SourcePos pos;
 };
 

@@ -202,6 +202,7 @@ void readListener(WalkContext& ctx, const toml::key& key, const toml::node& node
     }
   }
   w.boolean("combine", &l->combine);
+  w.boolean("fanout", &l->fanout);
   w.enumeration<OnMissingKey>("on_missing_key",
                               {{"random", OnMissingKey::kRandom},
                                {"round_robin", OnMissingKey::kRoundRobin},

@@ -30,6 +30,7 @@ void checkCacheOptions(const Config& config, const ListenerConfig& l, const std:
   onlyCache("limits.max_request_bytes", "the largest command");
   onlyCache("limits.max_arguments", "the most arguments or keys of one command");
   onlyCache("limits.max_in_flight", "unanswered commands per client");
+  onlyCache("fanout", "commands that address every server sent to every server");
   if (l.protocol != Protocol::kRedis && ctx.written(path + ".password"))
     ctx.error(ctx.positionOf(path + ".password"), path + ".password",
               "applies only to redis listeners (clients AUTH to lb); this listener has "

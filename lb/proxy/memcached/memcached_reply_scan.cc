@@ -117,6 +117,9 @@ int64_t scanReply(uint8_t kind, const char* p, size_t n, ReplyScan& scan) noexce
       case kReplyMetaDebug:
         ok = line == "EN" || line.starts_with("ME ");
         break;
+      case kReplyOk:
+        ok = line == "OK";
+        break;
       default:
         return -1;
     }

@@ -21,11 +21,15 @@ MemcachedSession::MemcachedSession(WorkerEnv& env, const std::shared_ptr<const S
     : CacheProtocolSession(env, snapshot, listener, memcachedWire()) {}
 
 ReplyUse MemcachedSession::useReply(const CacheCommand& cmd, const char* p, size_t n) noexcept {
-  if (cmd.kind == kGetMerge) return ReplyUse::kStore;
+  if (cmd.kind == kGetMerge || cmd.kind == kFanOk) return ReplyUse::kStore;
   return mc::dropReply(static_cast<uint8_t>(cmd.flags), p, n) ? ReplyUse::kDrop : ReplyUse::kPass;
 }
 
 void MemcachedSession::emitMerged(CacheCommand& cmd, ByteChain& out) noexcept {
+  if (cmd.kind == kFanOk) {
+    emitFanOk(cmd, out);
+    return;
+  }
   mc::mergeValues(cmd.parts, cmd.fragment_count, static_cast<const char*>(cmd.plan), cmd.keys,
                   cache().scratch().cursor, out);
 }
@@ -78,6 +82,30 @@ ParseStep MemcachedSession::parseOne(const char* p, size_t n) {
   return ParseStep::close();   // not reached: every status is handled above
 }
 
+// flush_all sent to every server: OK once all said OK; a server's own error (flush_all
+// disabled there: "CLIENT_ERROR flush_all not allowed") as it said it; servers that failed
+// named. Nothing at all under noreply, as from memcached.
+void MemcachedSession::emitFanOk(CacheCommand& cmd, ByteChain& out) noexcept {
+  if (cmd.flags == kNoreply) return;
+  char names[48];
+  const std::string_view failed = fanOutFailures(cmd, names, sizeof names);
+  if (!failed.empty()) {
+    out.append("SERVER_ERROR lb: flush_all failed on ");
+    out.append(failed);
+    out.append("\r\n");
+    return;
+  }
+  for (uint16_t i = 0; i < cmd.fragment_count; ++i) {
+    const FragmentReply& part = cmd.parts[i];
+    const std::string_view reply(part.bytes != nullptr ? part.bytes : "", part.len);
+    if (reply != "OK\r\n") {
+      out.append(reply.empty() ? std::string_view("SERVER_ERROR lb: out of memory\r\n") : reply);
+      return;
+    }
+  }
+  out.append("OK\r\n");
+}
+
 void MemcachedSession::refuse(CacheCommand* cmd, CacheErrorReason reason,
                               std::string_view what) noexcept {
   // A noreply command gets no bytes, whatever happened: its client reads none, and one
@@ -118,10 +146,28 @@ void MemcachedSession::dispatch(const mc::Request& r, const char* p) noexcept {
       answerStatic(cmd, {});
       finish(CacheOutcome::kQuit);
       return;
+    case Command::kFlushAll:
+      if (r.noreply) cmd->flags = kNoreply;
+      if (!listener().config->fanout) {
+        refuse(cmd, CacheErrorReason::kUnsupported, "flush_all needs fanout = true on the listener");
+        return;
+      }
+      nearFlush();
+      fanOut(cmd, kFanOk, mc::kReplyOk, [&](ByteChain& out) {
+        out.append(tokens[0]);
+        if (tokens.size() - (r.noreply ? 1 : 0) == 2) {
+          out.append(" ");
+          out.append(tokens[1]);
+        }
+        out.append("\r\n");
+      });
+      return;
     case Command::kRefused: {
-      char what[160];
-      snprintf(what, sizeof what, "%.*s is not supported: it addresses one server, not a key",
-               static_cast<int>(tokens[0].size() > 32 ? 32 : tokens[0].size()), tokens[0].data());
+      // Kept short: some clients read an error line into 80 bytes (memcapable).
+      if (r.noreply) cmd->flags = kNoreply;
+      char what[80];
+      snprintf(what, sizeof what, "%.*s addresses every server, not a key",
+               static_cast<int>(tokens[0].size() > 20 ? 20 : tokens[0].size()), tokens[0].data());
       refuse(cmd, CacheErrorReason::kUnsupported, what);
       return;
     }

@@ -15,8 +15,10 @@
 //     (the same). Every backend reply then matches one command, so the pipelined server
 //     connections stay aligned; a reply the command cannot produce fails the connection;
 //   - mn, version and quit are answered by lb (mn in order, after everything before it);
-//     whole-server commands (stats, flush_all, verbosity, ...) get CLIENT_ERROR with the
-//     reason; unknown commands get ERROR, as from memcached;
+//     flush_all goes to every server with the listener's fanout on (OK once all said OK,
+//     else an error naming the servers that failed), and is refused without it; the other
+//     whole-server commands (stats, verbosity, ...) get CLIENT_ERROR with the reason;
+//     unknown commands get ERROR, as from memcached;
 //   - a key must be 1-250 bytes without control characters or spaces (CLIENT_ERROR bad
 //     command line format); a data block past limits.max_request_bytes gets SERVER_ERROR
 //     object too large for cache, and is dropped so the next line is read as a command;
@@ -40,7 +42,7 @@ namespace lb {
 class MemcachedSession final : public CacheProtocolSession<MemcachedSession> {
  public:
   // How a command's reply is made (CacheCommand::kind).
-  enum Kind : uint8_t { kPass, kGetMerge };
+  enum Kind : uint8_t { kPass, kGetMerge, kFanOk };
 
  private:
   friend class CacheProtocolSession<MemcachedSession>;
@@ -56,6 +58,7 @@ class MemcachedSession final : public CacheProtocolSession<MemcachedSession> {
   ParseStep parseOne(const char* p, size_t n);
   ReplyUse useReply(const CacheCommand& cmd, const char* p, size_t n) noexcept override;
   void emitMerged(CacheCommand& cmd, ByteChain& out) noexcept override;
+  void emitFanOk(CacheCommand& cmd, ByteChain& out) noexcept;
 
   void dispatch(const mc::Request& r, const char* p) noexcept;
   void routeRetrieval(CacheCommand* cmd, const mc::Request& r) noexcept;

@@ -39,7 +39,7 @@ constexpr Name kNames[] = {
     {"me", Command::kMetaDebug},     {"mn", Command::kMetaNoop},
     {"version", Command::kVersion},  {"quit", Command::kQuit},
     // Whole-server commands: refused by the session, with the reason.
-    {"stats", Command::kRefused},    {"flush_all", Command::kRefused},
+    {"stats", Command::kRefused},    {"flush_all", Command::kFlushAll},
     {"verbosity", Command::kRefused}, {"slabs", Command::kRefused},
     {"lru", Command::kRefused},      {"lru_crawler", Command::kRefused},
     {"watch", Command::kRefused},    {"shutdown", Command::kRefused},
@@ -94,17 +94,24 @@ bool digits(std::string_view s, T* out) noexcept {
 }
 
 // Meta flags as memcached 1.6.18's _meta_flag_preparse reads them: by their first character,
-// each at most once, the numeric ones in full. `start` is the first flag token.
-bool metaFlagsOk(Command c, const std::vector<std::string_view>& tokens, size_t start,
-                 Request& r) noexcept {
+// each at most once, the numeric ones in full. `start` is the first flag token. nullptr when
+// they are good; else memcached's own error line for them (clients match these words): a
+// duplicate or unknown flag ends the reading at once, any other bad flag leaves its word
+// and reading goes on, so the last such word stands, as in memcached.
+const char* metaFlagsError(Command c, const std::vector<std::string_view>& tokens,
+                           size_t start, Request& r) noexcept {
   // proto_text.c: "options flags are too long" past MFLAG_MAX_OPT_LENGTH (20) tokens,
-  // counting its terminal token.
-  if (tokens.size() + 1 > 20) return false;
+  // counting its terminal token (mg says "are too long", ms, md and ma "too long").
+  if (tokens.size() + 1 > 20)
+    return c == Command::kMetaGet ? "CLIENT_ERROR options flags are too long\r\n"
+                                  : "CLIENT_ERROR options flags too long\r\n";
+  constexpr const char* kBadToken = "CLIENT_ERROR bad token in command line format\r\n";
+  const char* error = nullptr;
   bool seen[128] = {};
   for (size_t i = start; i < tokens.size(); ++i) {
     const std::string_view t = tokens[i];
     const unsigned char o = static_cast<unsigned char>(t[0]);
-    if (o >= 127 || seen[o]) return false;
+    if (o >= 127 || seen[o]) return "CLIENT_ERROR duplicate flag\r\n";
     seen[o] = true;
     const std::string_view v = t.substr(1);
     switch (o) {
@@ -114,32 +121,44 @@ bool metaFlagsOk(Command c, const std::vector<std::string_view>& tokens, size_t 
         r.value = true;
         break;
       case 'N': case 'T': case 'R':
-        if (!parseI32(v)) return false;
+        if (!parseI32(v)) error = kBadToken;
         break;
       case 'F':
-        if (!parseU32(v)) return false;
+        if (!parseU32(v)) error = kBadFormat;   // memcached sets no word of its own here
         break;
-      case 'C': case 'J': case 'D':
-        if (!parseU64(v)) return false;
+      case 'C':
+        if (!parseU64(v)) error = kBadToken;
+        break;
+      case 'J':
+        if (!parseU64(v)) error = "CLIENT_ERROR invalid numeric initial value\r\n";
+        break;
+      case 'D':
+        if (!parseU64(v)) error = "CLIENT_ERROR invalid numeric delta value\r\n";
         break;
       case 'M':
-        if (t.size() != 2) return false;
-        if (c == Command::kMetaSet && std::string_view("EAPRS").find(t[1]) == std::string_view::npos)
-          return false;
-        if (c == Command::kMetaArithmetic && std::string_view("I+D-").find(t[1]) == std::string_view::npos)
-          return false;
+        if (t.size() != 2) error = "CLIENT_ERROR incorrect length for M token\r\n";
         break;
       case 'O':
-        if (t.size() > 32) return false;   // MFLAG_MAX_OPAQUE_LENGTH
-        break;
       case 'l': case 'P': case 'L': case 'k': case 's': case 't': case 'c': case 'f':
       case 'h': case 'u': case 'I':
         break;
       default:
-        return false;   // memcached: "CLIENT_ERROR invalid flag"
+        return "CLIENT_ERROR invalid flag\r\n";
     }
   }
-  return true;
+  if (error != nullptr) return error;
+  // After the flags read, each command checks its own (process_mset_command and the rest).
+  for (size_t i = start; i < tokens.size(); ++i) {
+    const std::string_view t = tokens[i];
+    if (t[0] == 'O' && t.size() > 32)   // MFLAG_MAX_OPAQUE_LENGTH, the O counted
+      return "CLIENT_ERROR opaque token too long\r\n";
+    if (t[0] != 'M') continue;
+    if (c == Command::kMetaSet && std::string_view("EAPRS").find(t[1]) == std::string_view::npos)
+      return "CLIENT_ERROR invalid mode for ms M token\r\n";
+    if (c == Command::kMetaArithmetic && std::string_view("I+D-").find(t[1]) == std::string_view::npos)
+      return "CLIENT_ERROR invalid mode for ma M token\r\n";
+  }
+  return nullptr;
 }
 
 }  // namespace
@@ -220,6 +239,13 @@ Request parseRequest(const char* p, size_t n, size_t max_bytes, size_t max_keys,
   if (isStorage(r.command) || r.command == Command::kDelete || r.command == Command::kIncr ||
       r.command == Command::kDecr || r.command == Command::kTouch)
     r.noreply = count > 2 && tokens.back() == "noreply";
+  // The whole-server commands memcached reads noreply on (set_noreply_maybe in each of their
+  // process_*_command): lb's refusal of them is then unsent too.
+  if (r.command == Command::kFlushAll ||
+      (r.command == Command::kRefused &&
+       (tokens[0] == "verbosity" || tokens[0] == "cache_memlimit" || tokens[0] == "slabs" ||
+        tokens[0] == "watch" || tokens[0] == "lru" || tokens[0] == "extstore")))
+    r.noreply = count > 1 && tokens.back() == "noreply";
   bool printable = true;
   for (unsigned char c : text)
     if (c < ' ' || c == 0x7f) printable = false;
@@ -282,10 +308,14 @@ Request parseRequest(const char* p, size_t n, size_t max_bytes, size_t max_keys,
     case Command::kTouch: {
       // incr/decr <key> <delta: 64-bit unsigned> [noreply]; touch <key> <exptime> [noreply]
       if (count != 3 + (r.noreply ? 1u : 0u)) return fail(kError, r.line);
+      // memcached's own words for a bad number (process_touch_command,
+      // process_arithmetic_command): clients match them.
       const bool touch = r.command == Command::kTouch;
-      if (!printable || !validKey(tokens[1]) ||
-          !(touch ? parseI32(tokens[2]) : parseU64(tokens[2])))
-        return fail(kBadFormat, r.line);
+      if (!printable || !validKey(tokens[1])) return fail(kBadFormat, r.line);
+      if (touch && !parseI32(tokens[2]))
+        return fail("CLIENT_ERROR invalid exptime argument\r\n", r.line);
+      if (!touch && !parseU64(tokens[2]))
+        return fail("CLIENT_ERROR invalid numeric delta argument\r\n", r.line);
       break;
     }
     case Command::kMetaGet:
@@ -301,9 +331,9 @@ Request parseRequest(const char* p, size_t n, size_t max_bytes, size_t max_keys,
       if (set && !parseLength(tokens[2], &vlen)) return fail(kBadFormat, r.line, 0, true);
       const size_t block = set ? vlen + 2 : 0;
       if (set && vlen > max_bytes) return fail(kTooLarge, r.line, block);
-      if (!printable || tokens[1].size() > kMaxKeyLength ||
-          !metaFlagsOk(r.command, tokens, set ? 3 : 2, r))
-        return fail(kBadFormat, r.line, block);
+      if (!printable || tokens[1].size() > kMaxKeyLength) return fail(kBadFormat, r.line, block);
+      if (const char* e = metaFlagsError(r.command, tokens, set ? 3 : 2, r))
+        return fail(e, r.line, block);
       char decoded[kMaxKeyLength];
       const bool key_ok = r.base64_key ? decodeBase64Key(tokens[1], decoded) > 0
                                        : validKey(tokens[1]);
@@ -328,6 +358,14 @@ Request parseRequest(const char* p, size_t n, size_t max_bytes, size_t max_keys,
       const bool key_ok = r.base64_key ? decodeBase64Key(tokens[1], decoded) > 0
                                        : validKey(tokens[1]);
       if (!key_ok) return fail(kBadFormat, r.line);
+      break;
+    }
+    case Command::kFlushAll: {
+      // flush_all [delay] [noreply] (process_flush_all_command); more is memcached's ERROR.
+      const size_t fields = count - (r.noreply ? 1 : 0);
+      if (count > 3 || fields > 2) return fail(kError, r.line);
+      if (fields == 2 && !parseI32(tokens[1]))
+        return fail("CLIENT_ERROR invalid exptime argument\r\n", r.line);
       break;
     }
     case Command::kMetaNoop:

@@ -20,6 +20,7 @@ enum class Command : uint8_t {
   kMetaGet, kMetaSet, kMetaDelete, kMetaArithmetic, kMetaDebug,   // mg ms md ma me
   kMetaNoop,                                             // mn: answered by lb
   kVersion, kQuit,                                       // answered by lb
+  kFlushAll,                                             // every server (fanout), else refused
   kRefused,                                              // a whole-server command
   kUnknown,
 };
@@ -86,6 +87,7 @@ enum ReplyKind : uint8_t {
   kReplyMeta = 6,        // ms, md: HD, NS, EX, NF, each with returned flags after a space
   kReplyMetaValue = 7,   // mg, ma: the same, EN, or "VA <size> <flags>*" and a data block
   kReplyMetaDebug = 8,   // me: "ME <key> <k=v>*", EN
+  kReplyOk = 9,          // flush_all: OK
 };
 uint8_t replyKindOf(Command c) noexcept;
 // The length of the reply at the start of [p, p + n): > 0 complete, 0 incomplete (progress

@@ -27,6 +27,10 @@ constexpr CommandSpec ro(CommandSpec s) {
 constexpr CommandSpec local(std::string_view name, Local what) {
   return {name, Route::kLocal, 0, 0, 1, 0, what};
 }
+constexpr CommandSpec every(std::string_view name) {
+  return {name, Route::kEveryServer, 0, 0, 1};
+}
+constexpr CommandSpec any(std::string_view name) { return {name, Route::kAnyServer, 0, 0, 1}; }
 constexpr CommandSpec refused(std::string_view name, const char* reason) {
   return {name, Route::kRefused, 0, 0, 1, 0, Local::kNone, reason};
 }
@@ -39,7 +43,7 @@ constexpr const char* kBlocking =
 constexpr const char* kWholeServer = "it works on a whole server or database, not on keys";
 constexpr const char* kServerAdmin = "it addresses one server; connect to it directly";
 constexpr const char* kScripts =
-    "it must reach every server; load scripts and functions on each backend";
+    "it must reach every server; load functions on each backend";
 
 constexpr CommandSpec kCommands[] = {
     // Strings.
@@ -93,7 +97,10 @@ constexpr CommandSpec kCommands[] = {
     // Answered by lb.
     local("ping", Local::kPing), local("echo", Local::kEcho), local("quit", Local::kQuit),
     local("select", Local::kSelect), local("auth", Local::kAuth),
-    local("command", Local::kCommand), local("config", Local::kConfig),
+    local("config", Local::kConfig),
+    // Every server (fanout), or any one.
+    every("flushdb"), every("flushall"), every("dbsize"), every("script"),
+    ro(any("command")), ro(any("time")), ro(any("lolwut")),
     // Refused.
     refused("multi", kTransaction), refused("exec", kTransaction),
     refused("discard", kTransaction), refused("watch", kTransaction),
@@ -108,8 +115,7 @@ constexpr CommandSpec kCommands[] = {
     refused("xreadgroup", "it may block, and reads streams that may live on several servers"),
     refused("wait", kBlocking), refused("waitaof", kBlocking), refused("keys", kWholeServer),
     refused("scan", kWholeServer), refused("randomkey", kWholeServer),
-    refused("dbsize", kWholeServer), refused("flushall", kWholeServer),
-    refused("flushdb", kWholeServer), refused("swapdb", kWholeServer),
+    refused("swapdb", kWholeServer),
     refused("move", kWholeServer), refused("migrate", kServerAdmin),
     refused("client", kServerAdmin), refused("info", kServerAdmin),
     refused("monitor", kServerAdmin), refused("slowlog", kServerAdmin),
@@ -122,10 +128,8 @@ constexpr CommandSpec kCommands[] = {
     refused("readwrite", kServerAdmin), refused("asking", kServerAdmin),
     refused("acl", kServerAdmin), refused("module", kServerAdmin),
     refused("latency", kServerAdmin), refused("memory", kServerAdmin),
-    refused("lolwut", kServerAdmin), refused("failover", kServerAdmin),
-    refused("reset", kServerAdmin), refused("time", kServerAdmin),
-    refused("hello", "lb speaks RESP2 only"), refused("script", kScripts),
-    refused("function", kScripts),
+    refused("failover", kServerAdmin), refused("reset", kServerAdmin),
+    refused("hello", "lb speaks RESP2 only"), refused("function", kScripts),
 };
 
 constexpr size_t kSlots = 1024;   // a power of two, over four times the commands

@@ -19,10 +19,13 @@ enum class Route : uint8_t {
   kMset,         // MSET: split by owner (key, value pairs), +OK when every part is
   kMsetnx,       // MSETNX: one owner, else refused (it cannot be atomic across servers)
   kLocal,        // answered by lb
+  kEveryServer,  // FLUSHDB, FLUSHALL, DBSIZE, SCRIPT: to every server with the listener's
+                 // fanout on (redis_fanout.cc), else refused naming the setting
+  kAnyServer,    // COMMAND, TIME, LOLWUT: the same on every server; one usable server answers
   kRefused,      // an error naming the reason
 };
 
-enum class Local : uint8_t { kNone, kPing, kEcho, kQuit, kSelect, kAuth, kCommand, kConfig };
+enum class Local : uint8_t { kNone, kPing, kEcho, kQuit, kSelect, kAuth, kConfig };
 
 struct CommandSpec {
   std::string_view name;   // lower case

@@ -65,6 +65,10 @@ ReplyUse RedisSession::useReply(const CacheCommand& cmd, const char*, size_t) no
 }
 
 void RedisSession::emitMerged(CacheCommand& cmd, ByteChain& out) noexcept {
+  if (cmd.fan_out) {
+    emitFanOut(cmd, out);
+    return;
+  }
   redis::MergeInput in;
   in.kind = cmd.kind;
   in.parts = cmd.parts;
@@ -176,6 +180,12 @@ void RedisSession::dispatch(std::string_view raw, bool inline_form) noexcept {
     case Route::kLocal:
       answerLocal(cmd, *spec);
       return;
+    case Route::kEveryServer:
+      routeEveryServer(cmd, raw);
+      return;
+    case Route::kAnyServer:
+      routeAnyServer(cmd, raw);
+      return;
     case Route::kRefused: {
       char name[40];
       upper(args[0], name, sizeof name);
@@ -286,6 +296,8 @@ void RedisSession::nearInvalidate(CacheCommand* cmd, const CommandSpec& spec) no
     }
     case Route::kLocal:
     case Route::kRefused:
+    case Route::kEveryServer:
+    case Route::kAnyServer:
       return;
   }
   if (first < 1 || step < 1 || last >= argc || last < first) return;
@@ -487,14 +499,6 @@ void RedisSession::answerLocal(CacheCommand* cmd, const CommandSpec& spec) noexc
       return;
     case Local::kAuth:
       answerAuth(cmd);
-      return;
-    case Local::kCommand:
-      // What redis-cli asks on connect (COMMAND DOCS): an empty answer is a valid one, and
-      // the client then goes without hints.
-      if (args.size() >= 2 && resp::equalsLower(args[1], "count"))
-        answerStatic(cmd, ":0\r\n");
-      else
-        answerStatic(cmd, "*0\r\n");
       return;
     case Local::kConfig:
       // redis-benchmark reads `save` and `appendonly` before it starts. lb persists

@@ -11,8 +11,11 @@
 //     when the keys live on different servers (a hash tag puts them together);
 //   - EVAL and friends with numkeys 0 have no key: they go by on_missing_key (a random
 //     backend by default; "reject" refuses them);
-//   - PING, ECHO, QUIT, SELECT 0, AUTH, COMMAND and CONFIG GET are answered by lb; commands
-//     that cannot work through a sharding proxy (transactions, pub/sub, blocking commands,
+//   - PING, ECHO, QUIT, SELECT 0, AUTH and CONFIG GET are answered by lb; COMMAND, TIME and
+//     LOLWUT, the same on every server, by one usable server; FLUSHDB, FLUSHALL, DBSIZE and
+//     SCRIPT LOAD|EXISTS|FLUSH go to every server with the listener's fanout on, their
+//     replies merged (redis_fanout.cc), and are refused without it; commands that cannot
+//     work through a sharding proxy (transactions, pub/sub, blocking commands, the other
 //     whole-server commands) get -ERR with the reason, and the connection stays usable;
 //   - with a listener password, every command but AUTH and QUIT gets -NOAUTH until the
 //     client has authenticated, and until then a command of more than 10 arguments or a
@@ -71,6 +74,10 @@ class RedisSession final : public CacheProtocolSession<RedisSession> {
   void nearMget(CacheCommand* cmd, std::string_view raw, size_t keys) noexcept;
   void nearFillsReplied(CacheCommand* cmd, uint16_t fragment, const char* p,
                         size_t n) noexcept override;
+  // Commands that address every server, and server metadata (redis_fanout.cc).
+  void routeEveryServer(CacheCommand* cmd, std::string_view raw) noexcept;
+  void routeAnyServer(CacheCommand* cmd, std::string_view raw) noexcept;
+  void emitFanOut(CacheCommand& cmd, ByteChain& out) noexcept;
   void answerLocal(CacheCommand* cmd, const redis::CommandSpec& spec) noexcept;
   void answerAuth(CacheCommand* cmd) noexcept;
   void sendRaw(CacheCommand* cmd, uint32_t host, std::string_view raw,
