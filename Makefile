@@ -34,7 +34,8 @@ endif
 DEB_PACKAGES := build-essential pkg-config libuv1-dev node-llhttp libtomlplusplus-dev \
   prometheus-cpp-dev libxxhash-dev zlib1g-dev libgtest-dev libgmock-dev libbenchmark-dev \
   libsystemd-dev systemd curl wrk redis-server redis-tools memcached prometheus nutcracker \
-  nettle-dev etcd-server etcd-client nlohmann-json3-dev tmux gnuplot-nox libssl-dev
+  nettle-dev etcd-server etcd-client nlohmann-json3-dev tmux gnuplot-nox libssl-dev \
+  python3-pymemcache python3-redis
 
 CXX ?= g++
 CC ?= gcc

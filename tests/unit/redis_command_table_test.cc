@@ -144,14 +144,24 @@ TEST(RedisCommandTableTest, LbAnswersConnectionCommandsItself) {
   EXPECT_EQ(spec("quit").local, Local::kQuit);
   EXPECT_EQ(spec("select").local, Local::kSelect);
   EXPECT_EQ(spec("auth").local, Local::kAuth);
-  EXPECT_EQ(spec("command").local, Local::kCommand);
   EXPECT_EQ(spec("config").local, Local::kConfig);
+}
+
+// The commands that address every server go to every server (with the listener's fanout),
+// and server metadata that is the same everywhere to any one server.
+TEST(RedisCommandTableTest, WholeServerCommandsGoToEveryServerAndMetadataToAnyOne) {
+  for (const char* name : {"flushdb", "flushall", "dbsize", "script"})
+    EXPECT_EQ(spec(name).route, Route::kEveryServer) << name;
+  for (const char* name : {"command", "time", "lolwut"}) {
+    EXPECT_EQ(spec(name).route, Route::kAnyServer) << name;
+    EXPECT_TRUE(spec(name).read_only) << name;
+  }
 }
 
 TEST(RedisCommandTableTest, WhatCannotGoThroughASharingProxyIsRefused) {
   for (const char* name : {"multi", "exec", "watch", "subscribe", "publish", "blpop", "brpop",
-                           "bzpopmin", "xread", "wait", "keys", "scan", "flushall", "dbsize",
-                           "info", "client", "monitor", "cluster", "script", "function"})
+                           "bzpopmin", "xread", "wait", "keys", "scan", "swapdb", "randomkey",
+                           "info", "client", "monitor", "cluster", "function"})
     EXPECT_EQ(spec(name).route, Route::kRefused) << name;
   EXPECT_STREQ(spec("hello").reason, "lb speaks RESP2 only");
   EXPECT_NE(std::string_view(spec("blpop").reason).find("blocking"), std::string_view::npos);

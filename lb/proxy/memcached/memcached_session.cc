@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "lb/core/log.h"
 #include "lb/proxy/memcached/memcached_forward.h"
 #include "lb/proxy/memcached/memcached_replies.h"
 #include "lb/runtime/worker_env.h"
@@ -21,12 +22,12 @@ MemcachedSession::MemcachedSession(WorkerEnv& env, const std::shared_ptr<const S
     : CacheProtocolSession(env, snapshot, listener, memcachedWire()) {}
 
 ReplyUse MemcachedSession::useReply(const CacheCommand& cmd, const char* p, size_t n) noexcept {
-  if (cmd.kind == kGetMerge || cmd.kind == kFanOk) return ReplyUse::kStore;
+  if (cmd.kind != kPass) return ReplyUse::kStore;
   return mc::dropReply(static_cast<uint8_t>(cmd.flags), p, n) ? ReplyUse::kDrop : ReplyUse::kPass;
 }
 
 void MemcachedSession::emitMerged(CacheCommand& cmd, ByteChain& out) noexcept {
-  if (cmd.kind == kFanOk) {
+  if (cmd.fan_out) {
     emitFanOk(cmd, out);
     return;
   }
@@ -82,15 +83,16 @@ ParseStep MemcachedSession::parseOne(const char* p, size_t n) {
   return ParseStep::close();   // not reached: every status is handled above
 }
 
-// flush_all sent to every server: OK once all said OK; a server's own error (flush_all
-// disabled there: "CLIENT_ERROR flush_all not allowed") as it said it; servers that failed
-// named. Nothing at all under noreply, as from memcached.
+// flush_all or verbosity sent to every server: OK once all said OK; a server's own error
+// (flush_all disabled there: "CLIENT_ERROR flush_all not allowed") as it said it; servers
+// that failed named. Nothing at all under noreply, as from memcached.
 void MemcachedSession::emitFanOk(CacheCommand& cmd, ByteChain& out) noexcept {
   if (cmd.flags == kNoreply) return;
   char names[48];
   const std::string_view failed = fanOutFailures(cmd, names, sizeof names);
   if (!failed.empty()) {
-    out.append("SERVER_ERROR lb: flush_all failed on ");
+    out.append(cmd.kind == kFanFlushAll ? "SERVER_ERROR lb: flush_all failed on "
+                                        : "SERVER_ERROR lb: verbosity failed on ");
     out.append(failed);
     out.append("\r\n");
     return;
@@ -116,11 +118,21 @@ void MemcachedSession::refuse(CacheCommand* cmd, CacheErrorReason reason,
     answerError(cmd, reason, {});
     return;
   }
-  char text[512];
-  int len = snprintf(text, sizeof text, "%s lb: %.*s\r\n",
+  // Clients read an error line into a small buffer (memcapable: 80 bytes, CRLF included);
+  // a longer one is cut to fit, the whole text is in the debug log.
+  constexpr size_t kMaxLine = 80;
+  char text[kMaxLine + 1];
+  int len = snprintf(text, kMaxLine - 1, "%s lb: %.*s",
                      reason == CacheErrorReason::kUnsupported ? "CLIENT_ERROR" : "SERVER_ERROR",
                      static_cast<int>(what.size()), what.data());
-  if (len < 0 || static_cast<size_t>(len) >= sizeof text) len = sizeof text - 1;
+  if (len < 0) len = 0;
+  if (static_cast<size_t>(len) > kMaxLine - 2) {
+    LB_DEBUG("memcached: error line cut to %zu bytes: %.*s", kMaxLine,
+             static_cast<int>(what.size()), what.data());
+    len = static_cast<int>(kMaxLine - 2);
+  }
+  text[len++] = '\r';
+  text[len++] = '\n';
   answerError(cmd, reason, {text, static_cast<size_t>(len)});
 }
 
@@ -147,13 +159,18 @@ void MemcachedSession::dispatch(const mc::Request& r, const char* p) noexcept {
       finish(CacheOutcome::kQuit);
       return;
     case Command::kFlushAll:
+    case Command::kVerbosity: {
       if (r.noreply) cmd->flags = kNoreply;
+      const bool flush = r.command == Command::kFlushAll;
       if (!listener().config->fanout) {
-        refuse(cmd, CacheErrorReason::kUnsupported, "flush_all needs fanout = true on the listener");
+        refuse(cmd, CacheErrorReason::kUnsupported,
+               flush ? "flush_all needs fanout = true on the listener"
+                     : "verbosity needs fanout = true on the listener");
         return;
       }
-      nearFlush();
-      fanOut(cmd, kFanOk, mc::kReplyOk, [&](ByteChain& out) {
+      if (flush) nearFlush();
+      // The line as parsed, noreply left to lb (every server answers; lb drops the reply).
+      fanOut(cmd, flush ? kFanFlushAll : kFanVerbosity, mc::kReplyOk, [&](ByteChain& out) {
         out.append(tokens[0]);
         if (tokens.size() - (r.noreply ? 1 : 0) == 2) {
           out.append(" ");
@@ -162,6 +179,7 @@ void MemcachedSession::dispatch(const mc::Request& r, const char* p) noexcept {
         out.append("\r\n");
       });
       return;
+    }
     case Command::kRefused: {
       // Kept short: some clients read an error line into 80 bytes (memcapable).
       if (r.noreply) cmd->flags = kNoreply;

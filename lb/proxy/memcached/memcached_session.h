@@ -15,9 +15,10 @@
 //     (the same). Every backend reply then matches one command, so the pipelined server
 //     connections stay aligned; a reply the command cannot produce fails the connection;
 //   - mn, version and quit are answered by lb (mn in order, after everything before it);
-//     flush_all goes to every server with the listener's fanout on (OK once all said OK,
-//     else an error naming the servers that failed), and is refused without it; the other
-//     whole-server commands (stats, verbosity, ...) get CLIENT_ERROR with the reason;
+//     flush_all and verbosity go to every server with the listener's fanout on (OK once all
+//     said OK, else an error naming the servers that failed), and are refused without it;
+//     the other whole-server commands (stats, cache_memlimit, ...) get CLIENT_ERROR with
+//     the reason;
 //     unknown commands get ERROR, as from memcached;
 //   - a key must be 1-250 bytes without control characters or spaces (CLIENT_ERROR bad
 //     command line format); a data block past limits.max_request_bytes gets SERVER_ERROR
@@ -42,7 +43,7 @@ namespace lb {
 class MemcachedSession final : public CacheProtocolSession<MemcachedSession> {
  public:
   // How a command's reply is made (CacheCommand::kind).
-  enum Kind : uint8_t { kPass, kGetMerge, kFanOk };
+  enum Kind : uint8_t { kPass, kGetMerge, kFanFlushAll, kFanVerbosity };
 
  private:
   friend class CacheProtocolSession<MemcachedSession>;

@@ -40,7 +40,7 @@ constexpr Name kNames[] = {
     {"version", Command::kVersion},  {"quit", Command::kQuit},
     // Whole-server commands: refused by the session, with the reason.
     {"stats", Command::kRefused},    {"flush_all", Command::kFlushAll},
-    {"verbosity", Command::kRefused}, {"slabs", Command::kRefused},
+    {"verbosity", Command::kVerbosity}, {"slabs", Command::kRefused},
     {"lru", Command::kRefused},      {"lru_crawler", Command::kRefused},
     {"watch", Command::kRefused},    {"shutdown", Command::kRefused},
     {"cache_memlimit", Command::kRefused}, {"misbehave", Command::kRefused},
@@ -241,9 +241,9 @@ Request parseRequest(const char* p, size_t n, size_t max_bytes, size_t max_keys,
     r.noreply = count > 2 && tokens.back() == "noreply";
   // The whole-server commands memcached reads noreply on (set_noreply_maybe in each of their
   // process_*_command): lb's refusal of them is then unsent too.
-  if (r.command == Command::kFlushAll ||
+  if (r.command == Command::kFlushAll || r.command == Command::kVerbosity ||
       (r.command == Command::kRefused &&
-       (tokens[0] == "verbosity" || tokens[0] == "cache_memlimit" || tokens[0] == "slabs" ||
+       (tokens[0] == "cache_memlimit" || tokens[0] == "slabs" ||
         tokens[0] == "watch" || tokens[0] == "lru" || tokens[0] == "extstore")))
     r.noreply = count > 1 && tokens.back() == "noreply";
   bool printable = true;
@@ -368,6 +368,11 @@ Request parseRequest(const char* p, size_t n, size_t max_bytes, size_t max_keys,
         return fail("CLIENT_ERROR invalid exptime argument\r\n", r.line);
       break;
     }
+    case Command::kVerbosity:
+      // verbosity <level> [noreply] (process_verbosity_command); other counts are ERROR.
+      if (count < 2 || count > 3 || (count == 3 && !r.noreply)) return fail(kError, r.line);
+      if (!parseU32(tokens[1])) return fail(kBadFormat, r.line);
+      break;
     case Command::kMetaNoop:
     case Command::kVersion:
     case Command::kQuit:

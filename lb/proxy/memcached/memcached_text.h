@@ -20,7 +20,7 @@ enum class Command : uint8_t {
   kMetaGet, kMetaSet, kMetaDelete, kMetaArithmetic, kMetaDebug,   // mg ms md ma me
   kMetaNoop,                                             // mn: answered by lb
   kVersion, kQuit,                                       // answered by lb
-  kFlushAll,                                             // every server (fanout), else refused
+  kFlushAll, kVerbosity,                                 // every server (fanout), else refused
   kRefused,                                              // a whole-server command
   kUnknown,
 };
