@@ -27,6 +27,9 @@ constexpr CommandSpec ro(CommandSpec s) {
 constexpr CommandSpec local(std::string_view name, Local what) {
   return {name, Route::kLocal, 0, 0, 1, 0, what};
 }
+constexpr CommandSpec optionKeys(std::string_view name) {
+  return {name, Route::kOptionKeys, 1, 1, 1};
+}
 constexpr CommandSpec every(std::string_view name) {
   return {name, Route::kEveryServer, 0, 0, 1};
 }
@@ -58,7 +61,8 @@ constexpr CommandSpec kCommands[] = {
     split("del", Route::kCount), split("unlink", Route::kCount), ro(split("exists", Route::kCount)),
     ro(split("touch", Route::kCount)), key("expire"), key("expireat"), key("pexpire"),
     key("pexpireat"), ro(key("expiretime")), ro(key("pexpiretime")), ro(key("ttl")), ro(key("pttl")),
-    key("persist"), ro(key("type")), ro(key("dump")), key("restore"), key("sort"), ro(key("sort_ro")),
+    key("persist"), ro(key("type")), ro(key("dump")), key("restore"), optionKeys("sort"),
+    ro(optionKeys("sort_ro")),
     same("rename", 1, 2), same("renamenx", 1, 2), same("copy", 1, 2), ro(key("object", 2)),
     // Lists.
     key("lpush"), key("rpush"), key("lpushx"), key("rpushx"), key("lpop"), key("rpop"),
@@ -86,8 +90,8 @@ constexpr CommandSpec kCommands[] = {
     ro(numkeys("zdiff", 1)), ro(numkeys("zintercard", 1)), numkeys("zmpop", 1),
     // HyperLogLog, geo, streams.
     key("pfadd"), same("pfcount", 1, -1), same("pfmerge", 1, -1), key("geoadd"),
-    ro(key("geodist")), ro(key("geohash")), ro(key("geopos")), key("georadius"), ro(key("georadius_ro")),
-    key("georadiusbymember"), ro(key("georadiusbymember_ro")), ro(key("geosearch")),
+    ro(key("geodist")), ro(key("geohash")), ro(key("geopos")), optionKeys("georadius"),
+    ro(key("georadius_ro")), optionKeys("georadiusbymember"), ro(key("georadiusbymember_ro")), ro(key("geosearch")),
     same("geosearchstore", 1, 2), key("xadd"), ro(key("xlen")), ro(key("xrange")), ro(key("xrevrange")),
     key("xdel"), key("xtrim"), key("xack"), key("xclaim"), key("xautoclaim"), ro(key("xpending")),
     key("xsetid"), ro(key("xinfo", 2)), key("xgroup", 2),

@@ -14,6 +14,9 @@ enum class Route : uint8_t {
   kSameServer,   // keys at first..last by step: their common owner, else -CROSSSLOT
   kNumkeys,      // args[numkeys] keys from numkeys + 1 (plus a key at args[first] when
                  // first > 0): their common owner; no key at all: on_missing_key
+  kOptionKeys,   // SORT, SORT_RO, GEORADIUS, GEORADIUSBYMEMBER: the key at args[first] and
+                 // the keys their options name (STORE, STOREDIST; SORT's BY and GET
+                 // patterns) on one owner, else -CROSSSLOT (redis_option_keys.cc)
   kMget,         // MGET: split by owner, values merged in key order
   kCount,        // DEL, UNLINK, EXISTS, TOUCH: split by owner, integers summed
   kMset,         // MSET: split by owner (key, value pairs), +OK when every part is

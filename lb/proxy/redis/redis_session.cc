@@ -220,6 +220,9 @@ void RedisSession::dispatch(std::string_view raw, bool inline_form) noexcept {
     case Route::kMsetnx:
       routeKeys(cmd, *spec, raw);
       return;
+    case Route::kOptionKeys:
+      routeOptionKeys(cmd, raw);
+      return;
     case Route::kNumkeys:
       routeNumkeys(cmd, *spec, raw);
       return;
@@ -279,6 +282,7 @@ void RedisSession::nearInvalidate(CacheCommand* cmd, const CommandSpec& spec) no
     case Route::kMset:
     case Route::kCount:
     case Route::kMget:
+    case Route::kOptionKeys:   // every argument: a STORE destination among them
       first = 1;
       last = argc - 1;
       break;

@@ -67,6 +67,8 @@ class RedisSession final : public CacheProtocolSession<RedisSession> {
   void routeKeys(CacheCommand* cmd, const redis::CommandSpec& spec, std::string_view raw) noexcept;
   void routeNumkeys(CacheCommand* cmd, const redis::CommandSpec& spec,
                     std::string_view raw) noexcept;
+  // SORT and GEORADIUS[BYMEMBER] with the keys their options name (redis_option_keys.cc).
+  void routeOptionKeys(CacheCommand* cmd, std::string_view raw) noexcept;
   void splitByOwner(CacheCommand* cmd, const redis::CommandSpec& spec,
                     std::string_view raw) noexcept;
   // MGET with a near cache (redis_near_mget.cc): hot keys the near cache has are answered
