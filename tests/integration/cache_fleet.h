@@ -56,13 +56,36 @@ class CacheFleet {
     }
     port_ = freePort();
     admin_ = freePort();
+    listener_extra_ = listener_extra;
+    cluster_extra_ = cluster_extra;
+    if (!lb_.start(config(), {port_, admin_})) {
+      error_ = lb_.output();
+      return false;
+    }
+    return true;
+  }
+
+  // One more server, started and added to the cluster by a reload (SIGHUP). True once lb
+  // says it reloaded.
+  bool grow() {
+    servers_.push_back(std::make_unique<CacheServer>(kind_, server_args_));
+    if (!servers_.back()->ok()) {
+      error_ = servers_.back()->output();
+      return false;
+    }
+    ++count_;
+    return lb_.reload(config());
+  }
+
+  // The TOML of the fleet as it is now.
+  std::string config() const {
     const char* proto = kind_ == CacheServer::kRedis ? "redis" : "memcached";
     std::string toml = "[lb]\nworkers = " + std::to_string(workers_) + "\naccess_log = \"" + lb_.accessLogPath() +
                        "\"\n[admin]\nlisten = \"127.0.0.1:" + std::to_string(admin_) +
                        "\"\n[listeners.cache]\nlisten = \"127.0.0.1:" + std::to_string(port_) +
                        "\"\nprotocol = \"" + proto + "\"\ncluster = \"fleet\"\n" +
-                       listener_extra + "\n[clusters.fleet]\nselector = \"twemproxy\"\n" +
-                       cluster_extra + "\nbackends = [\n";
+                       listener_extra_ + "\n[clusters.fleet]\nselector = \"twemproxy\"\n" +
+                       cluster_extra_ + "\nbackends = [\n";
     for (int i = 0; i < count_; ++i)
       toml += "  { name = \"" + name(i) + "\", address = \"" + servers_[i]->address() + "\"" +
               (static_cast<size_t>(i) < weights_.size()
@@ -70,11 +93,7 @@ class CacheFleet {
                    : std::string()) +
               " },\n";
     toml += "]\n";
-    if (!lb_.start(toml, {port_, admin_})) {
-      error_ = lb_.output();
-      return false;
-    }
-    return true;
+    return toml;
   }
 
   uint16_t port() const { return port_; }
@@ -126,6 +145,8 @@ class CacheFleet {
   std::vector<int> weights_;
   std::vector<std::string> server_args_;
   std::vector<std::unique_ptr<CacheServer>> servers_;
+  std::string listener_extra_;
+  std::string cluster_extra_;
   LbProcess lb_;
   uint16_t port_ = 0;
   uint16_t admin_ = 0;
