@@ -11,7 +11,7 @@
 //   - a retrieval split by owner forwards each part as a command of its keys.
 //
 // Built and run by `make fuzz FUZZ_TARGETS=memcached FUZZ_SECONDS=60`.
-// Seeds: tests/fuzz/corpus/memcached/, one per finding of issue 19 and a few plain commands.
+// Seeds: tests/fuzz/corpus/memcached/, one per finding of the hostile-input run (memcached_hostile_test.cc) and a few plain commands.
 // Input layout: byte 0 = how the bytes are cut into reads (0: all at once); the rest is the
 // client's byte stream.
 #include <cstdint>
@@ -48,6 +48,25 @@ bool forwards(Command c) {
          c != Command::kRefused && c != Command::kUnknown;
 }
 
+// flush_all and verbosity (sent to every server with fanout), which the reference reader
+// does not know: forwarded as their words without noreply, each a token of the line, and
+// nothing else (no second line a server could run as a command).
+bool wholeServer(Command c) { return c == Command::kFlushAll || c == Command::kVerbosity; }
+
+void checkWholeServer(const Request& r, const std::vector<std::string_view>& tokens,
+                      const char* p) {
+  std::string fwd;
+  lb::mc::writeForwarded(r, tokens, p, fwd);
+  std::string want(tokens[0]);
+  const size_t words = tokens.size() - (r.noreply ? 1 : 0);
+  check(words <= 2, "a whole-server command with more than one argument", fwd);
+  if (words == 2) {
+    for (char c : tokens[1]) check(c == '-' || (c >= '0' && c <= '9'), "a non-numeric argument", fwd);
+    want += " " + std::string(tokens[1]);
+  }
+  check(fwd == want + "\r\n", "a whole-server command forwarded in another form", fwd);
+}
+
 bool isRetrieval(Command c) {
   return c == Command::kGet || c == Command::kGets || c == Command::kGat || c == Command::kGats;
 }
@@ -67,6 +86,10 @@ void checkForwarded(const std::string& fwd, std::string_view name,
 void checkCommand(const Request& r, const std::vector<std::string_view>& tokens, const char* p,
                   size_t n) {
   const std::string_view in(p, n);
+  if (wholeServer(r.command)) {
+    checkWholeServer(r, tokens, p);
+    return;
+  }
   if (!forwards(r.command)) return;
   // The client's own bytes: memcached takes the same command, as long and as quiet.
   const strict_memcached::Command orig = strict_memcached::read(in);

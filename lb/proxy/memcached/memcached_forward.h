@@ -23,7 +23,7 @@ inline size_t forwardedTokens(const Request& r, const std::vector<std::string_vi
       return 2;
     case Command::kSet: case Command::kAdd: case Command::kReplace: case Command::kAppend:
     case Command::kPrepend: case Command::kCas: case Command::kIncr: case Command::kDecr:
-    case Command::kTouch:
+    case Command::kTouch: case Command::kFlushAll: case Command::kVerbosity:
       return tokens.size() - (r.noreply ? 1 : 0);
     default:
       return tokens.size();

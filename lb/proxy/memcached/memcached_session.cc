@@ -170,14 +170,8 @@ void MemcachedSession::dispatch(const mc::Request& r, const char* p) noexcept {
       }
       if (flush) nearFlush();
       // The line as parsed, noreply left to lb (every server answers; lb drops the reply).
-      fanOut(cmd, flush ? kFanFlushAll : kFanVerbosity, mc::kReplyOk, [&](ByteChain& out) {
-        out.append(tokens[0]);
-        if (tokens.size() - (r.noreply ? 1 : 0) == 2) {
-          out.append(" ");
-          out.append(tokens[1]);
-        }
-        out.append("\r\n");
-      });
+      fanOut(cmd, flush ? kFanFlushAll : kFanVerbosity, mc::kReplyOk,
+             [&](ByteChain& out) { mc::writeForwarded(r, tokens, p, out); });
       return;
     }
     case Command::kRefused: {
