@@ -1,4 +1,4 @@
-// Hot-key detection's main-thread half (issue 22; docs/architecture.md, "Hot keys"), on the main loop.
+// Hot-key detection's main-thread half (docs/architecture.md, "Hot keys"), on the main loop.
 //
 // Every kIntervalMs the monitor asks each worker, through its mailbox, to hand its
 // per-cluster Space-Saving summaries over (Worker::handOverHotKeys: the copy runs on the

@@ -50,7 +50,7 @@ std::optional<std::vector<HotKeysCluster>> fetch(const HotkeysOptions& o, std::s
     while (!body.empty() && (body.back() == '\n' || body.back() == '\r')) body.pop_back();
     *error = o.admin + target + " answered " + std::to_string(reply.status) +
              (body.empty() ? "" : ": " + escapeKey(body));
-    // An lb from before issue 22 has no /hotkeys; one without the cluster asked says so.
+    // An lb older than the hot-key support has no /hotkeys; one without the cluster asked says so.
     if (reply.status == 404 && body.find("hotkeys") == std::string::npos)
       *error += " (an lb without /hotkeys? it came with hot-key detection)";
     return std::nullopt;

@@ -1,6 +1,6 @@
 // The membership state file: the last membership a cluster applied from etcd, so that an lb
 // that starts while etcd is down serves what the fleet last agreed on rather than a stale
-// TOML list (issue 20, "etcd down is not an outage"). Written after each apply; read once at
+// TOML list ("etcd down is not an outage"). Written after each apply; read once at
 // start. A small JSON object:
 //
 //   {"cluster": "cache", "key": "/lb/prod/clusters/cache", "revision": 42,

@@ -1,4 +1,4 @@
-// What every worker's near cache of one cluster shares (issue 22; docs/config.md "near_cache"), kept
+// What every worker's near cache of one cluster shares (docs/config.md "near_cache"), kept
 // in ClusterState so that it outlives snapshots: the write stripes that make an invalidation
 // seen by every worker at once, and each worker's near-cache counters for the metrics.
 //

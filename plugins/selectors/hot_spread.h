@@ -1,4 +1,4 @@
-// Spreading one hot key over a few hosts (issue 22; docs/config.md, `spread`): the
+// Spreading one hot key over a few hosts (docs/config.md, `spread`): the
 // request goes to the least loaded of the first `spread` distinct usable hosts of the key's
 // preference order (SelectorTable::pick(hash, 0), pick(hash, 1), ...), ties to the earliest.
 // For HTTP caches, which fill themselves from the origin on a miss, this puts up to `spread`

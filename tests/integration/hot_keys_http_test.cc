@@ -1,4 +1,4 @@
-// Issue 22, acceptance 1, over HTTP: lb with an HTTP listener hashing the X-Key header (2
+// Hot keys over HTTP: lb with an HTTP listener hashing the X-Key header (2
 // workers) in front of 8 lb-origin processes, and the pipelined Zipf(1.2) load of
 // hot_keys_load.h on keep-alive connections. GET /hotkeys must list the true top 10 in order
 // of rate within 3 s, each with a lower bound under its true rate and the owner /ring names;

@@ -1,4 +1,4 @@
-// Issue 22's acceptance load, shared by the hot-key tests of each protocol: kClients
+// The hot-key load, shared by the hot-key tests of each protocol: kClients
 // connections, each sending batches of kPipeline pipelined requests whose keys follow
 // Zipf(1.2) over 100,000 keys, drawn stratified (draw(): hk:1 is the hottest, hk:10 the
 // tenth, and the sends keep that order), reading every reply of a batch before the next.

@@ -1,4 +1,4 @@
-// Issue 22, acceptance 1, for redis and memcached: lb with a cache listener (2 workers) in
+// Hot keys for redis and memcached: lb with a cache listener (2 workers) in
 // front of 8 redis-server (or memcached) processes and the pipelined Zipf(1.2) load of
 // hot_keys_load.h. GET /hotkeys must list the true top 10 in order of rate within 3 s of the
 // load's start, each with a lower bound under its true rate; and a top key that stops being

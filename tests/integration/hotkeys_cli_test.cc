@@ -2,7 +2,7 @@
 // server on 127.0.0.1 (written here: it serves the design's /hotkeys JSON, a different
 // answer for each request, and records what was asked), once through a pipe, and under
 // tmux as a person at a terminal sees it: redrawn in place, q and Ctrl-C quit, the shell's
-// screen comes back. Last, against a running lb with one hot key (issue 22, acceptance 5),
+// screen comes back. Last, against a running lb with one hot key,
 // which skips, saying why, until lb serves GET /hotkeys.
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -442,7 +442,7 @@ TEST_F(HotkeysTmuxTest, AgainstARunningLbNamesItsHotKey) {
   const std::string address = "127.0.0.1:" + std::to_string(admin);
   const CommandResult probe = hotkeys({"--admin", address, "--cluster", "cache", "--once"});
   if (probe.exit_code == 1 && probe.err.find("answered 404") != std::string::npos)
-    GTEST_SKIP() << "waits on lb's GET /hotkeys (issue 22): " << probe.err;
+    GTEST_SKIP() << "waits on lb's GET /hotkeys: " << probe.err;
   ASSERT_EQ(probe.exit_code, 0) << probe.err;
 
   HotkeysLiveLoad load(web);

@@ -1,4 +1,4 @@
-// Issue 22, HTTP spread (hot_keys.spread): lb with an HTTP listener keyed by a header, 2
+// HTTP spread (hot_keys.spread): lb with an HTTP listener keyed by a header, 2
 // workers, 8 lb-origin backends.
 //
 // 1. One key hammered with GETs becomes hot (GET /hotkeys says so); from then on its GETs,

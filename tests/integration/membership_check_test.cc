@@ -1,4 +1,4 @@
-// Issue 20, acceptance 6, end to end: `lb membership put` refuses an invalid document with
+// End to end: `lb membership put` refuses an invalid document with
 // FILE:LINE:COL and writes nothing to etcd; `lb --check` validates a cluster's `membership`
 // table (a bad etcd URL, a missing key) with FILE:LINE:COL like every other config error.
 // The command's own cases (conflicts, diff, TOML input) are B's CLI test; these are the

@@ -1,4 +1,4 @@
-// Issue 20, acceptance 5: a flapping writer costs a few table builds, not one per write. A
+// A flapping writer costs a few table builds, not one per write. A
 // thousand writes to the key as fast as etcd takes them (one keep-alive connection to its
 // JSON gateway) reach a real lb with the default min_apply_interval (100 ms): lb applies at
 // most one build per interval, a few dozen in all (lb_membership_updates_total{result=

@@ -1,4 +1,4 @@
-// Issue 20, acceptance 4 (compaction): "a compacted revision means Range again, never a lost
+// Compaction: "a compacted revision means Range again, never a lost
 // update". lb Ranges, then watches from the Range's revision + 1; if etcd compacts past that
 // revision first, etcd answers the watch with compact_revision, and lb must read the key
 // again. A relay between lb and a real etcd (watch_gate.h) holds lb's watch request at

@@ -1,4 +1,4 @@
-// Issue 20, acceptance 4 (three etcd members): a real lb watching a key on a real 3-member
+// Three etcd members: a real lb watching a key on a real 3-member
 // etcd cluster. Killing the member lb is connected to (the one /backends names as its
 // "endpoint") moves lb to another member, and every revision put afterwards, one at a time,
 // is applied: none is skipped. A compaction past lb's revision while lb's only member is

@@ -1,4 +1,4 @@
-// Issue 20, acceptance 4 (one etcd): etcd down is not an outage. With the only etcd member
+// One etcd: etcd down is not an outage. With the only etcd member
 // killed, two real lb processes keep serving the membership they had (real requests succeed)
 // and show it is getting stale (lb_membership_watch_up 0, a last-sync time that stops); an lb
 // restarted meanwhile starts from its state file (same revision, same fingerprint, same

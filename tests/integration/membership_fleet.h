@@ -1,4 +1,4 @@
-// The fleet of the membership acceptance tests (issue 20): real lb processes whose cluster
+// The fleet of the membership tests: real lb processes whose cluster
 // "cache" takes its backends from a real etcd key, real lb-origin backends, and the readers
 // the tests judge them by: /backends' "membership" object, /ring's owner, /metrics samples,
 // the log. Writes go straight to etcd's v3 JSON gateway (POST /v3/kv/put on a keep-alive

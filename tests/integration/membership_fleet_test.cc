@@ -1,4 +1,4 @@
-// Issue 20, acceptance 1: one numbered membership for the whole fleet. Three real lb
+// One numbered membership for the whole fleet. Three real lb
 // processes (each its own listener and admin port) watch one key on a real etcd, in front of
 // six real lb-origin backends. A put is served by all three within a second (the spread is
 // printed); then 2,000 keys have the same owner on all three, by /ring and by real requests

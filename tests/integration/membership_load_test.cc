@@ -1,4 +1,4 @@
-// Issue 20, acceptance 2: membership changes under load drop nothing and never go back. Three
+// Membership changes under load drop nothing and never go back. Three
 // real lb processes watch one key on a real etcd in front of six lb-origin backends; wrk
 // drives each lb (a fresh key per request, so every backend takes traffic) while 20 changes
 // are put in 10 s, each adding or removing backends within max_remove_percent and every

@@ -1,4 +1,4 @@
-// Issue 20, acceptance 3: a bad membership document changes nothing. Three real lb processes
+// A bad membership document changes nothing. Three real lb processes
 // watch one key on a real etcd; each kind of bad update the issue lists (not JSON, duplicate
 // names, a bad address, an unknown field, weight 0, an empty list, a removal past
 // max_remove_percent, the key deleted) leaves every instance on the table it served (same

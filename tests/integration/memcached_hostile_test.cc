@@ -147,8 +147,8 @@ TEST_F(MemcachedHostileTest, AGetOfTenThousandKeysArrivingInPiecesIsOneCommand) 
   line += " victim\r\n";
   for (size_t at = 0; at < line.size(); at += 4096)
     ASSERT_TRUE(attacker_.send(line.substr(at, 4096)));
-  // A generous deadline: until the session's input buffer grows geometrically (issue 19,
-  // lb/proxy/cache/cache_session.cc), a 410 KB line costs seconds of copying.
+  // A generous deadline: when the session's input buffer grew only to what the parser asked
+  // for (lb/proxy/cache/cache_session_input.cc doubles it now), a 410 KB line cost seconds.
   ASSERT_TRUE(attacker_.readUntil("END\r\n", 60s)) << attacker_.buffer();
   EXPECT_EQ(attacker_.buffer(), "VALUE victim 7 4\r\nmine\r\nEND\r\n");
   expectVictimServed();

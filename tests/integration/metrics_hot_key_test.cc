@@ -1,4 +1,4 @@
-// Issue 5, acceptance 4: during a hot-key test with hash_balance_factor, every sample of
+// During a hot-key test with hash_balance_factor, every sample of
 // /metrics shows each backend's live load at or under its lb_backend_load_cap. One key, many
 // requests held in flight by the origins (delay_ms), /metrics sampled after every new request
 // while the load only grows (a completion lowers the total and with it every cap, which is

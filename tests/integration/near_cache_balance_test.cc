@@ -1,4 +1,4 @@
-// The near cache flattens a skewed load (issue 22, acceptance 2): a Zipf load (alpha 1.2 over
+// The near cache flattens a skewed load: a Zipf load (alpha 1.2 over
 // 100,000 keys) of GETs through lb over 8 backends, counted at the backends (Redis INFO
 // commandstats, memcached stats), with the near cache off and then on. Busiest backend over
 // the mean must be at most 1.3 with it on; the off figure is printed (it is the skew the

@@ -1,4 +1,4 @@
-// The near cache with memcached behind lb (hot_keys.near_cache; issue 22, acceptance 3): a
+// The near cache with memcached behind lb (hot_keys.near_cache): a
 // hit is the server's get reply byte for byte, every storage command through lb (noreply
 // too) is seen by the next get on any connection, gat is never answered from the cache, and a
 // set sent straight to the backend (which lb cannot see: memcached has no invalidation) is

@@ -1,4 +1,4 @@
-// The near cache with redis-server behind lb (hot_keys.near_cache; issue 22, acceptance 3):
+// The near cache with redis-server behind lb (hot_keys.near_cache):
 // a hit is the server's reply byte for byte, a write through lb is seen by the next read on
 // any connection (either worker), and a reader hammering a key while another client writes
 // it never sees a value older than the last write acknowledged before its read was sent.

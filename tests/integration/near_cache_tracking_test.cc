@@ -1,5 +1,5 @@
-// The near cache's Redis CLIENT TRACKING (lb/proxy/redis/redis_tracking.h; issue 22,
-// acceptance 3): a SET sent straight to a backend, which lb never sees, is seen through lb
+// The near cache's Redis CLIENT TRACKING (lb/proxy/redis/redis_tracking.h): a
+// SET sent straight to a backend, which lb never sees, is seen through lb
 // within 50 ms; killing the tracking connections flushes the backend's entries, and caching
 // comes back once they reconnect. The ttl is 30 s, so that it cannot be what made a write
 // visible.

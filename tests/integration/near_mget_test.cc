@@ -1,4 +1,4 @@
-// MGET with the near cache, redis-servers behind lb (hot_keys.near_cache; issue 22): an MGET
+// MGET with the near cache, redis-servers behind lb (hot_keys.near_cache): an MGET
 // of hot and cold keys across backends is byte for byte what the servers say (a missing key
 // and a list both nil, as MGET answers them); hot keys the near cache holds do not reach
 // their backends (INFO commandstats); a SET through lb, or straight to the backend (CLIENT

@@ -1,5 +1,5 @@
 // `lb simulate` as an operator runs it: the real build/lb binary, its JSON parsed, its plot
-// drawn by gnuplot, its exit codes checked. The figures are issue 25's acceptance: 4 -> 5
+// drawn by gnuplot, its exit codes checked. The figures are the ones lb simulate is held to: 4 -> 5
 // servers at 95% hits.
 #include <gtest/gtest.h>
 #include <unistd.h>

@@ -364,7 +364,6 @@ TEST(TwemproxyCompatTest, MemcachedModulaWeights1And2PlacesAsNutcracker) {
   expectModulaPlacement(CacheServer::kMemcached, "murmur", testKeys(300));
 }
 
-// Issue 21, acceptance 5.
 TEST(TwemproxyCompatTest, RedisModulaKeysWrittenThroughNutcrackerAreFoundThroughLb) {
   for (const char* hash : {"fnv1a_64", "murmur"})
     expectFoundThroughLb(CacheServer::kRedis, hash, "modula", {2, 1, 1}, kUnsortedNames);

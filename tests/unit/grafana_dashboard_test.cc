@@ -363,7 +363,7 @@ TEST_F(GrafanaDashboardTest, HasAMembershipRowOfRevisionSyncAgeAndUpdates) {
 }
 
 TEST_F(GrafanaDashboardTest, HasAHotKeysRowOfActiveSharesDetectionsAndBackendShare) {
-  // The Hot keys row (issue 22): active hot keys per cluster, the top ranks' shares, the
+  // The Hot keys row: active hot keys per cluster, the top ranks' shares, the
   // detections, and the hottest key's share beside each backend's share of requests.
   const auto panels = rowPanels("Hot keys");
   EXPECT_EQ(panels.size(), 4u) << "the Hot keys row is missing or changed";

@@ -1,4 +1,4 @@
-// The hot set as workers read it (issue 22): HotHashes' membership over random sets and the
+// The hot set as workers read it: HotHashes' membership over random sets and the
 // hashes that stress it (0, 32- and 15-bit selectors' hashes), and HotKeyState's way from
 // the tracker to each worker's slot: published by the main thread, adopted by each worker on
 // its own thread, read there by isHot.

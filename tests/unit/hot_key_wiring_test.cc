@@ -1,4 +1,4 @@
-// Hot keys wired into lb (issue 22): the per-worker hand-over (HotKeyState), the main
+// Hot keys wired into lb: the per-worker hand-over (HotKeyState), the main
 // thread's monitor asking real worker threads through their mailboxes, /hotkeys' JSON and
 // the lb_hotkey_* metrics. The summary and the tracker themselves are tested on their own
 // (space_saving_test.cc, hot_keys_test.cc); here they are taken as they are.

@@ -1,4 +1,4 @@
-// pickSpread (issue 22, hot_keys.spread): the least loaded of a key's first R usable hosts,
+// pickSpread (hot_keys.spread): the least loaded of a key's first R usable hosts,
 // ties to the earliest, hosts at their bounded-load cap skipped, a lost compare-and-swap
 // dropping one host and not the pick, and "no candidate" when every one is at its cap. Golden
 // cases on an order written out by hand, then a sweep over real tables and random loads

@@ -1,5 +1,5 @@
-// One worker's near cache of one redis or memcached cluster (issue 22;
-// docs/config.md "near_cache"): the exact reply bytes a backend gave a plain read of a hot
+// One worker's near cache of one redis or memcached cluster (docs/config.md "near_cache"):
+// the exact reply bytes a backend gave a plain read of a hot
 // key (Redis GET, memcached get without CAS; a string's element of an MGET reply is the
 // same bytes), so that the next read of that key is answered from lb's memory, byte for
 // byte what the server said. Fan et al., "Small cache, big effect" (SoCC 2011): a
