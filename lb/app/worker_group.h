@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "lb/app/protocols.h"
+#include "lb/app/builtin_protocols.h"
 #include "lb/routing/snapshot.h"
 #include "lb/runtime/worker.h"
 

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "lb/config/config.h"
-#include "lb/runtime/protocols.h"
+#include "lb/runtime/protocol_table.h"
 
 namespace lb {
 

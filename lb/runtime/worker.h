@@ -18,7 +18,7 @@
 
 #include "lb/routing/snapshot.h"
 #include "lb/runtime/access_log.h"
-#include "lb/runtime/protocols.h"
+#include "lb/runtime/protocol_table.h"
 #include "lb/runtime/worker_env.h"
 
 namespace lb {
@@ -27,7 +27,7 @@ class Listener;
 
 class Worker {
  public:
-  // `protocols` outlives the worker (lb/app/protocols.cc holds the one table).
+  // `protocols` outlives the worker (lb/app/builtin_protocols.cc holds the one table).
   Worker(unsigned index, unsigned worker_count, const ProtocolTable& protocols);
   ~Worker();   // joins the thread if still running
   Worker(const Worker&) = delete;

@@ -19,7 +19,7 @@
 
 #include "lb/routing/snapshot.h"
 #include "lb/net/buffer_pool.h"
-#include "lb/runtime/protocols.h"
+#include "lb/runtime/protocol_table.h"
 #include "lb/runtime/session.h"
 #include "lb/runtime/upstream_pool.h"
 

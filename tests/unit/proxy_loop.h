@@ -16,7 +16,7 @@
 
 #include "lb/runtime/access_log.h"
 #include "lb/runtime/listener.h"
-#include "lb/runtime/protocols.h"
+#include "lb/runtime/protocol_table.h"
 #include "lb/runtime/worker_env.h"
 
 namespace lb::test {

@@ -46,7 +46,7 @@
 #include "lb/proxy/cache/command.h"
 #include "lb/proxy/cache/wire.h"
 #include "lb/proxy/cache/flush_list.h"
-#include "lb/runtime/protocols.h"
+#include "lb/runtime/protocol_table.h"
 #include "lb/proxy/cache/reply_arena.h"
 #include "lb/net/connection.h"
 #include "lb/runtime/session.h"

@@ -39,7 +39,7 @@
 #include "lb/runtime/backend_attempt.h"
 #include "lb/net/connection.h"
 #include "lb/net/splice_pump.h"
-#include "lb/runtime/protocols.h"
+#include "lb/runtime/protocol_table.h"
 #include "lb/runtime/session.h"
 #include "lb/runtime/upstream_pool.h"
 

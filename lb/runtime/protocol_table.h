@@ -33,7 +33,7 @@ using AcceptFn = void (*)(WorkerEnv& env, uv_stream_t* server,
                           const std::shared_ptr<const Snapshot>& snapshot, uint32_t listener,
                           Admission admission);
 
-// Indexed by Protocol; every entry is set (lb/app/protocols.cc).
+// Indexed by Protocol; every entry is set (lb/app/builtin_protocols.cc).
 using ProtocolTable = std::array<AcceptFn, kProtocolCount>;
 
 }  // namespace lb

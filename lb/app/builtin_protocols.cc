@@ -1,4 +1,4 @@
-#include "lb/app/protocols.h"
+#include "lb/app/builtin_protocols.h"
 
 #include "lb/proxy/http/http_session.h"
 #include "lb/proxy/memcached/memcached_session.h"

@@ -2,7 +2,7 @@
 // every lb/proxy/* folder.
 #pragma once
 
-#include "lb/runtime/protocols.h"
+#include "lb/runtime/protocol_table.h"
 
 namespace lb {
 
