@@ -22,7 +22,9 @@ CommandResult runPython(std::string script, uint16_t port) {
 TEST(CacheClientsTest, PymemcacheWithNoreplyFanoutAndLargeValues) {
   CacheFleet fleet(CacheServer::kMemcached, 2);
   fleet.setServerArgs({"-m", "64", "-I", "8m"});
-  ASSERT_TRUE(fleet.start("fanout = true\nlimits = { max_request_bytes = 16777216 }"))
+  // Timeouts for a shared machine: a 5 MiB value while other tests run.
+  ASSERT_TRUE(fleet.start("fanout = true\nlimits = { max_request_bytes = 16777216 }\n"
+                          "timeouts = { connect = \"10s\", response = \"20s\" }"))
       << fleet.output();
   const auto r = runPython(R"PY(
 from pymemcache.client.base import Client
@@ -44,13 +46,14 @@ assert c.version()
 print("ok")
 )PY",
                            fleet.port());
-  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("ok"), std::string::npos) << r.out;
 }
 
 TEST(CacheClientsTest, RedisPyWholeServerCallsScriptsAndLargeValues) {
   CacheFleet fleet(CacheServer::kRedis, 3);
-  ASSERT_TRUE(fleet.start("fanout = true\nlimits = { max_request_bytes = 67108864 }"))
+  ASSERT_TRUE(fleet.start("fanout = true\nlimits = { max_request_bytes = 67108864 }\n"
+                          "timeouts = { connect = \"10s\", response = \"20s\" }"))
       << fleet.output();
   const auto r = runPython(R"PY(
 import redis
@@ -73,7 +76,7 @@ assert r.dbsize() == 0
 print("ok")
 )PY",
                            fleet.port());
-  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("ok"), std::string::npos) << r.out;
 }
 

@@ -46,7 +46,7 @@ class MemcachedValueSizeTest : public ::testing::Test {
     // memcached takes items up to -I; its memory must be at least twice that.
     fleet_.setServerArgs({"-m", "128", "-I", "16m"});
     ASSERT_TRUE(fleet_.start("limits = { max_request_bytes = 33554432 }\n"
-                             "timeouts = { response = \"10s\" }"))
+                             "timeouts = { connect = \"10s\", response = \"20s\" }"))
         << fleet_.output();
   }
   CacheFleet fleet_{CacheServer::kMemcached, 2, 1};
@@ -130,7 +130,9 @@ TEST_F(MemcachedValueSizeTest, SeveralClientsAtOnceAndASmallClientIsAnsweredThro
 // the next command on the connection is answered.
 TEST(MemcachedValueLimitTest, AnItemOverTheServersLimitGetsTheServersOwnError) {
   CacheFleet fleet(CacheServer::kMemcached, 2, 1);   // memcached's default -I 1m
-  ASSERT_TRUE(fleet.start("limits = { max_request_bytes = 33554432 }")) << fleet.output();
+  ASSERT_TRUE(fleet.start("limits = { max_request_bytes = 33554432 }\n"
+                          "timeouts = { connect = \"10s\", response = \"10s\" }"))
+      << fleet.output();
   TcpClient c;
   ASSERT_TRUE(c.connect(fleet.port()));
   const std::string v = valueOf(3000000, 3);
@@ -145,7 +147,7 @@ class RedisValueSizeTest : public ::testing::Test {
   void SetUp() override {
     fleet_.setServerArgs({"--proto-max-bulk-len", "128mb", "--client-query-buffer-limit", "256mb"});
     ASSERT_TRUE(fleet_.start("limits = { max_request_bytes = 134217728 }\n"
-                             "timeouts = { response = \"20s\" }"))
+                             "timeouts = { connect = \"10s\", response = \"30s\" }"))
         << fleet_.output();
   }
   CacheFleet fleet_{CacheServer::kRedis, 2, 1};
