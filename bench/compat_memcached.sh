@@ -162,36 +162,8 @@ for t in "${targets[@]}"; do
     >"$log/memcapable.$t.log" 2>&1 || true
 done
 
-# Outcomes: one line per test and target; a test passed when its call passed (a later
-# teardown error is counted apart, as pytest does).
-for t in "${targets[@]}"; do
-  awk -v t="$t" '
-    /^PASSED /  { print $2 "\t" t "\tPASSED\t" }
-    /^(FAILED|ERROR|XFAIL|XPASS) / { o = $1; id = $2; r = $0; sub(/^[A-Z]+ [^ ]+( - )?/, "", r)
-                                     print id "\t" t "\t" o "\t" r }' "$log/pymemcache.$t.log"
-done >"$log/pymemcache.outcomes"
-"$python" - "$log" <<'PY'
-import sys, collections
-log = sys.argv[1]
-res = collections.defaultdict(dict)
-for line in open(f"{log}/pymemcache.outcomes"):
-    test, target, outcome, reason = line.rstrip("\n").split("\t", 3)
-    # A call that passed, then a teardown ERROR: passed. A call that failed, and a
-    # teardown ERROR: the failure. A setup ERROR alone: not run, the error.
-    rank = {"PASSED": 0, "FAILED": 1, "ERROR": 2}
-    if rank.get(outcome, 3) < rank.get(res[test].get(target, ("-",))[0], 4):
-        res[test][target] = (outcome, reason)
-targets = ["direct", "lb", "nutcracker"]
-with open(f"{log}/pymemcache.tsv", "w") as f:
-    f.write("test\t" + "\t".join(targets) + "\n")
-    for test in sorted(res):
-        f.write(test + "\t" + "\t".join(res[test].get(t, ("-",))[0] for t in targets) + "\n")
-with open(f"{log}/pymemcache_lb_failures.txt", "w") as f:
-    for test in sorted(res):
-        d, l = res[test].get("direct", ("-", "")), res[test].get("lb", ("-", ""))
-        if d[0] == "PASSED" and l[0] != "PASSED":
-            f.write(f"{test}\t{l[0]}: {l[1]}\n")
-PY
+# Each test's outcome per target, and what fails through lb alone (compat_outcomes.py).
+"$python" "$(dirname "$0")/compat_outcomes.py" "$log" pymemcache
 # memcapable prints `ascii NAME   [pass]`, but on a failure what it read may come first and
 # span lines (`ascii verbosity   [CLIENT_ERROR ...` newline `]` newline `[FAIL]`): a test's
 # outcome is the first [pass], [FAIL] or [skip] after its name, the text before it the detail.

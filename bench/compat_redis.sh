@@ -177,40 +177,8 @@ for t in "${targets[@]}"; do
     >"$log/redis.$t.log" 2>&1 || true
 done
 
-# Outcomes: one line per test and target; a test passed when its call passed (a later
-# teardown error is counted apart, as pytest does).
-for t in "${targets[@]}"; do
-  awk -v t="$t" '
-    /^PASSED /  { print $2 "\t" t "\tPASSED\t" }
-    /^(FAILED|ERROR|XFAIL|XPASS) / { o = $1; id = $2; r = $0; sub(/^[A-Z]+ [^ ]+( - )?/, "", r)
-                                     print id "\t" t "\t" o "\t" r }' "$log/redis.$t.log"
-done >"$log/redis.outcomes"
-"$python" - "$log" <<'PY'
-import sys, collections
-log = sys.argv[1]
-res = collections.defaultdict(dict)
-for line in open(f"{log}/redis.outcomes"):
-    test, target, outcome, reason = line.rstrip("\n").split("\t", 3)
-    # A call that passed, then a teardown ERROR: passed. A call that failed, and a
-    # teardown ERROR: the failure. A setup ERROR alone: not run, the error.
-    rank = {"PASSED": 0, "FAILED": 1, "ERROR": 2}
-    if rank.get(outcome, 3) < rank.get(res[test].get(target, ("-",))[0], 4):
-        res[test][target] = (outcome, reason)
-targets = ["direct", "lb", "nutcracker"]
-with open(f"{log}/redis.tsv", "w") as f:
-    f.write("test\t" + "\t".join(targets) + "\n")
-    for test in sorted(res):
-        f.write(test + "\t" + "\t".join(res[test].get(t, ("-",))[0] for t in targets) + "\n")
-# Through lb, failing, and passing straight: all of them, and those nutcracker passes too.
-with open(f"{log}/redis_lb_failures.txt", "w") as every, \
-     open(f"{log}/redis_lb_only_failures.txt", "w") as only:
-    for test in sorted(res):
-        d, l, n = (res[test].get(t, ("-", "")) for t in targets)
-        if d[0] == "PASSED" and l[0] != "PASSED":
-            every.write(f"{test}\t{l[0]}: {l[1]}\n")
-            if n[0] == "PASSED":
-                only.write(f"{test}\t{l[0]}: {l[1]}\n")
-PY
+# Each test's outcome per target, and what fails through lb alone (compat_outcomes.py).
+"$python" "$(dirname "$0")/compat_outcomes.py" "$log" redis
 
 pytest_cell() {   # log: pytest's closing counts, or why there are none
   local last
