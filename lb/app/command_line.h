@@ -4,10 +4,10 @@
 //
 //   lb [-t] -c FILE       run on FILE, or with -t only validate it
 //   lb -v | -h            version, help
-//   lb analyze ...        a subcommand with its own options (lb/analyze/options.h); main()
+//   lb analyze ...        a subcommand with its own options (lb/cli/analyze/analyze_options.h); main()
 //                         hands it over before this parser sees anything
-//   lb membership ...     likewise (lb/app/membership_cli.h)
-//   lb hotkeys ...        likewise (lb/app/hotkeys_cli.h)
+//   lb membership ...     likewise (lb/cli/membership/membership_cli.h)
+//   lb hotkeys ...        likewise (lb/cli/hotkeys/hotkeys_cli.h)
 #pragma once
 
 #include <string>

@@ -5,11 +5,11 @@
 #include <exception>
 #include <string>
 
-#include "lb/analyze/analyze.h"
-#include "lb/simulate/simulate.h"
+#include "lb/cli/analyze/analyze.h"
+#include "lb/cli/simulate/simulate.h"
 #include "lb/app/command_line.h"
-#include "lb/app/hotkeys_cli.h"
-#include "lb/app/membership_cli.h"
+#include "lb/cli/hotkeys/hotkeys_cli.h"
+#include "lb/cli/membership/membership_cli.h"
 #include "lb/app/resolver.h"
 #include "lb/app/tls_setup.h"
 #include "lb/app/worker_group.h"

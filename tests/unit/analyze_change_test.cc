@@ -1,4 +1,4 @@
-// analyzeChange (lb/analyze/report.h): the movement figures of any membership change, which
+// analyzeChange (lb/cli/analyze/report.h): the movement figures of any membership change, which
 // `lb membership put|diff` print. On the one-host changes `lb analyze` measures they agree
 // with analyzeSelector's exactly; beyond those, owners are compared by name.
 #include <gtest/gtest.h>
@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "lb/analyze/report.h"
+#include "lb/cli/analyze/report.h"
 #include "plugins/builtin.h"
 
 namespace lb {

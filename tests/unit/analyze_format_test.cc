@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "lb/analyze/format.h"
+#include "lb/cli/analyze/analyze_format.h"
 #include "tests/unit/analyze_json_test_util.h"
 
 namespace lb {

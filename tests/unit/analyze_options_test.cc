@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "lb/analyze/options.h"
+#include "lb/cli/analyze/analyze_options.h"
 
 namespace lb {
 namespace {

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "lb/analyze/report.h"
+#include "lb/cli/analyze/report.h"
 #include "lb/core/hash.h"
 
 namespace lb {

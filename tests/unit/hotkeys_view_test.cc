@@ -5,9 +5,9 @@
 #include <string>
 #include <vector>
 
-#include "lb/app/admin_client.h"
-#include "lb/app/hotkeys_cli.h"
-#include "lb/app/hotkeys_view.h"
+#include "lb/cli/hotkeys/admin_client.h"
+#include "lb/cli/hotkeys/hotkeys_cli.h"
+#include "lb/cli/hotkeys/hotkeys_view.h"
 
 namespace lb {
 namespace {

@@ -107,6 +107,23 @@ TEST(LayersTest, RuntimeIncludingTheCacheEngineIsReported) {
             "include core, plugins, net, tls, http, config, routing, health");
 }
 
+// The operator commands live in lb/cli/NAME, each with its own rule, and stay out of the
+// proxy: `lb hotkeys` reads /hotkeys over HTTP and knows nothing of routing.
+TEST(LayersTest, AnOperatorCommandIncludesOnlyWhatItsFolderStandsOn) {
+  Tree t;
+  t.write("lb/cli/hotkeys/hotkeys_cli.cc", "#include \"lb/routing/snapshot.h\"\n");
+  t.write("lb/cli/simulate/model.cc", "#include \"lb/cli/analyze/report.h\"\n");
+  t.write("lb/cli/analyze/report.cc", "#include \"lb/runtime/worker.h\"\n");
+  auto v = checkTree(t.root());
+  ASSERT_EQ(v.size(), 2u);
+  EXPECT_EQ(describe(v[0]),
+            "lb/cli/analyze/report.cc:1: includes lb/runtime/worker.h: cli/analyze may include "
+            "core, plugins, config, routing");
+  EXPECT_EQ(describe(v[1]),
+            "lb/cli/hotkeys/hotkeys_cli.cc:1: includes lb/routing/snapshot.h: cli/hotkeys may "
+            "include core, net, http");
+}
+
 TEST(LayersTest, LowerLayersAreReachableThroughTheChain) {
   Tree t;
   // routing stands on config, config on plugins, plugins on core.

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "lb/analyze/options.h"
+#include "lb/cli/analyze/analyze_options.h"
 #include "plugins/builtin.h"
 
 namespace lb {

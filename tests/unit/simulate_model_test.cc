@@ -1,4 +1,4 @@
-// lb simulate's model (lb/simulate): the caches against a reference LRU, and the textbook
+// lb simulate's model (lb/cli/simulate): the caches against a reference LRU, and the textbook
 // figures of a scale event (docs/analyze.md, "lb simulate") within stated tolerances.
 #include <gtest/gtest.h>
 
@@ -8,11 +8,11 @@
 #include <string>
 #include <vector>
 
-#include "lb/analyze/report.h"
-#include "lb/simulate/format.h"
-#include "lb/simulate/lru_fleet.h"
-#include "lb/simulate/model.h"
-#include "lb/simulate/options.h"
+#include "lb/cli/analyze/report.h"
+#include "lb/cli/simulate/simulate_format.h"
+#include "lb/cli/simulate/lru_fleet.h"
+#include "lb/cli/simulate/model.h"
+#include "lb/cli/simulate/simulate_options.h"
 #include "plugins/builtin.h"
 
 namespace lb {

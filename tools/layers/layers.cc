@@ -24,12 +24,18 @@ const std::map<std::string, std::vector<std::string>>& directDeps() {
       {"runtime", {"routing", "health", "tls"}},
       {"proxy", {"runtime", "http"}},
       {"admin", {"routing", "config", "http"}},
-      {"analyze", {"routing", "config"}},
-      // `lb simulate` runs the selectors as analyze sets them up (mod_n included).
-      {"simulate", {"analyze"}},
       // Fleet membership from etcd: the gateway client speaks HTTP over lb's sockets, the
-      // document is validated as the config's backends are. Only app includes it.
+      // document is validated as the config's backends are. app and `lb membership` use it.
       {"membership", {"config", "http"}},
+      // The operator commands, one folder each (lb/cli/NAME): offline or against a running
+      // lb's admin port, never inside the proxy.
+      {"cli/analyze", {"routing", "config"}},
+      // `lb simulate` runs the selectors as analyze sets them up (mod_n included).
+      {"cli/simulate", {"cli/analyze"}},
+      // `lb membership diff` prints moved keys as analyze reports them.
+      {"cli/membership", {"cli/analyze", "membership"}},
+      // `lb hotkeys` reads /hotkeys over HTTP.
+      {"cli/hotkeys", {"http"}},
       {"tools/origin", {"core", "net", "http"}},
   };
   return deps;
@@ -52,7 +58,8 @@ void closure(const std::string& layer, std::set<std::string>* out) {
 const std::vector<std::string>& order() {
   static const std::vector<std::string> o = {"core",    "plugins", "net",     "tls",     "http",
                                              "config",  "routing", "health",  "runtime",
-                                             "proxy",   "admin",   "analyze", "simulate", "membership",
+                                             "proxy",   "admin",   "membership", "cli/analyze",
+                                             "cli/simulate", "cli/membership", "cli/hotkeys",
                                              "app",     "tools/origin"};
   return o;
 }
@@ -67,10 +74,10 @@ std::string layerOf(const std::string& path) {
   size_t slash = rest.find('/');
   if (slash == std::string::npos) return "lb";   // a file directly under lb/: no layer
   std::string top = rest.substr(0, slash);
-  if (top == "proxy") {
+  if (top == "proxy" || top == "cli") {
     size_t next = rest.find('/', slash + 1);
-    if (next == std::string::npos) return "proxy";
-    return "proxy/" + rest.substr(slash + 1, next - slash - 1);
+    if (next == std::string::npos) return top;
+    return top + "/" + rest.substr(slash + 1, next - slash - 1);
   }
   return top;
 }

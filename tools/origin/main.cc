@@ -48,7 +48,7 @@
 #include <exception>
 #include <string>
 
-#include "tools/origin/server.h"
+#include "tools/origin/origin_server.h"
 
 namespace {
 

@@ -1,4 +1,4 @@
-#include "lb/simulate/workload.h"
+#include "lb/cli/simulate/workload.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "lb/app/membership_cli.h"
+#include "lb/cli/membership/membership_cli.h"
 
 #include <uv.h>
 
@@ -8,8 +8,8 @@
 #include <memory>
 #include <toml++/toml.h>
 
-#include "lb/analyze/format.h"
-#include "lb/analyze/report.h"
+#include "lb/cli/analyze/analyze_format.h"
+#include "lb/cli/analyze/report.h"
 #include "lb/config/backends.h"
 #include "lb/config/config.h"
 #include "lb/core/strings.h"

@@ -1,4 +1,4 @@
-#include "lb/simulate/format.h"
+#include "lb/cli/simulate/simulate_format.h"
 
 #include <algorithm>
 #include <cmath>

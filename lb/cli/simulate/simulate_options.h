@@ -6,7 +6,7 @@
 #include <span>
 #include <string>
 
-#include "lb/simulate/model.h"
+#include "lb/cli/simulate/model.h"
 
 namespace lb {
 

@@ -1,4 +1,4 @@
-#include "lb/simulate/options.h"
+#include "lb/cli/simulate/simulate_options.h"
 
 #include <charconv>
 #include <cmath>

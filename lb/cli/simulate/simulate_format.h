@@ -5,7 +5,7 @@
 #include <span>
 #include <string>
 
-#include "lb/simulate/model.h"
+#include "lb/cli/simulate/model.h"
 
 namespace lb {
 

@@ -1,11 +1,11 @@
-#include "lb/simulate/model.h"
+#include "lb/cli/simulate/model.h"
 
 #include <algorithm>
 #include <cmath>
 #include <memory>
 
-#include "lb/simulate/lru_fleet.h"
-#include "lb/simulate/workload.h"
+#include "lb/cli/simulate/lru_fleet.h"
+#include "lb/cli/simulate/workload.h"
 #include "plugins/selectors/bounded_load.h"
 
 namespace lb {

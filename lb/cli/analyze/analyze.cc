@@ -3,16 +3,16 @@
 // registry and the config loader and owns the exit codes:
 //   0 success, 1 the config file has errors, 2 usage error, unknown cluster or selector, or a
 //   table that cannot be built.
-#include "lb/analyze/analyze.h"
+#include "lb/cli/analyze/analyze.h"
 
 #include <algorithm>
 #include <cstdio>
 #include <string>
 #include <vector>
 
-#include "lb/analyze/format.h"
-#include "lb/analyze/options.h"
-#include "lb/analyze/report.h"
+#include "lb/cli/analyze/analyze_format.h"
+#include "lb/cli/analyze/analyze_options.h"
+#include "lb/cli/analyze/report.h"
 #include "lb/routing/cluster_table.h"
 #include "lb/config/config.h"
 #include "lb/core/hash.h"

@@ -1,4 +1,4 @@
-#include "lb/analyze/report.h"
+#include "lb/cli/analyze/report.h"
 
 #include <algorithm>
 #include <cmath>

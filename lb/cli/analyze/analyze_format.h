@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-#include "lb/analyze/report.h"
+#include "lb/cli/analyze/report.h"
 
 namespace lb {
 

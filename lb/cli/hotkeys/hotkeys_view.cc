@@ -1,4 +1,4 @@
-#include "lb/app/hotkeys_view.h"
+#include "lb/cli/hotkeys/hotkeys_view.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "lb/analyze/options.h"
+#include "lb/cli/analyze/analyze_options.h"
 
 #include <algorithm>
 #include <charconv>

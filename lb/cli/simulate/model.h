@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "lb/simulate/scenario.h"
+#include "lb/cli/simulate/scenario.h"
 #include "plugins/selector.h"
 
 namespace lb {

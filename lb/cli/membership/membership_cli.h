@@ -1,7 +1,7 @@
 // `lb membership get|put|diff` (docs/membership.md): the operator's side of fleet membership
 // from etcd. It lives in lb/app because it ties three layers that stand apart: the etcd
 // client and the document (lb/membership), and `lb analyze`'s movement figures
-// (lb/analyze); main() hands it the arguments after "membership".
+// (lb/cli/analyze); main() hands it the arguments after "membership".
 //
 //   lb membership get  --etcd URL[,URL...] --key KEY [--json]
 //   lb membership diff --etcd URL[,URL...] --key KEY [--config FILE --cluster NAME] FILE

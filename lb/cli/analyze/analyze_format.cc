@@ -1,4 +1,4 @@
-#include "lb/analyze/format.h"
+#include "lb/cli/analyze/analyze_format.h"
 
 #include <cmath>
 #include <cstdio>

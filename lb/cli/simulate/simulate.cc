@@ -1,7 +1,7 @@
 // The driver of `lb simulate`: parsing in options, the model in model, printing and the plot
 // script in format; this file picks the selectors (as `lb analyze` does: mod_n, the baseline,
 // first, then every registered one), reads a trace, runs gnuplot, and owns the exit codes.
-#include "lb/simulate/simulate.h"
+#include "lb/cli/simulate/simulate.h"
 
 #include <cstdio>
 #include <fstream>
@@ -9,9 +9,9 @@
 #include <unordered_set>
 #include <vector>
 
-#include "lb/analyze/report.h"
-#include "lb/simulate/format.h"
-#include "lb/simulate/options.h"
+#include "lb/cli/analyze/report.h"
+#include "lb/cli/simulate/simulate_format.h"
+#include "lb/cli/simulate/simulate_options.h"
 #include "plugins/builtin.h"
 
 namespace lb {

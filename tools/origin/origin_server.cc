@@ -2,7 +2,7 @@
 // ephemeral one, is known and accepting before the "listening on" line is printed) and then
 // only waits for signals; each worker thread runs lb's HTTP server on its own loop and
 // socket (SO_REUSEPORT) and never shares a connection with another.
-#include "tools/origin/server.h"
+#include "tools/origin/origin_server.h"
 
 #include <uv.h>
 

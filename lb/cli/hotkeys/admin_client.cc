@@ -1,4 +1,4 @@
-#include "lb/app/admin_client.h"
+#include "lb/cli/hotkeys/admin_client.h"
 
 #include <netdb.h>
 #include <poll.h>

@@ -1,4 +1,4 @@
-#include "lb/app/hotkeys_cli.h"
+#include "lb/cli/hotkeys/hotkeys_cli.h"
 
 #include <poll.h>
 #include <signal.h>
@@ -13,8 +13,8 @@
 #include <ctime>
 #include <vector>
 
-#include "lb/app/admin_client.h"
-#include "lb/app/hotkeys_view.h"
+#include "lb/cli/hotkeys/admin_client.h"
+#include "lb/cli/hotkeys/hotkeys_view.h"
 #include "lb/core/strings.h"
 
 namespace lb {

@@ -1,4 +1,4 @@
-#include "lb/simulate/lru_fleet.h"
+#include "lb/cli/simulate/lru_fleet.h"
 
 namespace lb {
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "lb/core/hash.h"
-#include "lb/simulate/scenario.h"
+#include "lb/cli/simulate/scenario.h"
 
 namespace lb {
 
