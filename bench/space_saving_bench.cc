@@ -1,4 +1,4 @@
-// Cost of counting a key in the worker's hot-key summary (lb/routing/space_saving.h), which
+// Cost of counting a key in the worker's hot-key summary (lb/hotkeys/space_saving.h), which
 // every routed request pays: SpaceSaving::add on Zipf streams (alpha 1.2, the skewed cache
 // workload; 0.99, YCSB's default) and on a uniform one, where nearly every key is untracked
 // and goes through the filter; plus the main thread's merge of eight workers' summaries.
@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "lb/core/hash.h"
-#include "lb/routing/space_saving.h"
+#include "lb/hotkeys/space_saving.h"
 
 namespace lb {
 namespace {

@@ -29,7 +29,7 @@ struct HashPolicy {
 };
 
 // The bytes a key plugin hashed, for display only (the hot-key summary keeps them for the
-// keys it tracks, lb/routing/space_saving.h): a view into the request (header, cookie, path,
+// keys it tracks, lb/hotkeys/space_saving.h): a view into the request (header, cookie, path,
 // query), or, for a key that is no bytes of the request (an address), its text formatted
 // into `scratch`. Filled only by a plugin that yields a key; the view lives as long as the
 // request's buffers and this struct.

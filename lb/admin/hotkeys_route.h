@@ -1,5 +1,5 @@
 // GET /hotkeys[?cluster=C]: each cluster's hot keys as the main thread's HotKeyTracker last
-// saw them (lb/routing/hot_keys.h; the JSON is in docs/operations.md, "Watching hot keys"), a pure function of the snapshot
+// saw them (lb/hotkeys/hot_keys.h; the JSON is in docs/operations.md, "Watching hot keys"), a pure function of the snapshot
 // and the query so that tests can check it without a socket.
 //
 //   {"cluster": "C", "window_s": 1, "floor_rps": F, "total_rps": T, "summary_size": N,

@@ -17,9 +17,9 @@
 #include <string>
 
 #include "lb/core/stats.h"
-#include "lb/routing/hot_key_state.h"
+#include "lb/hotkeys/hot_key_state.h"
 #include "lb/routing/membership_status.h"
-#include "lb/routing/near_cache_state.h"
+#include "lb/hotkeys/near_cache_state.h"
 
 namespace lb {
 

@@ -9,8 +9,8 @@
 #include <thread>
 #include <vector>
 
-#include "lb/routing/hot_hashes.h"
-#include "lb/routing/hot_key_state.h"
+#include "lb/hotkeys/hot_hashes.h"
+#include "lb/hotkeys/hot_key_state.h"
 
 namespace lb {
 namespace {

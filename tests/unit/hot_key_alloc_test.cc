@@ -14,7 +14,7 @@
 #include <new>
 
 #include "lb/core/hash.h"
-#include "lb/routing/hot_key_state.h"
+#include "lb/hotkeys/hot_key_state.h"
 #include "plugins/keys/key_chain.h"
 #include "plugins/selectors/hot_spread.h"
 #include "plugins/selectors/selectors.h"

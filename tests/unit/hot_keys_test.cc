@@ -1,7 +1,7 @@
 // The per-cluster hot set over windows of merged counts: entry at the threshold, none below
 // it, hysteresis on the way out (the clock is the now_ms the test passes: nothing sleeps),
 // smoothing, ordering, the bounds on rps_lower, forgetting idle keys, and a policy reload.
-#include "lb/routing/hot_keys.h"
+#include "lb/hotkeys/hot_keys.h"
 
 #include <gtest/gtest.h>
 

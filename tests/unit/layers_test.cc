@@ -51,7 +51,7 @@ TEST(LayersTest, RuntimeIncludingAProtocolIsReportedWithFileLineAndRule) {
   ASSERT_EQ(v.size(), 1u);
   EXPECT_EQ(describe(v[0]),
             "lb/runtime/listener.cc:4: includes lb/proxy/http/http_session.h: runtime may "
-            "include core, plugins, net, tls, http, config, routing, health");
+            "include core, plugins, net, tls, http, config, hotkeys, routing, health");
 }
 
 TEST(LayersTest, CoreMayIncludeNothingOfLbs) {
@@ -104,7 +104,7 @@ TEST(LayersTest, RuntimeIncludingTheCacheEngineIsReported) {
   ASSERT_EQ(v.size(), 1u);
   EXPECT_EQ(describe(v[0]),
             "lb/runtime/worker_env.h:2: includes lb/proxy/cache/cache_worker.h: runtime may "
-            "include core, plugins, net, tls, http, config, routing, health");
+            "include core, plugins, net, tls, http, config, hotkeys, routing, health");
 }
 
 // The operator commands live in lb/cli/NAME, each with its own rule, and stay out of the
@@ -118,7 +118,7 @@ TEST(LayersTest, AnOperatorCommandIncludesOnlyWhatItsFolderStandsOn) {
   ASSERT_EQ(v.size(), 2u);
   EXPECT_EQ(describe(v[0]),
             "lb/cli/analyze/report.cc:1: includes lb/runtime/worker.h: cli/analyze may include "
-            "core, plugins, config, routing");
+            "core, plugins, config, hotkeys, routing");
   EXPECT_EQ(describe(v[1]),
             "lb/cli/hotkeys/hotkeys_cli.cc:1: includes lb/routing/snapshot.h: cli/hotkeys may "
             "include core, net, http");
@@ -168,7 +168,7 @@ TEST(LayersTest, AdminIncludingMembershipIsReported) {
   ASSERT_EQ(v.size(), 1u);
   EXPECT_EQ(describe(v[0]),
             "lb/admin/routes.cc:2: includes lb/membership/etcd_client.h: admin may include "
-            "core, plugins, net, http, config, routing");
+            "core, plugins, net, http, config, hotkeys, routing");
 }
 
 TEST(LayersTest, MembershipIncludingRoutingIsReported) {

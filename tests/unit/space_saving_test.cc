@@ -2,7 +2,7 @@
 // below capacity, Space-Saving's three guarantees on a skewed stream and after a merge, the
 // filter's point (a flood of one-off keys does not evict a steady key that plain
 // Space-Saving would lose), key truncation, clear() and copyFrom().
-#include "lb/routing/space_saving.h"
+#include "lb/hotkeys/space_saving.h"
 
 #include <gtest/gtest.h>
 

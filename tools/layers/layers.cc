@@ -19,7 +19,10 @@ const std::map<std::string, std::vector<std::string>>& directDeps() {
       {"tls", {"core", "net"}},
       {"http", {"core", "net"}},
       {"config", {"plugins"}},
-      {"routing", {"config"}},
+      // Hot keys: the per-worker heavy-hitter summaries, their merge, the hot set workers
+      // read and the near cache's shared stripes. Routing's cluster state holds them.
+      {"hotkeys", {"core"}},
+      {"routing", {"config", "hotkeys"}},
       {"health", {"routing", "http", "tls"}},
       {"runtime", {"routing", "health", "tls"}},
       {"proxy", {"runtime", "http"}},
@@ -57,7 +60,7 @@ void closure(const std::string& layer, std::set<std::string>* out) {
 // Layers in bottom-up order, for messages that read the same every time.
 const std::vector<std::string>& order() {
   static const std::vector<std::string> o = {"core",    "plugins", "net",     "tls",     "http",
-                                             "config",  "routing", "health",  "runtime",
+                                             "config",  "hotkeys", "routing", "health",  "runtime",
                                              "proxy",   "admin",   "membership", "cli/analyze",
                                              "cli/simulate", "cli/membership", "cli/hotkeys",
                                              "app",     "tools/origin"};

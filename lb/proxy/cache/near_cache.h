@@ -31,7 +31,7 @@
 #include <string_view>
 #include <vector>
 
-#include "lb/routing/near_cache_state.h"
+#include "lb/hotkeys/near_cache_state.h"
 
 namespace lb {
 

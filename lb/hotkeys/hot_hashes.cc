@@ -1,8 +1,8 @@
-#include "lb/routing/hot_hashes.h"
+#include "lb/hotkeys/hot_hashes.h"
 
 #include <algorithm>
 
-#include "lb/routing/hot_keys.h"
+#include "lb/hotkeys/hot_keys.h"
 
 namespace lb {
 

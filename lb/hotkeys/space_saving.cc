@@ -1,4 +1,4 @@
-#include "lb/routing/space_saving.h"
+#include "lb/hotkeys/space_saving.h"
 
 #include <algorithm>
 #include <array>

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "lb/routing/space_saving.h"
+#include "lb/hotkeys/space_saving.h"
 
 namespace lb {
 

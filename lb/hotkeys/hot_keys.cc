@@ -1,4 +1,4 @@
-#include "lb/routing/hot_keys.h"
+#include "lb/hotkeys/hot_keys.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,7 +1,7 @@
 // A cluster's hot-key detection state that outlives snapshots (it lives in ClusterState, so
 // a reload keeps counting): one Space-Saving summary per worker, written by that worker's
 // request path alone, a hand-over buffer per worker, and the main thread's merged summary and
-// HotKeyTracker (lb/routing/hot_keys.h).
+// HotKeyTracker (lb/hotkeys/hot_keys.h).
 //
 // About once a second (lb/app/hot_key_monitor.h) the main thread asks every worker, through
 // its mailbox, to hand over: on the worker's loop, between requests, the worker merges its
@@ -11,7 +11,7 @@
 // two threads hold it for one copy of a fixed-size summary each, once a second.
 //
 // The way back: after each observe the main thread turns the tracker's hot set into an
-// immutable HotHashes (lb/routing/hot_hashes.h) and, when it changed, publishes it here
+// immutable HotHashes (lb/hotkeys/hot_hashes.h) and, when it changed, publishes it here
 // (publishHotSet) and asks every worker through its mailbox to adopt it. A worker adopts it on
 // its loop, between requests (adoptHotSet), into its own slot, which only that worker reads
 // and writes afterwards: isHot() on the request path is a plain load of the slot's pointer
@@ -26,16 +26,16 @@
 #include <string_view>
 
 #include "lb/core/stats.h"
-#include "lb/routing/hot_hashes.h"
-#include "lb/routing/hot_keys.h"
-#include "lb/routing/space_saving.h"
+#include "lb/hotkeys/hot_hashes.h"
+#include "lb/hotkeys/hot_keys.h"
+#include "lb/hotkeys/space_saving.h"
 
 namespace lb {
 
 // What became of a request for a hot key; the path label of lb_hotkey_requests_total.
 // kSpread: an HTTP GET or HEAD sent to the least loaded of its key's first hot_keys.spread
 // hosts. The near cache's paths (near_hit, near_miss, bypass) are counted with its own
-// per-worker counters, in NearCacheState (lb/routing/near_cache_state.h), under the same family.
+// per-worker counters, in NearCacheState (lb/hotkeys/near_cache_state.h), under the same family.
 enum class HotKeyPath : uint8_t { kSpread, kCount };
 inline constexpr int kHotKeyPaths = static_cast<int>(HotKeyPath::kCount);
 inline const char* hotKeyPathName(HotKeyPath p) noexcept {

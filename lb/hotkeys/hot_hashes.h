@@ -1,5 +1,5 @@
 // A cluster's hot set as the request path reads it: the key hashes of the keys the main
-// thread's HotKeyTracker (lb/routing/hot_keys.h) holds hot, in an immutable open-addressed
+// thread's HotKeyTracker (lb/hotkeys/hot_keys.h) holds hot, in an immutable open-addressed
 // table. Built on the main thread after each window (HotKeyState::publishHotSet), handed to
 // every worker through its mailbox, and read by that worker alone while a newer one is not
 // adopted (HotKeyState::isHot). Nothing in it changes once built, so sharing it needs no

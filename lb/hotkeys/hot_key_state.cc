@@ -1,4 +1,4 @@
-#include "lb/routing/hot_key_state.h"
+#include "lb/hotkeys/hot_key_state.h"
 
 namespace lb {
 
