@@ -179,6 +179,45 @@ TEST_F(RedisValueSizeTest, EverySizeUpTo64MiBRoundTripsByteExactAloneAndPipeline
   EXPECT_TRUE(ok) << c.buffer().substr(0, 200);
 }
 
+// Three clients move 5 MiB values at once while a fourth sets and gets small ones on the same
+// server connections (one worker): the small ones are answered throughout.
+TEST_F(RedisValueSizeTest, SeveralClientsAtOnceAndASmallClientIsAnsweredThroughout) {
+  std::atomic<int> bad{0};
+  std::atomic<int> finished{0};
+  std::vector<std::thread> movers;
+  for (int t = 0; t < 3; ++t) {
+    movers.emplace_back([&, t] {
+      TcpClient c;
+      if (c.connect(fleet_.port())) {
+        for (int i = 0; i < 4; ++i) {
+          const std::string key = "m" + std::to_string(t) + "-" + std::to_string(i);
+          const std::string v = valueOf(5 << 20, static_cast<char>(t * 4 + i));
+          if (!c.send(redisEncode({"SET", key, v}) + redisEncode({"GET", key}), 60s) ||
+              !readExactly(c, "+OK\r\n" + bulk(v)))
+            ++bad;
+        }
+      } else {
+        ++bad;
+      }
+      ++finished;
+    });
+  }
+  TcpClient victim;
+  ASSERT_TRUE(victim.connect(fleet_.port()));
+  int answered = 0;
+  bool victim_ok = true;
+  while (victim_ok && (finished < 3 || answered < 20)) {   // each exchange bounded (10 s)
+    const std::string key = "small" + std::to_string(answered % 50);
+    const std::string v = "v" + std::to_string(answered);
+    victim_ok = victim.send(redisEncode({"SET", key, v}) + redisEncode({"GET", key})) &&
+                readExactly(victim, "+OK\r\n" + bulk(v), 10s);
+    if (victim_ok) ++answered;
+  }
+  for (auto& m : movers) m.join();
+  EXPECT_TRUE(victim_ok) << answered << ": " << victim.buffer();
+  EXPECT_EQ(bad.load(), 0);
+}
+
 // twemproxy's own suite sets five 16 MiB values with one MSET and reads them with one MGET
 // (test_mget_large_binary); split over two servers, merged in order.
 TEST_F(RedisValueSizeTest, MsetAndMgetOfFiveSixteenMiBValuesSplitAcrossServers) {
