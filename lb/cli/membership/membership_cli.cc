@@ -8,6 +8,7 @@
 #include <memory>
 #include <toml++/toml.h>
 
+#include "lb/app/tls_setup.h"
 #include "lb/cli/analyze/analyze_format.h"
 #include "lb/cli/analyze/report.h"
 #include "lb/config/backends.h"
@@ -31,9 +32,11 @@ constexpr uint64_t kSampleKeys = 100000;
 // nothing else to do while it waits.
 class EtcdSession {
  public:
-  EtcdSession(std::vector<EtcdEndpoint> endpoints, Duration timeout) {
+  EtcdSession(std::vector<EtcdEndpoint> endpoints, Duration timeout,
+              EtcdCredentials credentials) {
     uv_loop_init(&loop_);
-    client_ = std::make_unique<EtcdClient>(&loop_, std::move(endpoints), timeout);
+    client_ = std::make_unique<EtcdClient>(&loop_, std::move(endpoints), timeout,
+                                           std::move(credentials));
   }
   ~EtcdSession() {
     bool closed = false;
@@ -412,6 +415,45 @@ int diffOrPut(const MembershipOptions& o, ClusterConfig settings_in, EtcdSession
   return kExitOk;
 }
 
+// The TLS context and user for etcd: the flags', or else the --config cluster's membership
+// table's (its file errors at their positions). False when a file does not load.
+bool credentialsOf(const MembershipOptions& o, const ClusterConfig& settings,
+                   EtcdCredentials* out, int* exit_code) {
+  bool https = false;
+  for (const auto& url : o.etcd) https = https || url.rfind("https://", 0) == 0;
+  const MembershipConfig* m = settings.membership ? &*settings.membership : nullptr;
+  out->user = o.user_given ? o.user : m ? m->user : "";
+  out->password = o.user_given ? o.password : m ? m->password : "";
+  if (!https) return true;
+  if (o.cacert.empty() && o.cert.empty() && m != nullptr && m->tls.enabled) {
+    ClusterConfig c = settings;
+    c.membership->etcd = o.etcd;
+    Errors errors;
+    out->tls = buildMembershipTls(c, o.config, &errors);
+    if (!errors.empty()) *exit_code = printErrors(errors, o.config);
+    return errors.empty();
+  }
+  TlsClientOptions options;
+  options.ca = o.cacert;
+  options.cert = o.cert;
+  options.key = o.cert_key;
+  options.label = "etcd";
+  options.log_failures = false;   // the failed request says why, once
+  std::vector<TlsClientBuildError> failures;
+  out->tls = TlsClientContext::build(options, 0, &failures);
+  for (const auto& f : failures) {
+    const std::string flag = f.field == "ca" ? "--cacert" : f.field == "key" ? "--key-file"
+                                                                             : "--cert";
+    fprintf(stderr, "lb membership: %s: %s\n", flag.c_str(), f.message.c_str());
+  }
+  if (out->tls == nullptr) {
+    if (failures.empty()) fprintf(stderr, "lb membership: cannot set up TLS\n");
+    *exit_code = kExitFailure;
+    return false;
+  }
+  return true;
+}
+
 bool parseUint(const std::string& s, uint64_t lo, uint64_t hi, uint64_t& out) {
   if (s.empty() || s.front() < '0' || s.front() > '9') return false;
   const auto r = std::from_chars(s.data(), s.data() + s.size(), out);
@@ -441,6 +483,11 @@ const char* membershipUsage() {
          "        A cluster with a membership table also gives --etcd, --key and\n"
          "        --max-remove-percent unless they are written\n"
          "  --timeout D  each etcd request (default 5s)\n"
+         "  --cacert FILE  the CA that https:// members' certificates must lead to (default:\n"
+         "        the system's store); the certificate must name the address connected to\n"
+         "  --cert FILE --key-file FILE  a client certificate and its key (etcd's\n"
+         "        --client-cert-auth); etcdctl's --key, named apart from --key KEY\n"
+         "  --user USER:PASSWORD  etcd's authentication (a token for every request)\n"
          "  exit: 0 done, 1 invalid file / etcd error / refused / conflict, 2 usage\n";
 }
 
@@ -489,6 +536,20 @@ std::optional<MembershipOptions> parseMembershipArgs(std::span<char* const> args
     } else if (arg == "--key") {
       if (!takeValue()) return std::nullopt;
       o.key = value;
+    } else if (arg == "--cacert" || arg == "--cert" || arg == "--key-file") {
+      if (!takeValue()) return std::nullopt;
+      (arg == "--cacert" ? o.cacert : arg == "--cert" ? o.cert : o.cert_key) = value;
+    } else if (arg == "--user") {
+      if (!takeValue()) return std::nullopt;
+      // etcdctl's form: the password after the first ':' (a user name holds none).
+      const size_t colon = value.find(':');
+      if (colon == 0 || colon == std::string::npos) {
+        error = arg + ": write USER:PASSWORD";
+        return std::nullopt;
+      }
+      o.user = value.substr(0, colon);
+      o.password = value.substr(colon + 1);
+      o.user_given = true;
     } else if (arg == "--config" || arg == "--cluster") {
       if (!takeValue()) return std::nullopt;
       (arg == "--config" ? o.config : o.cluster) = value;
@@ -525,6 +586,10 @@ std::optional<MembershipOptions> parseMembershipArgs(std::span<char* const> args
     }
   }
   if (o.help) return o;
+  if (o.cert.empty() != o.cert_key.empty()) {
+    error = o.cert.empty() ? "--key-file needs --cert" : "--cert needs --key-file";
+    return std::nullopt;
+  }
   // With --config, the cluster's membership table may name both (runMembership).
   if (o.etcd.empty() && o.config.empty()) error = "--etcd URL is required";
   else if (o.key.empty() && o.config.empty()) error = "--key KEY is required";
@@ -555,7 +620,9 @@ int runMembership(int argc, char** argv) {
   if (options.key.empty()) return usage("--key KEY is required" + why_not);
   auto endpoints = endpointsOf(options, error);
   if (!endpoints) return usage(error);
-  EtcdSession etcd(std::move(*endpoints), options.timeout);
+  EtcdCredentials credentials;
+  if (!credentialsOf(options, *settings, &credentials, &code)) return code;
+  EtcdSession etcd(std::move(*endpoints), options.timeout, std::move(credentials));
   if (options.command == MembershipOptions::Command::kGet) return get(options, etcd);
   return diffOrPut(options, std::move(*settings), etcd);
 }
