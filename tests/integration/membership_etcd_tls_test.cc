@@ -9,6 +9,7 @@
 //   - A CA file that does not load is a config error at its key, with its position.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -176,17 +177,42 @@ TEST_F(MembershipEtcdTlsTest, MembershipGetSpeaksTlsWithEtcdctlsFlags) {
   EXPECT_NE(r.err.find("certificate"), std::string::npos) << r.err;
 }
 
+TEST_F(MembershipEtcdTlsTest, AReloadWhoseCaDoesNotLoadChangesNothing) {
+  auto lb = memberLb(tlsTable(ca_->certPath(), true));
+  ASSERT_TRUE(lb->start()) << lb->output();
+  ASSERT_TRUE(waitForRevision(lb->admin(), revision_)) << lb->output();
+  ASSERT_TRUE(watchUpIs(*lb, 1, 5s)) << lb->output();
+  std::string broken = lb->config();
+  const std::string missing = dir_.path() + "/gone.pem";
+  broken.replace(broken.find(ca_->certPath()), ca_->certPath().size(), missing);
+  EXPECT_FALSE(lb->reload(broken)) << lb->output();
+  EXPECT_NE(lb->output().find("clusters.cache.membership.tls.ca: cannot read '" + missing + "'"),
+            std::string::npos)
+      << lb->output();
+  // The watch keeps its client: the next put still arrives.
+  const int64_t next = etcd_->put(kKey, membershipDocument(origins_, {0, 1, 2, 3}));
+  ASSERT_GT(next, revision_) << etcd_->lastError();
+  EXPECT_TRUE(waitForRevision(lb->admin(), next)) << lb->output();
+}
+
 TEST_F(MembershipEtcdTlsTest, CaFileThatDoesNotLoadIsAConfigErrorAtItsKey) {
   const std::string missing = dir_.path() + "/nope.pem";
   auto lb = memberLb(tlsTable(missing, true));
-  const std::string path = dir_.write("lb.toml", lb->config());
+  const std::string config = lb->config();
+  const std::string path = dir_.write("lb.toml", config);
+  // file:line:column of the ca value.
+  const size_t value = config.find("\"" + missing);
+  const size_t line_start = config.rfind('\n', value) + 1;
+  const std::string at = path + ":" +
+                         std::to_string(std::count(config.begin(),
+                                                   config.begin() + static_cast<long>(line_start),
+                                                   '\n') + 1) +
+                         ":" + std::to_string(value - line_start + 1) + ": ";
   auto r = runCommand({builtBinary("lb"), "--check", "--config", path});
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
-  EXPECT_NE(r.err.find("clusters.cache.membership.tls.ca: cannot read '" + missing + "'"),
+  EXPECT_NE(r.err.find(at + "clusters.cache.membership.tls.ca: cannot read '" + missing + "'"),
             std::string::npos)
-      << r.err;
-  // file:line:column of the ca value.
-  EXPECT_NE(r.err.find(path + ":"), std::string::npos) << r.err;
+      << at << "\n" << r.err;
   // And lb itself refuses to start on it, with the same error.
   r = runCommand({builtBinary("lb"), "--config", path}, 10s);
   EXPECT_NE(r.exit_code, 0);

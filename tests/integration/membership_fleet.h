@@ -330,6 +330,8 @@ class MemberLb {
     return lb_->start(config(), {web_, admin_});
   }
   void kill() { lb_.reset(); }
+  // SIGHUP with `toml` as the new config; true when lb reloaded it, false when it refused it.
+  bool reload(const std::string& toml) { return lb_->reload(toml); }
 
   uint16_t web() const { return web_; }
   uint16_t admin() const { return admin_; }
