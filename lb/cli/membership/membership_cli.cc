@@ -1,7 +1,5 @@
 #include "lb/cli/membership/membership_cli.h"
 
-#include <uv.h>
-
 #include <charconv>
 #include <cstdio>
 #include <cstdlib>
@@ -11,6 +9,7 @@
 #include "lb/app/tls_setup.h"
 #include "lb/cli/analyze/analyze_format.h"
 #include "lb/cli/analyze/report.h"
+#include "lb/cli/membership/etcd_session.h"
 #include "lb/config/backends.h"
 #include "lb/config/config.h"
 #include "lb/core/strings.h"
@@ -27,69 +26,6 @@ constexpr int kExitFailure = 1;
 constexpr int kExitUsage = 2;
 // As `lb analyze` samples: enough for figures to two decimals of a percent, under a second.
 constexpr uint64_t kSampleKeys = 100000;
-
-// One etcd client on a private loop, driven to completion per request: the command line has
-// nothing else to do while it waits.
-class EtcdSession {
- public:
-  EtcdSession(std::vector<EtcdEndpoint> endpoints, Duration timeout,
-              EtcdCredentials credentials) {
-    uv_loop_init(&loop_);
-    client_ = std::make_unique<EtcdClient>(&loop_, std::move(endpoints), timeout,
-                                           std::move(credentials));
-  }
-  ~EtcdSession() {
-    bool closed = false;
-    client_->close([&closed] { closed = true; });
-    runUntil(closed);
-    client_.reset();
-    uv_run(&loop_, UV_RUN_NOWAIT);
-    uv_loop_close(&loop_);
-  }
-  EtcdSession(const EtcdSession&) = delete;
-  EtcdSession& operator=(const EtcdSession&) = delete;
-
-  // Either *reply or *error is filled.
-  bool range(const std::string& key, EtcdRangeReply* reply, EtcdError* error) {
-    bool done = false, ok = false;
-    client_->range(key, [&](const EtcdRangeReply* r, const EtcdError* e) {
-      done = true;
-      if (r) *reply = *r, ok = true;
-      if (e) *error = *e;
-    });
-    if (!runUntil(done)) *error = stalled();
-    return ok;
-  }
-
-  bool putIf(const std::string& key, const std::string& value, int64_t expected,
-             EtcdTxnReply* reply, EtcdError* error) {
-    bool done = false, ok = false;
-    client_->putIfModRevision(key, value, expected,
-                              [&](const EtcdTxnReply* r, const EtcdError* e) {
-                                done = true;
-                                if (r) *reply = *r, ok = true;
-                                if (e) *error = *e;
-                              });
-    if (!runUntil(done)) *error = stalled();
-    return ok;
-  }
-
- private:
-  // False when the loop ran dry before `done` (a bug: every request ends in a callback).
-  bool runUntil(const bool& done) {
-    while (!done)
-      if (uv_run(&loop_, UV_RUN_ONCE) == 0 && !done) return false;
-    return true;
-  }
-  static EtcdError stalled() {
-    EtcdError e;
-    e.message = "the request ended without an answer";
-    return e;
-  }
-
-  uv_loop_t loop_;
-  std::unique_ptr<EtcdClient> client_;
-};
 
 int usage(const std::string& error) {
   fprintf(stderr, "lb membership: %s\n%s", error.c_str(), membershipUsage());
