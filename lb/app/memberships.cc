@@ -3,6 +3,8 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <fstream>
+#include <sstream>
 #include <utility>
 
 #include "lb/app/resolver.h"
@@ -24,11 +26,28 @@ struct Memberships::Entry {
   std::optional<MembershipUpdate> initial;   // the start's first update, until initialOverlay
   std::optional<bool> initial_applied;       // its verdict, told to the source at goLive
   ResolveBatch* batch = nullptr;             // names of a document being looked up
+  std::string tls_files;                     // the bytes its TLS context was built from
 };
 
 namespace {
 
 std::string pathOf(const std::string& cluster) { return "clusters." + cluster + ".membership"; }
+
+// The bytes of a membership's TLS files (its CA, certificate and key), so that a reload
+// after a certificate was renewed in place starts the watch again with the new one, as a
+// cluster's connections take renewed files at a reload. "" without tls.
+std::string tlsFilesOf(const MembershipConfig& m) {
+  if (!m.tls.enabled) return "";
+  std::string out;
+  for (const std::string* path : {&m.tls.ca, &m.tls.cert, &m.tls.key}) {
+    if (path->empty()) continue;
+    std::ifstream in(*path, std::ios::binary);
+    std::ostringstream bytes;
+    bytes << in.rdbuf();
+    out += *path + '\0' + bytes.str() + '\0';
+  }
+  return out;
+}
 
 // A document's errors in one line for the log and /backends: the first few, then a count.
 std::string summary(const Errors& errors) {
@@ -87,6 +106,7 @@ void Memberships::startSource(const ClusterConfig& cluster_config, const std::st
   auto e = std::make_unique<Entry>();
   e->cluster = cluster;
   e->config = config;
+  e->tls_files = tlsFilesOf(config);
   e->state = server_.registry().cluster(cluster);
   MembershipStatus& st = e->state->membership;
   st.configured = true;
@@ -429,13 +449,14 @@ void Memberships::reloaded(const Snapshot& snapshot) {
     const ClusterSnapshot* c = snapshot.findCluster(it->first);
     const MembershipConfig* m = c && c->config->membership ? &*c->config->membership : nullptr;
     const MembershipConfig& was = it->second->config;
-    // New TLS settings or credentials are a new client (files are read when a source starts).
+    // New TLS settings, renewed TLS files or new credentials make a new client.
     const bool same = m && it->second->source && m->etcd == was.etcd && m->key == was.key &&
                       m->user == was.user && m->password == was.password &&
                       m->tls.enabled == was.tls.enabled && m->tls.ca == was.tls.ca &&
                       m->tls.verify == was.tls.verify &&
                       m->tls.server_name == was.tls.server_name && m->tls.cert == was.tls.cert &&
-                      m->tls.key == was.tls.key && m->tls.min_version == was.tls.min_version;
+                      m->tls.key == was.tls.key && m->tls.min_version == was.tls.min_version &&
+                      tlsFilesOf(*m) == it->second->tls_files;
     if (same) {
       it->second->config = *m;
       it->second->source->reconfigure(*m);

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <string>
@@ -193,6 +194,29 @@ TEST_F(MembershipEtcdTlsTest, AReloadWhoseCaDoesNotLoadChangesNothing) {
   const int64_t next = etcd_->put(kKey, membershipDocument(origins_, {0, 1, 2, 3}));
   ASSERT_GT(next, revision_) << etcd_->lastError();
   EXPECT_TRUE(waitForRevision(lb->admin(), next)) << lb->output();
+}
+
+TEST_F(MembershipEtcdTlsTest, ACaFileRenewedInPlaceIsTakenAtTheNextReload) {
+  // lb's own copy of the CA bundle, renewed in place as an operator's tooling does.
+  const std::string bundle = dir_.path() + "/lb-ca.pem";
+  std::filesystem::copy_file(ca_->certPath(), bundle);
+  auto lb = memberLb(tlsTable(bundle, true));
+  ASSERT_TRUE(lb->start()) << lb->output();
+  ASSERT_TRUE(waitForRevision(lb->admin(), revision_)) << lb->output();
+  ASSERT_TRUE(watchUpIs(*lb, 1, 5s)) << lb->output();
+  const std::string restarted = "membership: cluster cache: etcd endpoints, key, tls or user "
+                                "changed: watching again";
+  // Nothing changed: the watch stays.
+  ASSERT_TRUE(lb->reload(lb->config())) << lb->output();
+  EXPECT_EQ(lb->output().find(restarted), std::string::npos) << lb->output();
+  // The bundle gains a second CA: new trust, a new client.
+  std::ofstream(bundle, std::ios::app) << std::ifstream(other_ca_->certPath()).rdbuf();
+  ASSERT_TRUE(lb->reload(lb->config())) << lb->output();
+  EXPECT_NE(lb->output().find(restarted), std::string::npos) << lb->output();
+  const int64_t next = etcd_->put(kKey, membershipDocument(origins_, {0, 1, 2, 3}));
+  ASSERT_GT(next, revision_) << etcd_->lastError();
+  EXPECT_TRUE(waitForRevision(lb->admin(), next)) << lb->output();
+  EXPECT_TRUE(watchUpIs(*lb, 1, 5s)) << lb->output();
 }
 
 TEST_F(MembershipEtcdTlsTest, CaFileThatDoesNotLoadIsAConfigErrorAtItsKey) {
