@@ -8,6 +8,9 @@
 //   - A wrong password is one clear log line per attempt and lb_membership_watch_up 0, the
 //     state file keeps serving, and the password is nowhere in the log, /backends or
 //     /metrics.
+//   - Both at once, as production runs etcd: https with --client-cert-auth and
+//     authentication on. lb follows with a client certificate that has no common name;
+//     etcd's gateway refuses one that has, and lb's log line says so.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -16,6 +19,8 @@
 #include <string>
 
 #include "tests/integration/membership_fleet.h"
+#include "tests/integration/temp_dir.h"
+#include "tests/support/tls_certs.h"
 
 namespace lb::test {
 namespace {
@@ -137,6 +142,77 @@ TEST_F(MembershipEtcdAuthTest, WrongPasswordIsALogLineAndWatchDownWithNoSecretSh
     EXPECT_EQ(backends.body.find(secret), std::string::npos) << backends.body;
     EXPECT_EQ(metrics.body.find(secret), std::string::npos);
   }
+}
+
+class MembershipEtcdTlsAuthTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(dir_.ok());
+    ASSERT_TRUE(origins_.ok()) << origins_.error();
+    ca_ = std::make_unique<TlsCa>(dir_.path(), "ca");
+    ASSERT_TRUE(ca_->ok()) << ca_->error();
+    TlsCert server = ca_->issue("etcd", {"IP:127.0.0.1"});
+    ASSERT_TRUE(server.ok) << server.error;
+    named_ = ca_->issue("lb-named", {"lb.test"});
+    ASSERT_TRUE(named_.ok) << named_.error;
+    unnamed_ = ca_->issue("lb-unnamed", {"lb.test"}, 30, /*common_name=*/false);
+    ASSERT_TRUE(unnamed_.ok) << unnamed_.error;
+    EtcdTls tls;
+    tls.ca = ca_->certPath();
+    tls.cert = server.cert;
+    tls.key = server.key;
+    tls.client_cert_auth = true;
+    tls.client_cert = named_.cert;   // etcdctl speaks gRPC, where no gateway checks the name
+    tls.client_key = named_.key;
+    etcd_ = std::make_unique<EtcdProcess>(10s, tls);
+    ASSERT_TRUE(etcd_->ok()) << etcd_->output();
+    ASSERT_TRUE(etcd_->enableAuth(kRootPassword)) << etcd_->lastError();
+    ASSERT_TRUE(etcd_->addReader(kUser, kPassword, kKey)) << etcd_->lastError();
+    revision_ = etcd_->put(kKey, membershipDocument(origins_, {0, 1, 2}));
+    ASSERT_GT(revision_, 0) << etcd_->lastError();
+  }
+
+  std::unique_ptr<MemberLb> memberLb(const TlsCert& client) {
+    return std::make_unique<MemberLb>(
+        MembershipOptions({etcd_->clientUrl()}, kKey)
+            .membershipExtra(", tls = { ca = \"" + ca_->certPath() + "\", cert = \"" +
+                             client.cert + "\", key = \"" + client.key + "\" }, user = \"" +
+                             kUser + "\", password = \"" + kPassword + "\""));
+  }
+
+  TempDir dir_{"etcdtlsauth"};
+  OriginFleet origins_{4};
+  std::unique_ptr<TlsCa> ca_;
+  TlsCert named_, unnamed_;
+  std::unique_ptr<EtcdProcess> etcd_;
+  int64_t revision_ = 0;
+};
+
+TEST_F(MembershipEtcdTlsAuthTest, FollowsWithAClientCertificateWithoutCommonNameAndAUser) {
+  auto lb = memberLb(unnamed_);
+  ASSERT_TRUE(lb->start()) << lb->output();
+  ASSERT_TRUE(waitForRevision(lb->admin(), revision_)) << lb->output();
+  EXPECT_TRUE(pollUntil([&] {
+    return metricValue(lb->admin(), "lb_membership_watch_up", kCluster) == 1;
+  }, 5s)) << lb->output();
+  const int64_t next = etcd_->put(kKey, membershipDocument(origins_, {0, 1, 2, 3}));
+  ASSERT_GT(next, revision_) << etcd_->lastError();
+  ASSERT_TRUE(waitForRevision(lb->admin(), next)) << lb->output();
+}
+
+TEST_F(MembershipEtcdTlsAuthTest, AClientCertificateWithACommonNameIsRefusedByTheGateway) {
+  auto lb = memberLb(named_);
+  ASSERT_TRUE(lb->start()) << lb->output();
+  const std::string line = "membership: cluster cache: range failed at " + etcd_->clientUrl() +
+                           ": authentication as user '" + kUser + "' failed: status 400: "
+                           "CommonName of client sending a request against gateway will be "
+                           "ignored and not used as expected";
+  ASSERT_TRUE(pollUntil([&] { return lb->output().find(line) != std::string::npos; }, 10s))
+      << lb->output();
+  EXPECT_TRUE(pollUntil([&] {
+    return metricValue(lb->admin(), "lb_membership_watch_up", kCluster) == 0;
+  }, 1s)) << lb->output();
+  EXPECT_TRUE(lb->process().running());
 }
 
 }  // namespace
