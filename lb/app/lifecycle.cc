@@ -6,12 +6,12 @@
 
 #include "lb/admin/admin.h"
 #include "lb/app/resolver.h"
-#include "lb/app/tls_setup.h"
 #include "lb/config/config.h"
 #include "lb/core/log.h"
 #include "lb/app/worker_group.h"
 #include "lb/app/service_notify.h"
 #include "lb/health/health_manager.h"
+#include "lb/membership/membership_tls.h"
 #include "lb/routing/snapshot.h"
 #include "lb/runtime/listener.h"
 

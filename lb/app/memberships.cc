@@ -8,11 +8,11 @@
 #include <utility>
 
 #include "lb/app/resolver.h"
-#include "lb/app/tls_setup.h"
 #include "lb/app/worker_group.h"
 #include "lb/core/log.h"
 #include "lb/membership/document.h"
 #include "lb/membership/membership_source.h"
+#include "lb/membership/membership_tls.h"
 #include "lb/membership/state_file.h"
 #include "lb/routing/readdress.h"
 

@@ -9,13 +9,13 @@
 #include "lb/app/hot_key_monitor.h"
 #include "lb/app/lifecycle.h"
 #include "lb/app/memberships.h"
-#include "lb/app/tls_setup.h"
 #include "lb/app/resolver.h"
 #include "lb/app/service_notify.h"
 #include "lb/app/worker_group.h"
 #include "lb/config/config.h"
 #include "lb/core/log.h"
 #include "lb/health/health_manager.h"
+#include "lb/membership/membership_tls.h"
 
 namespace lb {
 

@@ -4,6 +4,8 @@
 #include <map>
 #include <sstream>
 
+#include "lb/membership/membership_tls.h"
+
 namespace lb {
 
 namespace {
@@ -103,43 +105,6 @@ std::shared_ptr<const TlsClientContext> buildClusterTls(const ClusterConfig& clu
   return context;
 }
 
-std::shared_ptr<const TlsClientContext> buildMembershipTls(const ClusterConfig& cluster,
-                                                           const std::string& file,
-                                                           Errors* errors) {
-  if (!cluster.membership) return nullptr;
-  const MembershipConfig& m = *cluster.membership;
-  bool https = false;
-  for (const auto& url : m.etcd) https = https || url.rfind("https://", 0) == 0;
-  if (!https) return nullptr;
-  // Without a table: etcd's certificate checked against the system's store and its address,
-  // as a cluster's `tls = {}` does.
-  const ClusterTlsConfig& tls = m.tls;
-  TlsClientOptions options;
-  options.ca = tls.ca;
-  options.verify = tls.verify;
-  options.server_name = tls.server_name;
-  options.cert = tls.cert;
-  options.key = tls.key;
-  options.min_version = tls.min_version;
-  options.label = "membership of cluster " + cluster.name;
-  // The membership source logs each failed request once, with the handshake's reason.
-  options.log_failures = false;
-  std::vector<TlsClientBuildError> failures;
-  auto context = TlsClientContext::build(options, 0, &failures);
-  const std::string path = "clusters." + cluster.name + ".membership.tls";
-  for (const auto& f : failures) {
-    const SourcePos& pos = !tls.enabled    ? m.pos
-                           : f.field == "ca" ? tls.ca_pos
-                           : f.field == "key" ? tls.key_pos
-                                              : tls.cert_pos;
-    errors->push_back({file, pos, path + "." + f.field, f.message});
-  }
-  if (context == nullptr && failures.empty())
-    errors->push_back({file, tls.enabled ? tls.pos : m.pos, path,
-                       "cannot set up TLS: " + tlsErrorText()});
-  return context;
-}
-
 Errors checkTls(const Config& config) {
   Errors errors;
   for (const auto& l : config.listeners) {
@@ -151,12 +116,6 @@ Errors checkTls(const Config& config) {
     if (c.tls.enabled) buildClusterTls(c, config.file, 1, &errors);
   Errors m = checkMembershipTls(config);
   errors.insert(errors.end(), m.begin(), m.end());
-  return errors;
-}
-
-Errors checkMembershipTls(const Config& config) {
-  Errors errors;
-  for (const auto& c : config.clusters) buildMembershipTls(c, config.file, &errors);
   return errors;
 }
 

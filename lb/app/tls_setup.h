@@ -30,19 +30,8 @@ std::shared_ptr<const TlsClientContext> buildClusterTls(const ClusterConfig& clu
                                                         const std::string& file,
                                                         unsigned workers, Errors* errors);
 
-// Main thread. A membership's TLS towards its https:// etcd members (`membership.tls`, or the
-// system's store when the table is left out) made into a client context, each file's failure
-// an error at its key (clusters.NAME.membership.tls.ca, .cert, .key). Null without https://
-// members, or with *errors. Built anew each time: it is read once per membership source.
-std::shared_ptr<const TlsClientContext> buildMembershipTls(const ClusterConfig& cluster,
-                                                           const std::string& file,
-                                                           Errors* errors);
-
 // Every TLS listener's certificates and every TLS cluster's and membership's files loaded and
-// checked, for `lb --check` and lb's start.
+// checked, for `lb --check`.
 Errors checkTls(const Config& config);
-// The membership part of checkTls alone: lb's start refuses what it reports, before it reads
-// etcd (the snapshot build checks the listeners' and clusters' files).
-Errors checkMembershipTls(const Config& config);
 
 }  // namespace lb

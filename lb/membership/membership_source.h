@@ -77,7 +77,7 @@ class MembershipSource {
   };
 
   // Starts at once (a Range). `served` is the revision the cluster serves now (0: none).
-  // `tls`: the client context for https:// members (lb/app/tls_setup.h builds it from
+  // `tls`: the client context for https:// members (membership_tls.h builds it from
   // config.tls); config.user and config.password authenticate to etcd when set.
   // Returns null with *error when the etcd URLs do not parse (validation has refused them).
   static MembershipSource* start(uv_loop_t* loop, std::string cluster, MembershipConfig config,

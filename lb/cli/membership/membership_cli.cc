@@ -6,7 +6,6 @@
 #include <memory>
 #include <toml++/toml.h>
 
-#include "lb/app/tls_setup.h"
 #include "lb/cli/analyze/analyze_format.h"
 #include "lb/cli/analyze/report.h"
 #include "lb/cli/membership/etcd_session.h"
@@ -15,6 +14,7 @@
 #include "lb/core/strings.h"
 #include "lb/membership/document.h"
 #include "lb/membership/etcd_client.h"
+#include "lb/membership/membership_tls.h"
 #include "lb/routing/cluster_table.h"
 
 namespace lb {
