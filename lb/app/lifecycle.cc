@@ -11,6 +11,7 @@
 #include "lb/app/worker_group.h"
 #include "lb/app/service_notify.h"
 #include "lb/health/health_manager.h"
+#include "lb/membership/membership_tls.h"
 #include "lb/routing/snapshot.h"
 #include "lb/runtime/listener.h"
 
@@ -155,6 +156,9 @@ void Lifecycle::finishReload(const std::string& text, AnsweredResolver resolver)
   if (membership_.overlay)
     if (Errors kept = membership_.overlay(config, origins, hosts); !kept.empty())
       return reloadFailed(kept);
+  // A membership's CA or client certificate that does not load is refused like a cluster's
+  // own tls files: the reload changes nothing, and the watch keeps its client.
+  if (Errors tls = checkMembershipTls(config); !tls.empty()) return reloadFailed(tls);
   auto built = buildSnapshot(std::move(config), server_.registry(), generation_ + 1, &hosts,
                              &origins);
   if (!built.ok()) return reloadFailed(built.errors());

@@ -3,6 +3,8 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <fstream>
+#include <sstream>
 #include <utility>
 
 #include "lb/app/resolver.h"
@@ -10,6 +12,7 @@
 #include "lb/core/log.h"
 #include "lb/membership/document.h"
 #include "lb/membership/membership_source.h"
+#include "lb/membership/membership_tls.h"
 #include "lb/membership/state_file.h"
 #include "lb/routing/readdress.h"
 
@@ -23,11 +26,28 @@ struct Memberships::Entry {
   std::optional<MembershipUpdate> initial;   // the start's first update, until initialOverlay
   std::optional<bool> initial_applied;       // its verdict, told to the source at goLive
   ResolveBatch* batch = nullptr;             // names of a document being looked up
+  std::string tls_files;                     // the bytes its TLS context was built from
 };
 
 namespace {
 
 std::string pathOf(const std::string& cluster) { return "clusters." + cluster + ".membership"; }
+
+// The bytes of a membership's TLS files (its CA, certificate and key), so that a reload
+// after a certificate was renewed in place starts the watch again with the new one, as a
+// cluster's connections take renewed files at a reload. "" without tls.
+std::string tlsFilesOf(const MembershipConfig& m) {
+  if (!m.tls.enabled) return "";
+  std::string out;
+  for (const std::string* path : {&m.tls.ca, &m.tls.cert, &m.tls.key}) {
+    if (path->empty()) continue;
+    std::ifstream in(*path, std::ios::binary);
+    std::ostringstream bytes;
+    bytes << in.rdbuf();
+    out += *path + '\0' + bytes.str() + '\0';
+  }
+  return out;
+}
 
 // A document's errors in one line for the log and /backends: the first few, then a count.
 std::string summary(const Errors& errors) {
@@ -79,11 +99,14 @@ Memberships::Memberships(uv_loop_t* loop, WorkerGroup& server) : loop_(loop), se
 
 Memberships::~Memberships() { stop(); }
 
-void Memberships::startSource(const std::string& cluster, const MembershipConfig& config,
+void Memberships::startSource(const ClusterConfig& cluster_config, const std::string& file,
                               int64_t served) {
+  const std::string& cluster = cluster_config.name;
+  const MembershipConfig& config = *cluster_config.membership;
   auto e = std::make_unique<Entry>();
   e->cluster = cluster;
   e->config = config;
+  e->tls_files = tlsFilesOf(config);
   e->state = server_.registry().cluster(cluster);
   MembershipStatus& st = e->state->membership;
   st.configured = true;
@@ -106,9 +129,19 @@ void Memberships::startSource(const std::string& cluster, const MembershipConfig
            /*tell_source=*/false);
   };
   std::string error;
-  e->source = MembershipSource::start(loop_, cluster, config, served, std::move(hooks), &error);
-  if (e->source == nullptr)
-    LB_ERROR("membership: cluster %s: %s", cluster.c_str(), error.c_str());
+  // lb's start refused files that do not load (checkTls); a reload whose file broke since
+  // cannot watch this cluster, and says so here.
+  Errors tls_errors;
+  auto tls = buildMembershipTls(cluster_config, file, &tls_errors);
+  if (!tls_errors.empty()) {
+    for (const ConfigError& te : tls_errors)
+      LB_ERROR("membership: cluster %s: %s", cluster.c_str(), te.format().c_str());
+  } else {
+    e->source = MembershipSource::start(loop_, cluster, config, served, std::move(hooks),
+                                        std::move(tls), &error);
+    if (e->source == nullptr)
+      LB_ERROR("membership: cluster %s: %s", cluster.c_str(), error.c_str());
+  }
   entries_[cluster] = std::move(e);
   onChanged(cluster);
 }
@@ -159,7 +192,7 @@ void Memberships::onConfirmed(const std::string& cluster, int64_t revision) {
 
 void Memberships::startAndWait(const Config& config, Duration wait) {
   for (const ClusterConfig& c : config.clusters)
-    if (c.membership) startSource(c.name, *c.membership, 0);
+    if (c.membership) startSource(c, config.file, 0);
   if (entries_.empty()) return;
   auto settled = [this] {
     return std::all_of(entries_.begin(), entries_.end(), [](const auto& kv) {
@@ -415,8 +448,15 @@ void Memberships::reloaded(const Snapshot& snapshot) {
   for (auto it = entries_.begin(); it != entries_.end();) {
     const ClusterSnapshot* c = snapshot.findCluster(it->first);
     const MembershipConfig* m = c && c->config->membership ? &*c->config->membership : nullptr;
-    const bool same = m && it->second->source && m->etcd == it->second->config.etcd &&
-                      m->key == it->second->config.key;
+    const MembershipConfig& was = it->second->config;
+    // New TLS settings, renewed TLS files or new credentials make a new client.
+    const bool same = m && it->second->source && m->etcd == was.etcd && m->key == was.key &&
+                      m->user == was.user && m->password == was.password &&
+                      m->tls.enabled == was.tls.enabled && m->tls.ca == was.tls.ca &&
+                      m->tls.verify == was.tls.verify &&
+                      m->tls.server_name == was.tls.server_name && m->tls.cert == was.tls.cert &&
+                      m->tls.key == was.tls.key && m->tls.min_version == was.tls.min_version &&
+                      tlsFilesOf(*m) == it->second->tls_files;
     if (same) {
       it->second->config = *m;
       it->second->source->reconfigure(*m);
@@ -424,14 +464,15 @@ void Memberships::reloaded(const Snapshot& snapshot) {
       continue;
     }
     LB_INFO("membership: cluster %s: %s", it->first.c_str(),
-            m ? "etcd endpoints or key changed: watching again" : "membership removed: stopping");
+            m ? "etcd endpoints, key, tls or user changed: watching again"
+              : "membership removed: stopping");
     stopEntry(*it->second);
     if (!m) it->second->state->membership.configured = false;
     it = entries_.erase(it);
   }
   for (const ClusterSnapshot& c : snapshot.clusters)
     if (c.config->membership && !entries_.count(c.config->name))
-      startSource(c.config->name, *c.config->membership, c.revision);
+      startSource(*c.config, snapshot.config.file, c.revision);
 }
 
 }  // namespace lb

@@ -77,7 +77,8 @@ class Memberships {
 
  private:
   struct Entry;
-  void startSource(const std::string& cluster, const MembershipConfig& config, int64_t served);
+  // `file`: the config's path, for the position of a TLS file that does not load.
+  void startSource(const ClusterConfig& cluster, const std::string& file, int64_t served);
   void stopEntry(Entry& e);
   void onBuild(const std::string& cluster, const MembershipUpdate& u);
   void onChanged(const std::string& cluster);

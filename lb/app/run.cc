@@ -15,6 +15,7 @@
 #include "lb/config/config.h"
 #include "lb/core/log.h"
 #include "lb/health/health_manager.h"
+#include "lb/membership/membership_tls.h"
 
 namespace lb {
 
@@ -35,6 +36,12 @@ int runServer(const std::string& config_path) {
   // only at the first apply, long after the operator has looked away.
   if (Errors dirs = checkStateFileDirs(config); !dirs.empty()) {
     for (const auto& e : dirs) fprintf(stderr, "%s\n", e.format().c_str());
+    return 1;
+  }
+  // A membership's CA or client certificate that does not load is the config's mistake, not
+  // etcd's: refused here with its position, as a cluster's own tls files are.
+  if (Errors tls = checkMembershipTls(config); !tls.empty()) {
+    for (const auto& e : tls) fprintf(stderr, "%s\n", e.format().c_str());
     return 1;
   }
   setLogLevel(config.log_level);

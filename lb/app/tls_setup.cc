@@ -4,6 +4,8 @@
 #include <map>
 #include <sstream>
 
+#include "lb/membership/membership_tls.h"
+
 namespace lb {
 
 namespace {
@@ -112,6 +114,8 @@ Errors checkTls(const Config& config) {
   }
   for (const auto& c : config.clusters)
     if (c.tls.enabled) buildClusterTls(c, config.file, 1, &errors);
+  Errors m = checkMembershipTls(config);
+  errors.insert(errors.end(), m.begin(), m.end());
   return errors;
 }
 

@@ -30,8 +30,8 @@ std::shared_ptr<const TlsClientContext> buildClusterTls(const ClusterConfig& clu
                                                         const std::string& file,
                                                         unsigned workers, Errors* errors);
 
-// Every TLS listener's certificates and every TLS cluster's files loaded and checked, for
-// `lb --check`.
+// Every TLS listener's certificates and every TLS cluster's and membership's files loaded and
+// checked, for `lb --check`.
 Errors checkTls(const Config& config);
 
 }  // namespace lb

@@ -155,6 +155,12 @@ struct MembershipConfig {
   Duration min_apply_interval{100};   // at most one table build per interval
   Duration reconcile_interval{30000}; // a Range this often, besides the watch
   std::string state_file;             // the last applied document; "" = none
+  // TLS towards https:// members: a cluster `tls` table's settings (enabled when written).
+  ClusterTlsConfig tls;
+  // etcd's authentication: user and password, traded for a token; "" = none. Secrets: never
+  // logged, shown or exported.
+  std::string user;
+  std::string password;
   SourcePos pos;
 };
 

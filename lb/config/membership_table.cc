@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "lb/config/tls_table.h"
 #include "lb/core/address.h"
 
 namespace lb {
@@ -20,13 +21,12 @@ constexpr Duration kMinReconcile{100};
 
 std::string etcdUrlProblem(std::string_view url) {
   constexpr std::string_view kHttp = "http://";
-  if (url.substr(0, 8) == "https://")
-    return "'" + std::string(url) + "': lb speaks plain HTTP to etcd's gateway; https is not "
-           "supported (write http://host:port)";
-  if (url.substr(0, kHttp.size()) != kHttp)
-    return "'" + std::string(url) + "' is not an etcd client URL (write http://host:port, e.g. "
-           "http://127.0.0.1:2379)";
-  std::string_view rest = url.substr(kHttp.size());
+  constexpr std::string_view kHttps = "https://";
+  const bool tls = url.substr(0, kHttps.size()) == kHttps;
+  if (!tls && url.substr(0, kHttp.size()) != kHttp)
+    return "'" + std::string(url) + "' is not an etcd client URL (write http://host:port or "
+           "https://host:port, e.g. http://127.0.0.1:2379)";
+  std::string_view rest = url.substr(tls ? kHttps.size() : kHttp.size());
   if (!rest.empty() && rest.back() == '/') rest.remove_suffix(1);
   if (rest.find('/') != std::string_view::npos)
     return "'" + std::string(url) + "': an etcd client URL has no path (write http://host:port)";
@@ -81,6 +81,20 @@ void readMembership(WalkContext& ctx, const toml::table& table, const std::strin
   w.duration("reconcile_interval", kMinReconcile, &m->reconcile_interval);
   if (w.string("state_file", &m->state_file) && m->state_file.empty())
     w.errorAt("state_file", "must not be empty (leave it out for no state file)");
+  // The same table as a cluster's own `tls`, read by the same reader: one set of rules for
+  // every client certificate lb holds.
+  if (const toml::table* t = w.subtable("tls")) {
+    readClusterTls(ctx, *t, path + ".tls", &m->tls);
+    bool https = false;
+    for (const auto& url : m->etcd) https = https || url.rfind("https://", 0) == 0;
+    if (!https && !m->etcd.empty())
+      w.errorAt("tls", "is set but every etcd URL is http:// (write https://host:port)");
+  }
+  const bool user = w.string("user", &m->user);
+  const bool password = w.string("password", &m->password);
+  if (user && m->user.empty()) w.errorAt("user", "must not be empty (leave it out for none)");
+  if (user && !password) w.errorAt("user", "needs its password too: password = \"...\"");
+  if (password && !user) w.errorAt("password", "needs its user too: user = \"...\"");
   w.checkUnknownKeys();
 }
 

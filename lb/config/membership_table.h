@@ -1,5 +1,5 @@
 // A cluster's `membership = { etcd, key, max_remove_percent, min_apply_interval,
-// reconcile_interval, state_file }` table (docs/config.md, "membership"). Internal to
+// reconcile_interval, state_file, tls, user, password }` table (docs/config.md, "membership"). Internal to
 // lb/config's loader.
 #pragma once
 
@@ -17,8 +17,9 @@ namespace lb {
 void readMembership(WalkContext& ctx, const toml::table& table, const std::string& path,
                     MembershipConfig* out);
 
-// "http://IP:port" (port 2379 when left out) with an optional trailing "/": the etcd client
-// URL form lb speaks (plain HTTP/1.1 to etcd's JSON gateway). "" when `url` is one, else why
+// "http://IP:port" or "https://IP:port" (port 2379 when left out) with an optional trailing
+// "/": the etcd client URL form lb speaks (HTTP/1.1 to etcd's JSON gateway, over TLS for
+// https). "" when `url` is one, else why
 // not. lb/config sits under lb/membership, so this is the loader's own check of the form
 // the etcd client's parseEtcdUrl (lb/membership/etcd_client.h) accepts, with the same rules.
 std::string etcdUrlProblem(std::string_view url);

@@ -24,15 +24,12 @@ const char* etcdFailureName(EtcdFailure f) noexcept {
 
 bool parseEtcdUrl(std::string_view url, EtcdEndpoint* out, std::string* error) {
   const std::string quoted = "'" + std::string(url) + "'";
-  if (url.substr(0, 8) == "https://") {
-    *error = quoted + ": https is not supported yet (TLS comes with issue 24); use http://";
-    return false;
-  }
-  if (url.substr(0, 7) != "http://") {
+  const bool tls = url.substr(0, 8) == "https://";
+  if (!tls && url.substr(0, 7) != "http://") {
     *error = quoted + " is not an etcd client URL (write e.g. http://127.0.0.1:2379)";
     return false;
   }
-  std::string_view rest = url.substr(7);
+  std::string_view rest = url.substr(tls ? 8 : 7);
   if (!rest.empty() && rest.back() == '/') rest.remove_suffix(1);
   if (rest.find_first_of("/?#@") != std::string_view::npos) {
     *error = quoted + ": an etcd URL is scheme, host and port only (no path, query or user)";
@@ -57,7 +54,8 @@ bool parseEtcdUrl(std::string_view url, EtcdEndpoint* out, std::string* error) {
   EtcdEndpoint ep;
   ep.host = hp.host;
   ep.port = hp.port;
-  ep.url = "http://" + std::string(rest);
+  ep.url = (tls ? "https://" : "http://") + std::string(rest);
+  ep.tls = tls;
   ep.address = hp.address;
   ep.address_len = hp.address_len;
   *out = std::move(ep);
@@ -72,6 +70,8 @@ struct EtcdCall {
   // Retried on another member after a timeout or a 5xx too; a write (put, txn) only when the
   // connection was never made, since it may have been applied.
   bool idempotent = false;
+  bool auth = false;      // the authenticate request itself: sent without a token
+  bool reauthed = false;  // sent again once after "invalid auth token"; never twice
   size_t first = 0;       // the endpoint of the first attempt
   size_t tries = 0;
   EtcdExchange* exchange = nullptr;
@@ -81,6 +81,7 @@ struct EtcdCall {
 
 struct EtcdClient::Watch {
   std::string key;
+  std::string body;   // the create request, kept while the watch waits for a token
   bool created = false;
   std::function<void()> on_created;
   std::function<void(const EtcdWatchBatch&)> on_batch;
@@ -88,8 +89,11 @@ struct EtcdClient::Watch {
 };
 
 EtcdClient::EtcdClient(uv_loop_t* loop, std::vector<EtcdEndpoint> endpoints,
-                       Duration request_timeout)
-    : loop_(loop), endpoints_(std::move(endpoints)), timeout_(request_timeout) {
+                       Duration request_timeout, EtcdCredentials credentials)
+    : loop_(loop),
+      endpoints_(std::move(endpoints)),
+      timeout_(request_timeout),
+      credentials_(std::move(credentials)) {
   uv_timer_init(loop_, &close_timer_);
   close_timer_.data = this;
 }
@@ -111,7 +115,8 @@ EtcdExchange* EtcdClient::open(size_t endpoint, std::string request, bool stream
   EtcdExchange* x = nullptr;
   try {
     x = new EtcdExchange(this, loop_, endpoint, std::move(request), stream,
-                         static_cast<uint64_t>(std::max<int64_t>(timeout_.count(), 1)));
+                         static_cast<uint64_t>(std::max<int64_t>(timeout_.count(), 1)),
+                         endpoints_[endpoint].tls, credentials_.tls);
   } catch (...) {
     exchanges_.pop_back();
     return nullptr;
@@ -122,7 +127,7 @@ EtcdExchange* EtcdClient::open(size_t endpoint, std::string request, bool stream
 }
 
 std::string EtcdClient::httpRequest(size_t endpoint, const std::string& path,
-                                    const std::string& body, bool keep) const {
+                                    const std::string& body, bool keep, bool token) const {
   const EtcdEndpoint& ep = endpoints_[endpoint];
   const bool v6 = ep.address.ss_family == AF_INET6;
   std::string r = "POST " + path + " HTTP/1.1\r\nHost: " + (v6 ? "[" + ep.host + "]" : ep.host) +
@@ -132,6 +137,7 @@ std::string EtcdClient::httpRequest(size_t endpoint, const std::string& path,
   // One request, one connection: nothing to pool on the main loop, and a member that went
   // away never leaves a half-closed connection behind.
   if (!keep) r += "Connection: close\r\n";
+  if (token && !token_.empty()) r += "Authorization: " + token_ + "\r\n";
   r += "\r\n";
   r += body;
   return r;
@@ -139,10 +145,73 @@ std::string EtcdClient::httpRequest(size_t endpoint, const std::string& path,
 
 void EtcdClient::start(std::unique_ptr<Call> call) noexcept {
   if (closing_ || endpoints_.empty()) return;
-  call->first = current_;
-  Call* c = call.get();
-  calls_.push_back(std::move(call));
-  attempt(c);
+  try {
+    if (!call->auth && needsToken()) {
+      waiting_.push_back(std::move(call));
+      authenticate();
+      return;
+    }
+    call->first = current_;
+    call->tries = 0;
+    Call* c = call.get();
+    calls_.push_back(std::move(call));
+    attempt(c);
+  } catch (...) {
+    // Out of memory: the call is dropped, as one whose request could not be built.
+  }
+}
+
+void EtcdClient::authenticate() noexcept {
+  if (authenticating_ || closing_) return;
+  try {
+    auto call = std::make_unique<Call>();
+    call->path = "/v3/auth/authenticate";
+    call->body = etcd_json::authenticateRequest(credentials_.user, credentials_.password);
+    call->idempotent = true;
+    call->auth = true;
+    call->done = [this](const std::string* body, const EtcdError* error) {
+      authenticated(body, error);
+    };
+    authenticating_ = true;
+    start(std::move(call));
+  } catch (...) {
+    authenticating_ = false;
+  }
+}
+
+void EtcdClient::authenticated(const std::string* body, const EtcdError* error) noexcept {
+  authenticating_ = false;
+  EtcdError e;
+  if (error != nullptr) {
+    e = *error;
+  } else {
+    std::string why;
+    if (etcd_json::readAuthToken(*body, &token_, &why)) {
+      std::vector<std::unique_ptr<Call>> go = std::move(waiting_);
+      waiting_.clear();
+      for (auto& c : go) start(std::move(c));
+      if (watch_waiting_) openWatch();
+      return;
+    }
+    e.kind = EtcdFailure::kProtocol;
+    e.message = why;
+    e.endpoint = currentEndpoint().url;
+  }
+  // etcd's reason ("authentication failed, invalid user ID or password") names no secret.
+  try {
+    e.message = "authentication as user '" + credentials_.user + "' failed: " + e.message;
+  } catch (...) {
+  }
+  std::vector<std::unique_ptr<Call>> failed = std::move(waiting_);
+  waiting_.clear();
+  for (auto& c : failed) {
+    if (closing_) return;
+    c->done(nullptr, &e);
+  }
+  if (watch_waiting_ && !closing_) {
+    watch_waiting_ = false;
+    endWatch(e);
+  }
 }
 
 void EtcdClient::attempt(Call* call) noexcept {
@@ -150,7 +219,7 @@ void EtcdClient::attempt(Call* call) noexcept {
   ++call->tries;
   std::string request;
   try {
-    request = httpRequest(ep, call->path, call->body, false);
+    request = httpRequest(ep, call->path, call->body, false, !call->auth);
   } catch (...) {
     return;   // out of memory: the call stays until close()
   }
@@ -186,6 +255,20 @@ void EtcdClient::exchangeReplied(EtcdExchange* x, int status, const std::string&
   x->call = nullptr;
   if (call == nullptr) return;
   call->exchange = nullptr;
+  if (status != 200 && !call->auth && !credentials_.user.empty() && !call->reauthed &&
+      etcd_json::tokenRejected(status, e.message)) {
+    // The token expired or the member forgot it: a new one, and the request once more.
+    auto it = std::find_if(calls_.begin(), calls_.end(),
+                           [call](const std::unique_ptr<Call>& c) { return c.get() == call; });
+    if (it != calls_.end()) {
+      std::unique_ptr<Call> owned = std::move(*it);
+      calls_.erase(it);
+      owned->reauthed = true;
+      token_.clear();
+      start(std::move(owned));
+      return;
+    }
+  }
   if (status == 200) {
     current_ = x->endpoint();
     finish(call, &body, nullptr);
@@ -323,16 +406,33 @@ void EtcdClient::watch(std::string key, int64_t start_revision, std::function<vo
   if (closing_ || endpoints_.empty()) return;
   cancelWatch();
   auto w = std::make_unique<Watch>();
-  const std::string body = etcd_json::watchCreateRequest(key, start_revision);
+  w->body = etcd_json::watchCreateRequest(key, start_revision);
   w->key = std::move(key);
   w->on_created = std::move(on_created);
   w->on_batch = std::move(on_batch);
   w->on_end = std::move(on_end);
   watch_state_ = std::shared_ptr<Watch>(std::move(w));
-  watch_ = open(current_, httpRequest(current_, "/v3/watch", body, true), true);
+  if (needsToken()) {
+    watch_waiting_ = true;
+    authenticate();
+    return;
+  }
+  openWatch();
+}
+
+void EtcdClient::openWatch() noexcept {
+  watch_waiting_ = false;
+  if (watch_state_ == nullptr || closing_) return;
+  try {
+    watch_ = open(current_, httpRequest(current_, "/v3/watch", watch_state_->body, true, true),
+                  true);
+  } catch (...) {
+    watch_ = nullptr;
+  }
 }
 
 void EtcdClient::cancelWatch() {
+  watch_waiting_ = false;
   watch_state_.reset();
   if (watch_ != nullptr) {
     EtcdExchange* x = watch_;
@@ -342,6 +442,10 @@ void EtcdClient::cancelWatch() {
 }
 
 void EtcdClient::endWatch(const EtcdError& error) noexcept {
+  // A watch refused for its token: the next request (the owner's Range) authenticates again.
+  if (!credentials_.user.empty() && etcd_json::tokenRejected(error.http_status, error.message))
+    token_.clear();
+  watch_waiting_ = false;
   std::shared_ptr<Watch> w = std::move(watch_state_);
   if (watch_ != nullptr) {
     EtcdExchange* x = watch_;
@@ -413,6 +517,8 @@ void EtcdClient::close(std::function<void()> closed) {
   closing_ = true;
   closed_ = std::move(closed);
   calls_.clear();
+  waiting_.clear();
+  watch_waiting_ = false;
   watch_state_.reset();
   watch_ = nullptr;
   // abandon() never frees an exchange at once (its handles close first), so the list holds.

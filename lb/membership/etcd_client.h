@@ -43,6 +43,19 @@
 //        "canceled": true, "compact_revision": "3"}}
 //     (no header revision), and the stream stays open: the client closes it.
 //
+// Security, as etcd's own clients do it:
+//   - https:// members are spoken to through lb's TLS transport with the client context
+//     given (lb/tls/tls_client_context.h: the CA, the name checked, a client certificate);
+//     the same context serves every member.
+//   - With a user, the first request trades user and password for a token
+//     (/v3/auth/authenticate {"name", "password"} → {"header": H, "token": T}), and every
+//     request and the watch send it as "Authorization: T" (etcd reads the gateway's
+//     authorization metadata as the token). A request that etcd answers with "invalid auth
+//     token" (401: the token expired, or the member restarted and forgot it) authenticates
+//     again and is sent again, once. Requests asked for while a token is on its way wait
+//     for it. A failed authentication fails them all, with etcd's reason. The password and
+//     the token never go into an error message.
+//
 // Rules: loop thread only; neither copied nor moved. Every callback runs from the loop,
 // never inline from the call that asked for it, and never after close(); each must be set
 // and must not throw (they run from noexcept code: a throw terminates). A callback may call
@@ -65,8 +78,16 @@
 #include "lb/core/duration.h"
 #include "lb/membership/etcd_exchange.h"
 #include "lb/membership/etcd_types.h"
+#include "lb/tls/tls_client_context.h"
 
 namespace lb {
+
+// How the client checks etcd and proves itself to it. Both parts are optional.
+struct EtcdCredentials {
+  std::shared_ptr<const TlsClientContext> tls;   // for https:// members (required by them)
+  std::string user;                              // "" = etcd's authentication is off
+  std::string password;
+};
 
 class EtcdClient final : private EtcdExchangeOwner {
  public:
@@ -76,7 +97,9 @@ class EtcdClient final : private EtcdExchangeOwner {
 
   // `endpoints`: members of one etcd cluster, tried in this order; at least one.
   // `request_timeout` bounds each attempt of a request: connect plus the whole reply.
-  EtcdClient(uv_loop_t* loop, std::vector<EtcdEndpoint> endpoints, Duration request_timeout);
+  // An https:// endpoint without credentials.tls fails as kConnect, never in plaintext.
+  EtcdClient(uv_loop_t* loop, std::vector<EtcdEndpoint> endpoints, Duration request_timeout,
+             EtcdCredentials credentials = {});
   // Only after close()'s `closed` callback has run: the client holds a handle from the start.
   ~EtcdClient();
   EtcdClient(const EtcdClient&) = delete;
@@ -137,8 +160,16 @@ class EtcdClient final : private EtcdExchangeOwner {
   using Call = EtcdCall;   // one request across its attempts
   struct Watch;            // the watch's key and callbacks
 
+  // `token`: with the Authorization header (when there is a token).
   std::string httpRequest(size_t endpoint, const std::string& path, const std::string& body,
-                          bool keep) const;
+                          bool keep, bool token) const;
+  // Whether requests need a token that is not there yet.
+  bool needsToken() const noexcept { return !credentials_.user.empty() && token_.empty(); }
+  // Asks etcd for a token (one request at a time); the calls in waiting_ and a waiting watch
+  // go on when it comes, or fail with its error.
+  void authenticate() noexcept;
+  void authenticated(const std::string* body, const EtcdError* error) noexcept;
+  void openWatch() noexcept;
   EtcdExchange* open(size_t endpoint, std::string request, bool stream) noexcept;
   void start(std::unique_ptr<Call> call) noexcept;
   void attempt(Call* call) noexcept;
@@ -157,6 +188,11 @@ class EtcdClient final : private EtcdExchangeOwner {
   std::vector<EtcdEndpoint> endpoints_;
   Duration timeout_;
   size_t current_ = 0;
+  EtcdCredentials credentials_;
+  std::string token_;                          // etcd's, once authenticated; a secret
+  bool authenticating_ = false;
+  std::vector<std::unique_ptr<Call>> waiting_; // requests waiting for a token
+  bool watch_waiting_ = false;                 // the watch waits for a token
   std::vector<std::unique_ptr<Call>> calls_;   // requests in flight
   std::vector<EtcdExchange*> exchanges_;       // open, until their last close callback
   EtcdExchange* watch_ = nullptr;

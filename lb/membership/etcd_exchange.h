@@ -4,6 +4,11 @@
 // and hands it to the client at the end of the message; the watch hands over each
 // newline-ended message of a 200 body as soon as it is whole, however etcd chunked it.
 //
+// An https:// member gets lb's TLS transport (lb/tls/tls_transport.h) under the same
+// Connection, as a health check of a TLS cluster does: the handshake runs inside the connect
+// timeout, and its failure is a kConnect whose message says why ("TLS handshake: certificate
+// verify failed: ...").
+//
 // Owns its Connection (lb/net/connection.h) and frees itself in its last close callback,
 // after telling its owner (exchangeClosed). After abandon() it reports nothing more. Every
 // outcome reaches the owner from a libuv callback, never from start().
@@ -11,6 +16,7 @@
 
 #include <uv.h>
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -20,6 +26,7 @@
 #include "lb/http/parser.h"
 #include "lb/membership/etcd_types.h"
 #include "lb/net/connection.h"
+#include "lb/tls/tls_transport.h"
 
 namespace lb {
 
@@ -47,9 +54,13 @@ class EtcdExchange final : public ConnectionOwner, public HttpBodySink {
   // etcd's heads are a few hundred bytes.
   static constexpr size_t kMaxHeadBytes = 64 * 1024;
 
+  // `tls`: the member is https://, spoken to with `context` (which it needs).
   EtcdExchange(EtcdExchangeOwner* client, uv_loop_t* loop, size_t endpoint, std::string request,
-               bool stream, uint64_t timeout_ms)
-      : client_(client),
+               bool stream, uint64_t timeout_ms, bool tls,
+               std::shared_ptr<const TlsClientContext> context)
+      : tls_context_(tls ? std::move(context) : nullptr),
+        tls_required_(tls),
+        client_(client),
         loop_(loop),
         endpoint_(endpoint),
         stream_(stream),
@@ -62,7 +73,21 @@ class EtcdExchange final : public ConnectionOwner, public HttpBodySink {
     // blocking test, a slow callback) would otherwise get a deadline that much too early.
     uv_update_time(loop_);
     start_ms_ = uv_now(loop_);
-    const int rc = conn_.connect(address, timeout_ms_);
+    int rc = 0;
+    if (tls_required_ && tls_context_ == nullptr) {
+      early_ = errorOf(EtcdFailure::kConnect, "an https:// member but no TLS settings");
+      done_ = true;
+      conn_.close();
+      return;
+    }
+    if (tls_context_ != nullptr) {
+      // The stats are this exchange's own and outlive the transport (released at close).
+      std::shared_ptr<TlsWorkerStats> stats(std::shared_ptr<void>(), &tls_stats_);
+      tls_ = TlsTransport::connect(tls_context_, std::move(stats), tls_context_->mainSlot(),
+                                   address);
+      if (tls_ == nullptr) rc = UV_ENOMEM;
+    }
+    if (rc == 0) rc = conn_.connect(address, timeout_ms_, tls_);
     if (rc != 0) {
       // Reported from the close callback: never inline from the caller's request.
       early_ = errorOf(EtcdFailure::kConnect, std::string("connect: ") + sysErrorText(rc));
@@ -90,7 +115,9 @@ class EtcdExchange final : public ConnectionOwner, public HttpBodySink {
   void onConnected(int status) noexcept override {
     if (done_) return;
     if (status != 0) {
-      if (status == UV_ETIMEDOUT)
+      if (tls_ != nullptr && !tls_->failureText().empty())
+        fail(EtcdFailure::kConnect, "TLS handshake: " + tls_->failureText());
+      else if (status == UV_ETIMEDOUT)
         fail(EtcdFailure::kTimeout, "no connection within " + formatDuration(Duration(timeout_ms_)));
       else
         fail(EtcdFailure::kConnect, std::string("connect: ") + sysErrorText(status));
@@ -145,12 +172,12 @@ class EtcdExchange final : public ConnectionOwner, public HttpBodySink {
     if (stream_ && status_ == 200)
       fail(EtcdFailure::kClosed, "etcd closed the watch stream");
     else
-      fail(EtcdFailure::kConnect, "the connection closed before the whole reply");
+      fail(EtcdFailure::kConnect, "the connection closed before the whole reply" + tlsReason());
   }
 
   void onError(int status) noexcept override {
     if (done_) return;
-    const std::string why = std::string("read: ") + sysErrorText(status);
+    const std::string why = std::string("read: ") + sysErrorText(status) + tlsReason();
     fail(stream_ && status_ == 200 ? EtcdFailure::kClosed : EtcdFailure::kConnect, why);
   }
 
@@ -245,6 +272,13 @@ class EtcdExchange final : public ConnectionOwner, public HttpBodySink {
     client_->exchangeReplied(this, status_, body_);
   }
 
+  // After the handshake, TLS's reason for a connection that ended (etcd refusing a client
+  // without a certificate alerts then, under TLS 1.3); "" when there is none.
+  std::string tlsReason() const {
+    if (tls_ == nullptr || tls_->failureText().empty()) return "";
+    return " (TLS: " + tls_->failureText() + ")";
+  }
+
   static EtcdError errorOf(EtcdFailure kind, std::string message) {
     EtcdError e;
     e.kind = kind;
@@ -259,6 +293,10 @@ class EtcdExchange final : public ConnectionOwner, public HttpBodySink {
     client_->exchangeFailed(this, errorOf(kind, std::move(message)));
   }
 
+  std::shared_ptr<const TlsClientContext> tls_context_;
+  const bool tls_required_;
+  TlsWorkerStats tls_stats_;
+  TlsTransport* tls_ = nullptr;   // under conn_ for an https:// member; released by it
   EtcdExchangeOwner* client_;
   uv_loop_t* loop_;
   const size_t endpoint_;

@@ -166,6 +166,28 @@ std::string watchCreateRequest(std::string_view key, int64_t start_revision) {
       .dump();
 }
 
+std::string authenticateRequest(std::string_view user, std::string_view password) {
+  return json{{"name", user}, {"password", password}}.dump();
+}
+
+bool readAuthToken(std::string_view body, std::string* token, std::string* error) noexcept {
+  return guarded(error, [&] {
+    const json j = json::parse(body);
+    if (!j.is_object()) bad("an authenticate reply that is not an object");
+    std::string t = stringField(j, "token");
+    if (t.empty()) bad("an authenticate reply without a token");
+    // The token goes into a header line as it is: nothing that could end or fold the line.
+    for (const char c : t)
+      if (static_cast<unsigned char>(c) < 0x21 || c == 0x7f)
+        bad("an authenticate reply whose token is not one header word");
+    *token = std::move(t);
+  });
+}
+
+bool tokenRejected(int status, std::string_view text) noexcept {
+  return status == 401 || text.find("invalid auth token") != std::string_view::npos;
+}
+
 bool readRange(std::string_view body, std::string_view key, EtcdRangeReply* out,
                std::string* error) noexcept {
   return guarded(error, [&] {

@@ -28,6 +28,15 @@ bool readRange(std::string_view body, std::string_view key, EtcdRangeReply* out,
                std::string* error) noexcept;
 bool readTxn(std::string_view body, std::string_view key, EtcdTxnReply* out,
              std::string* error) noexcept;
+// /v3/auth/authenticate {"name": U, "password": P} (both plain JSON strings, not base64).
+std::string authenticateRequest(std::string_view user, std::string_view password);
+// Its reply {"header": H, "token": T}: the token, sent as the Authorization header from then
+// on. A reply without a non-empty token is false with *error.
+bool readAuthToken(std::string_view body, std::string* token, std::string* error) noexcept;
+// A reply (or a watch's cancel reason) that says the token is no longer valid: etcd 3.4's
+// "etcdserver: invalid auth token" (gRPC Unauthenticated, HTTP 401), after the token expired
+// or the member restarted and forgot its simple tokens.
+bool tokenRejected(int status, std::string_view text) noexcept;
 // A reply that carries only its header (put, compaction): the header revision.
 bool readHeaderRevision(std::string_view body, int64_t* revision, std::string* error) noexcept;
 // etcd's text in an error reply ({"error": ..., "message": ..., "code": N}), else the body's

@@ -18,15 +18,15 @@ struct EtcdEndpoint {
   std::string host;             // as written: "127.0.0.1", "::1" (no brackets)
   uint16_t port = 0;
   std::string url;              // as written, without a trailing '/': for messages
+  bool tls = false;             // https://: TLS with the client's context
   sockaddr_storage address{};   // ready for connect()
   socklen_t address_len = 0;
 };
 
-// "http://127.0.0.1:2379", "http://[::1]:2379" (a trailing "/" is allowed; no path, query,
+// "http://127.0.0.1:2379", "https://[::1]:2379" (a trailing "/" is allowed; no path, query,
 // user or fragment) -> *out. The host must be an IP address: names are refused (nothing on
 // the main loop resolves them yet; the message says to write an address). The port defaults
-// to 2379, etcd's client port, when the URL has none. https is refused ("TLS comes with
-// issue 24"). On failure: false, *out untouched, *error a message quoting the URL that says
+// to 2379, etcd's client port, when the URL has none. https:// sets out->tls. On failure: false, *out untouched, *error a message quoting the URL that says
 // what to write instead. Pure; any thread (the config validation calls it).
 bool parseEtcdUrl(std::string_view url, EtcdEndpoint* out, std::string* error);
 

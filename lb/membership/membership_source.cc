@@ -44,6 +44,7 @@ const char* sourceStateName(SourceState s) noexcept {
 
 MembershipSource* MembershipSource::start(uv_loop_t* loop, std::string cluster,
                                           MembershipConfig config, int64_t served, Hooks hooks,
+                                          std::shared_ptr<const TlsClientContext> tls,
                                           std::string* error) {
   std::vector<EtcdEndpoint> endpoints;
   for (const std::string& url : config.etcd) {
@@ -55,7 +56,12 @@ MembershipSource* MembershipSource::start(uv_loop_t* loop, std::string cluster,
     *error = "no etcd endpoint";
     return nullptr;
   }
-  auto client = std::make_unique<EtcdClient>(loop, std::move(endpoints), kRequestTimeout);
+  EtcdCredentials credentials;
+  credentials.tls = std::move(tls);
+  credentials.user = config.user;
+  credentials.password = config.password;
+  auto client = std::make_unique<EtcdClient>(loop, std::move(endpoints), kRequestTimeout,
+                                             std::move(credentials));
   auto* s = new MembershipSource(loop, std::move(cluster), std::move(config), served,
                                  std::move(hooks), std::move(client));
   s->range(false);

@@ -38,6 +38,7 @@
 
 #include "lb/config/config.h"
 #include "lb/membership/apply_plan.h"
+#include "lb/tls/tls_client_context.h"
 
 namespace lb {
 
@@ -76,9 +77,12 @@ class MembershipSource {
   };
 
   // Starts at once (a Range). `served` is the revision the cluster serves now (0: none).
+  // `tls`: the client context for https:// members (membership_tls.h builds it from
+  // config.tls); config.user and config.password authenticate to etcd when set.
   // Returns null with *error when the etcd URLs do not parse (validation has refused them).
   static MembershipSource* start(uv_loop_t* loop, std::string cluster, MembershipConfig config,
-                                 int64_t served, Hooks hooks, std::string* error);
+                                 int64_t served, Hooks hooks,
+                                 std::shared_ptr<const TlsClientContext> tls, std::string* error);
 
   // The build the owner was asked for ended: `applied` (the cluster serves update.revision)
   // or rejected. The next waiting update, if any, follows after min_apply_interval.

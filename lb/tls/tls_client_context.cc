@@ -29,6 +29,7 @@ std::shared_ptr<const TlsClientContext> TlsClientContext::build(
     const TlsClientOptions& options, unsigned workers, std::vector<TlsClientBuildError>* errors) {
   std::shared_ptr<TlsClientContext> self(new TlsClientContext());
   self->verify_ = options.verify;
+  self->log_failures_ = options.log_failures;
   self->server_name_ = options.server_name;
   self->label_ = options.label;
   self->slots_.resize(workers + 1);   // the last one: the main thread's health checks

@@ -35,6 +35,9 @@ struct TlsClientOptions {
   std::string key;
   std::string min_version = "1.2";
   std::string label;           // who this is for in log lines: "cluster cache"
+  // Whether a failed handshake logs its own line. The etcd client's owner logs each failure
+  // of a request once, with the handshake's reason in it (failureText), so it turns this off.
+  bool log_failures = true;
 };
 
 // What is wrong with one field ("ca", "cert" or "key").
@@ -66,6 +69,7 @@ class TlsClientContext {
   // Whether a handshake failure may be logged now: one line a second per context, so a
   // backend with a wrong certificate does not flood the log with one line per connect.
   bool mayLog() const noexcept;
+  bool logsFailures() const noexcept { return log_failures_; }
 
  private:
   struct Session {
@@ -84,6 +88,7 @@ class TlsClientContext {
 
   SSL_CTX* ctx_ = nullptr;
   bool verify_ = true;
+  bool log_failures_ = true;
   std::string server_name_;
   std::string label_;
   // Each slot is touched by one thread only (its worker's loop): no lock.

@@ -423,7 +423,7 @@ void TlsTransport::logFailure(Connection& c, TlsErrorReason reason) noexcept {
       failure_ = "no handshake within the connect timeout";
     else
       failure_ = last_error_.empty() ? "protocol error" : last_error_;
-    if (client_->mayLog())
+    if (client_->logsFailures() && client_->mayLog())
       LB_WARN("upstream TLS: %s, backend %s: handshake failed: %s", client_->label().c_str(),
               formatAddress(c.peer()).c_str(), failure_.c_str());
   } catch (...) {
@@ -522,7 +522,17 @@ void TlsTransport::decrypt(Connection& c) noexcept {
     if (e == SSL_ERROR_ZERO_RETURN) {
       c.deliver(UV_EOF, &none);   // close_notify
     } else {
-      LB_DEBUG("tls: read: %s", tlsErrorText().c_str());
+      // The connect side's owner may say why the peer ended it after the handshake (a server
+      // that wanted a client certificate alerts only then, under TLS 1.3).
+      if (client_ != nullptr) {
+        try {
+          failure_ = tlsErrorText();
+        } catch (...) {
+        }
+        LB_DEBUG("tls: read: %s", failure_.c_str());
+      } else {
+        LB_DEBUG("tls: read: %s", tlsErrorText().c_str());
+      }
       ERR_clear_error();
       c.deliver(UV_EPROTO, &none);
     }

@@ -220,15 +220,16 @@ membership = { etcd = ["http://127.0.0.1:2379"], key = "/lb/prod/clusters/cache"
 listen = "127.0.0.1:8080"
 cluster = "cache"
 [clusters.cache]
-membership = { etcd = ["https://127.0.0.1:2379"], key = "", max_remove_percent = 0 }
+membership = { etcd = ["ftp://127.0.0.1:2379"], key = "", max_remove_percent = 0 }
 )");
   CheckRun r = runProcess({lbBinary(), "--check", "--config", bad});
   EXPECT_EQ(r.status, 1);
   EXPECT_EQ(r.err,
-            bad + ":5:24: clusters.cache.membership.etcd[0]: 'https://127.0.0.1:2379': lb speaks "
-                  "plain HTTP to etcd's gateway; https is not supported (write http://host:port)\n" +
-                bad + ":5:57: clusters.cache.membership.key: must not be empty (the etcd key "
+            bad + ":5:24: clusters.cache.membership.etcd[0]: 'ftp://127.0.0.1:2379' is not an etcd "
+                  "client URL (write http://host:port or https://host:port, e.g. "
+                  "http://127.0.0.1:2379)\n" +
+                bad + ":5:55: clusters.cache.membership.key: must not be empty (the etcd key "
                       "holding the membership document)\n" +
-                bad + ":5:82: clusters.cache.membership.max_remove_percent: must be >= 1, got 0\n" +
+                bad + ":5:80: clusters.cache.membership.max_remove_percent: must be >= 1, got 0\n" +
                 bad + ": 3 errors\n");
 }

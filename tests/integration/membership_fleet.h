@@ -283,6 +283,8 @@ struct MembershipOptions {
   MembershipOptions& minApplyInterval(std::string d) { min_apply_interval = std::move(d); return *this; }
   MembershipOptions& clusterExtra(std::string t) { cluster_extra = std::move(t); return *this; }
   MembershipOptions& listenerProtocol(std::string p) { protocol = std::move(p); return *this; }
+  // More keys of the membership table itself: ", tls = { ... }", ", user = ..."
+  MembershipOptions& membershipExtra(std::string t) { membership_extra = std::move(t); return *this; }
 
   std::vector<std::string> endpoints;
   std::string key;
@@ -291,6 +293,7 @@ struct MembershipOptions {
   bool state_file = true;
   std::string cluster_extra;                 // more TOML lines for [clusters.cache]
   std::string protocol = "http";             // the listener's: "http" or "redis"
+  std::string membership_extra;              // written inside membership = { ... }
 };
 
 class MemberLb {
@@ -312,7 +315,7 @@ class MemberLb {
     if (opts_.max_remove_percent >= 0)
       m += ", max_remove_percent = " + std::to_string(opts_.max_remove_percent);
     if (!state_path_.empty()) m += ", state_file = \"" + state_path_ + "\"";
-    m += " }\n";
+    m += opts_.membership_extra + " }\n";
     return "[lb]\nworkers = 1\nlog_level = \"info\"\naccess_log = \"\"\n"
            "[admin]\nlisten = \"127.0.0.1:" + std::to_string(admin_) + "\"\n"
            "[listeners.web]\nlisten = \"127.0.0.1:" + std::to_string(web_) +
@@ -327,6 +330,8 @@ class MemberLb {
     return lb_->start(config(), {web_, admin_});
   }
   void kill() { lb_.reset(); }
+  // SIGHUP with `toml` as the new config; true when lb reloaded it, false when it refused it.
+  bool reload(const std::string& toml) { return lb_->reload(toml); }
 
   uint16_t web() const { return web_; }
   uint16_t admin() const { return admin_; }

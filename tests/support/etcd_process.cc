@@ -42,7 +42,7 @@ struct EtcdCluster::Member {
   std::unique_ptr<Process> process;
 };
 
-EtcdCluster::EtcdCluster(size_t members, Millis timeout) {
+EtcdCluster::EtcdCluster(size_t members, Millis timeout, EtcdTls tls) : tls_(std::move(tls)) {
   char tmpl[] = "/tmp/lb-etcd-XXXXXX";
   if (mkdtemp(tmpl) == nullptr) return;
   root_ = tmpl;
@@ -82,25 +82,33 @@ void EtcdCluster::startMember(size_t i) {
   // Loopback round trips are microseconds: a 25 ms heartbeat and a 250 ms election timeout
   // (etcd wants at least 5 heartbeats per election timeout) elect a new leader well within
   // a second of a kill. --snapshot-count keeps the WAL replay at a restart short.
-  m.process = std::make_unique<Process>(std::vector<std::string>{
+  const std::string client_url = clientUrl(i);
+  std::vector<std::string> argv{
       kEtcd, "--name", m.name, "--data-dir", m.data_dir,
-      "--listen-client-urls", loopbackUrl(m.client_port),
-      "--advertise-client-urls", loopbackUrl(m.client_port),
+      "--listen-client-urls", client_url,
+      "--advertise-client-urls", client_url,
       "--listen-peer-urls", loopbackUrl(m.peer_port),
       "--initial-advertise-peer-urls", loopbackUrl(m.peer_port),
       "--initial-cluster", initial_cluster_, "--initial-cluster-state", "new",
       "--initial-cluster-token", token_,
       "--heartbeat-interval", "25", "--election-timeout", "250",
-      "--snapshot-count", "1000", "--logger", "zap", "--log-level", "error"});
+      "--snapshot-count", "1000", "--logger", "zap", "--log-level", "error"};
+  if (tls_.enabled()) {
+    for (const std::string& a : {"--cert-file=" + tls_.cert, "--key-file=" + tls_.key,
+                                 "--trusted-ca-file=" + tls_.ca})
+      argv.push_back(a);
+    if (tls_.client_cert_auth) argv.push_back("--client-cert-auth");
+  }
+  m.process = std::make_unique<Process>(std::move(argv));
 }
 
 std::string EtcdCluster::clientUrl(size_t member) const {
-  return loopbackUrl(members_.at(member)->client_port);
+  return clientScheme() + "://127.0.0.1:" + std::to_string(members_.at(member)->client_port);
 }
 
 std::vector<std::string> EtcdCluster::clientUrls() const {
   std::vector<std::string> out;
-  for (const auto& m : members_) out.push_back(loopbackUrl(m->client_port));
+  for (size_t i = 0; i < members_.size(); ++i) out.push_back(clientUrl(i));
   return out;
 }
 
@@ -137,11 +145,23 @@ bool EtcdCluster::waitHealthy(size_t member, Millis timeout) const {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   for (;;) {
     if (!running(member)) return false;
-    auto r = httpExchange(port, "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
-                          1s);
-    // etcd 3.4 answers {"health":"true"} once the member has a leader and can serve.
-    if (r.ok && r.status == 200 && r.body.find("\"health\":\"true\"") != std::string::npos)
-      return true;
+    if (tls_.enabled()) {
+      // The test's HTTP client speaks no TLS: etcdctl asks, with the test's certificates.
+      std::vector<std::string> argv = {"env", "ETCDCTL_API=3", kEtcdctl,
+                                       "--endpoints=" + clientUrl(member), "--dial-timeout=1s",
+                                       "--command-timeout=2s"};
+      for (const auto& a : etcdctlSecurity()) argv.push_back(a);
+      argv.insert(argv.end(), {"endpoint", "health"});
+      auto r = runCommand(argv, 5s);
+      if (r.exit_code == 0 && (r.out + r.err).find("is healthy") != std::string::npos)
+        return true;
+    } else {
+      auto r = httpExchange(
+          port, "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n", 1s);
+      // etcd 3.4 answers {"health":"true"} once the member has a leader and can serve.
+      if (r.ok && r.status == 200 && r.body.find("\"health\":\"true\"") != std::string::npos)
+        return true;
+    }
     if (std::chrono::steady_clock::now() >= deadline) return false;
     std::this_thread::sleep_for(20ms);
   }
@@ -151,16 +171,52 @@ std::string EtcdCluster::endpointsArg() const {
   std::string out;
   for (size_t i = 0; i < members_.size(); ++i) {
     if (!running(i)) continue;
-    out += (out.empty() ? "" : ",") + loopbackUrl(members_[i]->client_port);
+    out += (out.empty() ? "" : ",") + clientUrl(i);
   }
+  return out;
+}
+
+std::vector<std::string> EtcdCluster::etcdctlSecurity() const {
+  std::vector<std::string> out;
+  if (tls_.enabled()) {
+    out.push_back("--cacert=" + tls_.ca);
+    if (!tls_.client_cert.empty()) {
+      out.push_back("--cert=" + tls_.client_cert);
+      out.push_back("--key=" + tls_.client_key);
+    }
+  }
+  if (!root_password_.empty()) out.push_back("--user=root:" + root_password_);
   return out;
 }
 
 CommandResult EtcdCluster::etcdctl(std::vector<std::string> args, std::string_view stdin_data) {
   std::vector<std::string> argv = {"env", "ETCDCTL_API=3", kEtcdctl, "--endpoints=" + endpointsArg(),
                                    "--dial-timeout=2s", "--command-timeout=5s"};
+  for (const auto& a : etcdctlSecurity()) argv.push_back(a);
   argv.insert(argv.end(), args.begin(), args.end());
-  return runCommand(argv, 10s, stdin_data);
+  CommandResult r = runCommand(argv, 10s, stdin_data);
+  if (r.exit_code != 0) last_error_ = "etcdctl " + (args.empty() ? "" : args[0]) + ": " + r.out + r.err;
+  return r;
+}
+
+bool EtcdCluster::enableAuth(const std::string& root_password) {
+  // etcdctl reads the new user's password from the argument after a ':' (--interactive=false).
+  if (etcdctl({"user", "add", "root:" + root_password, "--interactive=false"}).exit_code != 0)
+    return false;
+  // etcd enables authentication only for a root user that holds the (built-in) root role.
+  if (etcdctl({"user", "grant-role", "root", "root"}).exit_code != 0) return false;
+  if (etcdctl({"auth", "enable"}).exit_code != 0) return false;
+  root_password_ = root_password;
+  return true;
+}
+
+bool EtcdCluster::addReader(const std::string& user, const std::string& password,
+                            const std::string& key) {
+  const std::string role = user + "-role";
+  return etcdctl({"role", "add", role}).exit_code == 0 &&
+         etcdctl({"role", "grant-permission", role, "read", key}).exit_code == 0 &&
+         etcdctl({"user", "add", user + ":" + password, "--interactive=false"}).exit_code == 0 &&
+         etcdctl({"user", "grant-role", user, role}).exit_code == 0;
 }
 
 int64_t EtcdCluster::put(const std::string& key, const std::string& value) {
@@ -236,7 +292,7 @@ std::optional<size_t> EtcdCluster::leader() {
         continue;
       const std::string url = e.at("Endpoint").get<std::string>();
       for (size_t i = 0; i < members_.size(); ++i)
-        if (loopbackUrl(members_[i]->client_port) == url) return i;
+        if (clientUrl(i) == url) return i;
     }
   } catch (...) {
   }

@@ -11,6 +11,13 @@
 // the JSON gateway lb speaks, so a test checks lb's client against an independent path
 // (putSequence alone, built for speed, uses the gateway).
 //
+// With EtcdTls, members serve clients over https only (--cert-file, --key-file,
+// --trusted-ca-file, and with client_cert_auth --client-cert-auth: a client must show a
+// certificate of the CA); peers stay plain http on loopback. etcdctl then uses the CA and the
+// client certificate given, and /health is asked through etcdctl too. enableAuth() turns on
+// etcd's authentication with a root user, after which every helper runs as root.
+// putSequence speaks plain HTTP and is for members without TLS.
+//
 //   lb::test::EtcdProcess etcd;
 //   ASSERT_TRUE(etcd.ok()) << etcd.output();
 //   int64_t rev = etcd.put("/lb/k", "v");
@@ -28,12 +35,21 @@
 
 namespace lb::test {
 
+// TLS for a test's etcd members (certificates from tests/support/tls_certs.h).
+struct EtcdTls {
+  std::string ca;                  // --trusted-ca-file, and what etcdctl trusts
+  std::string cert, key;           // the members' certificate (for IP:127.0.0.1) and key
+  bool client_cert_auth = false;   // --client-cert-auth
+  std::string client_cert, client_key;   // what etcdctl shows (with client_cert_auth)
+  bool enabled() const { return !cert.empty(); }
+};
+
 // A cluster of `members` etcd processes (1 or 3 in practice). Members are numbered from 0.
 class EtcdCluster {
  public:
   // Starts every member and waits (up to `timeout`) until each answers /health. ok() says
   // whether it worked; output() has the members' logs when it did not.
-  explicit EtcdCluster(size_t members = 3, Millis timeout = 15s);
+  explicit EtcdCluster(size_t members = 3, Millis timeout = 15s, EtcdTls tls = {});
   // Kills every member (SIGKILL) and removes the data directories.
   ~EtcdCluster();
   EtcdCluster(const EtcdCluster&) = delete;
@@ -41,7 +57,7 @@ class EtcdCluster {
 
   bool ok() const { return ok_; }
   size_t size() const { return members_.size(); }
-  // "http://127.0.0.1:PORT" of member i, and of all in order.
+  // "http://127.0.0.1:PORT" (https:// with TLS) of member i, and of all in order.
   std::string clientUrl(size_t member = 0) const;
   std::vector<std::string> clientUrls() const;
   uint16_t clientPort(size_t member = 0) const;
@@ -79,23 +95,39 @@ class EtcdCluster {
   // Compacts up to `revision` (physical); false on failure.
   bool compact(int64_t revision);
 
+  // --- Authentication, through etcdctl ---------------------------------------------------
+  // Adds user root with `root_password` and runs `etcdctl auth enable`; from then on every
+  // helper above runs as root. False (output() and lastError() say why) on failure.
+  bool enableAuth(const std::string& root_password);
+  // A user whose own role may read `key` and nothing else. Needs enableAuth() first.
+  bool addReader(const std::string& user, const std::string& password, const std::string& key);
+  // The last etcdctl failure's output, for a test's message.
+  const std::string& lastError() const { return last_error_; }
+
  private:
   struct Member;
   void startMember(size_t i);
   std::string endpointsArg() const;   // every running member, for etcdctl --endpoints
   CommandResult etcdctl(std::vector<std::string> args, std::string_view stdin_data = {});
+  // etcdctl's flags for TLS and the root user (none without them).
+  std::vector<std::string> etcdctlSecurity() const;
+  std::string clientScheme() const { return tls_.enabled() ? "https" : "http"; }
 
   std::vector<std::unique_ptr<Member>> members_;
   std::string root_;              // the data directories' parent, removed at the end
   std::string initial_cluster_;
   std::string token_;
+  EtcdTls tls_;
+  std::string root_password_;   // set once enableAuth() ran
+  std::string last_error_;
   bool ok_ = false;
 };
 
 // One member: the single-node etcd most tests need.
 class EtcdProcess : public EtcdCluster {
  public:
-  explicit EtcdProcess(Millis timeout = 10s) : EtcdCluster(1, timeout) {}
+  explicit EtcdProcess(Millis timeout = 10s, EtcdTls tls = {})
+      : EtcdCluster(1, timeout, std::move(tls)) {}
   void kill() { EtcdCluster::kill(0); }
   bool restart(Millis timeout = 10s) { return EtcdCluster::restart(0, timeout); }
   using EtcdCluster::kill;

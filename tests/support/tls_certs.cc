@@ -17,7 +17,8 @@ TlsCa::TlsCa(std::string dir, std::string name) : dir_(std::move(dir)) {
   ca_.error = r.err;
 }
 
-TlsCert TlsCa::issue(const std::string& file, const std::vector<std::string>& names, int days) {
+TlsCert TlsCa::issue(const std::string& file, const std::vector<std::string>& names, int days,
+                     bool common_name) {
   TlsCert c;
   c.cert = dir_ + "/" + file + ".pem";
   c.key = dir_ + "/" + file + ".key";
@@ -32,7 +33,9 @@ TlsCert TlsCa::issue(const std::string& file, const std::vector<std::string>& na
   std::ofstream(ext) << san << "\n";
   CommandResult r = runCommand({"openssl", "req", "-newkey", "ec", "-pkeyopt",
                                 "ec_paramgen_curve:prime256v1", "-nodes", "-subj",
-                                "/CN=" + (names.empty() ? file : names[0]), "-keyout", c.key,
+                                common_name ? "/CN=" + (names.empty() ? file : names[0])
+                                            : "/O=lb test",
+                                "-keyout", c.key,
                                 "-out", csr},
                                30s);
   if (r.exit_code != 0) {

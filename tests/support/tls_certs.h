@@ -29,7 +29,10 @@ class TlsCa {
   // first also the CN), valid `days`
   // from now (0: expired from the next second on, for the config-error tests), signed by
   // this CA.
-  TlsCert issue(const std::string& file, const std::vector<std::string>& names, int days = 30);
+  // `common_name` false: a subject without CN (the names in subjectAltName only), as etcd's
+  // gateway wants a client certificate when its authentication is on too.
+  TlsCert issue(const std::string& file, const std::vector<std::string>& names, int days = 30,
+                bool common_name = true);
 
  private:
   std::string dir_;

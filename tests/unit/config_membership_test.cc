@@ -43,6 +43,28 @@ state_file = "/var/lib/lb/cache.json"
   EXPECT_EQ(c.backends.size(), 1u);
 }
 
+TEST(ConfigMembershipTest, ReadsHttpsTlsAndCredentials) {
+  auto r = loadConfigString(R"([clusters.cache]
+[clusters.cache.membership]
+etcd = ["https://10.0.0.1:2379", "https://10.0.0.2"]
+key = "/lb/prod/cache"
+tls = { ca = "etcd-ca.pem", server_name = "etcd.internal", cert = "/etc/lb/etcd.pem", key = "/etc/lb/etcd.key" }
+user = "lb"
+password = "s3cret"
+)",
+                            "/etc/lb/lb.toml");
+  ASSERT_TRUE(r.ok()) << r.errors().front().format();
+  const MembershipConfig& m = *r.value().clusters.at(0).membership;
+  EXPECT_EQ(m.etcd, (std::vector<std::string>{"https://10.0.0.1:2379", "https://10.0.0.2"}));
+  EXPECT_TRUE(m.tls.enabled);
+  EXPECT_EQ(m.tls.ca, "/etc/lb/etcd-ca.pem");   // beside the config, as a cluster's tls
+  EXPECT_EQ(m.tls.server_name, "etcd.internal");
+  EXPECT_EQ(m.tls.cert, "/etc/lb/etcd.pem");
+  EXPECT_EQ(m.tls.key, "/etc/lb/etcd.key");
+  EXPECT_EQ(m.user, "lb");
+  EXPECT_EQ(m.password, "s3cret");
+}
+
 TEST(ConfigMembershipTest, DefaultsLeaveOnlyEtcdAndKeyToWrite) {
   auto r = loadConfigString(
       "[clusters.cache]\nmembership = { etcd = [\"http://127.0.0.1:2379\"], key = \"/k\" }\n",
@@ -104,10 +126,20 @@ const Mistake kMistakes[] = {
      "integer"},
     {"EtcdNotAUrl", "{ etcd = [\"127.0.0.1:2379\"], key = \"/k\" }",
      "lb.toml:2:24: clusters.cache.membership.etcd[0]: '127.0.0.1:2379' is not an etcd client "
-     "URL (write http://host:port, e.g. http://127.0.0.1:2379)"},
-    {"EtcdHttps", "{ etcd = [\"http://127.0.0.1:2379\", \"https://10.0.0.1:2379\"], key = \"/k\" }",
-     "lb.toml:2:49: clusters.cache.membership.etcd[1]: 'https://10.0.0.1:2379': lb speaks plain "
-     "HTTP to etcd's gateway; https is not supported (write http://host:port)"},
+     "URL (write http://host:port or https://host:port, e.g. http://127.0.0.1:2379)"},
+    {"TlsWithoutHttps",
+     "{ etcd = [\"http://127.0.0.1:2379\"], key = \"/k\", tls = { ca = \"/ca.pem\" } }",
+     "lb.toml:2:68: clusters.cache.membership.tls: is set but every etcd URL is http:// (write "
+     "https://host:port)"},
+    {"TlsCertWithoutKey",
+     "{ etcd = [\"https://127.0.0.1:2379\"], key = \"/k\", tls = { cert = \"/c.pem\" } }",
+     "lb.toml:2:78: clusters.cache.membership.tls.cert: needs its private key too: key = "
+     "\"...pem\""},
+    {"UserWithoutPassword", "{ etcd = [\"https://127.0.0.1:2379\"], key = \"/k\", user = \"lb\" }",
+     "lb.toml:2:70: clusters.cache.membership.user: needs its password too: password = \"...\""},
+    {"PasswordWithoutUser",
+     "{ etcd = [\"https://127.0.0.1:2379\"], key = \"/k\", password = \"pw\" }",
+     "lb.toml:2:74: clusters.cache.membership.password: needs its user too: user = \"...\""},
     {"EtcdWithPath", "{ etcd = [\"http://127.0.0.1:2379/v3\"], key = \"/k\" }",
      "lb.toml:2:24: clusters.cache.membership.etcd[0]: 'http://127.0.0.1:2379/v3': an etcd "
      "client URL has no path (write http://host:port)"},

@@ -39,11 +39,36 @@ TEST(EtcdUrlTest, TakesATrailingSlashIpv6AndEtcdsDefaultPort) {
   EXPECT_EQ(ep.port, 2379);
 }
 
-TEST(EtcdUrlTest, RefusesHttpsForNow) {
+TEST(EtcdUrlTest, TakesHttpsWithItsPort) {
   EtcdEndpoint ep;
   std::string error;
-  EXPECT_FALSE(parseEtcdUrl("https://127.0.0.1:2379", &ep, &error));
-  EXPECT_NE(error.find("issue 24"), std::string::npos) << error;
+  ASSERT_TRUE(parseEtcdUrl("https://127.0.0.1:2380/", &ep, &error)) << error;
+  EXPECT_TRUE(ep.tls);
+  EXPECT_EQ(ep.port, 2380);
+  EXPECT_EQ(ep.url, "https://127.0.0.1:2380");
+  ASSERT_TRUE(parseEtcdUrl("https://10.0.0.2", &ep, &error)) << error;
+  EXPECT_EQ(ep.port, 2379);
+  ASSERT_TRUE(parseEtcdUrl("http://10.0.0.2", &ep, &error)) << error;
+  EXPECT_FALSE(ep.tls);
+}
+
+TEST(EtcdJsonTest, AuthenticateRequestAndTokenReply) {
+  EXPECT_EQ(etcd_json::authenticateRequest("lb", "p\"w"),
+            "{\"name\":\"lb\",\"password\":\"p\\\"w\"}");
+  std::string token, error;
+  ASSERT_TRUE(etcd_json::readAuthToken(
+      R"({"header":{"cluster_id":"1","member_id":"2","revision":"3","raft_term":"2"},)"
+      R"("token":"oQjmxpkTaDDStMfZ.9"})",
+      &token, &error))
+      << error;
+  EXPECT_EQ(token, "oQjmxpkTaDDStMfZ.9");
+  EXPECT_FALSE(etcd_json::readAuthToken(R"({"header":{}})", &token, &error));
+  // A token is sent as a header line as it is: nothing that could end the line.
+  EXPECT_FALSE(etcd_json::readAuthToken(R"({"token":"a\r\nX-Evil: 1"})", &token, &error));
+  EXPECT_TRUE(etcd_json::tokenRejected(401, ""));
+  EXPECT_TRUE(etcd_json::tokenRejected(400, "status 400: etcdserver: invalid auth token"));
+  EXPECT_FALSE(etcd_json::tokenRejected(
+      400, "status 400: etcdserver: authentication failed, invalid user ID or password"));
 }
 
 TEST(EtcdUrlTest, RefusesWhatIsNotSchemeHostAndPort) {

@@ -176,7 +176,7 @@ TEST(LayersTest, MembershipIncludingRoutingIsReported) {
   t.write("lb/membership/membership_source.cc", "#include \"lb/routing/snapshot.h\"\n");
   auto v = checkTree(t.root());
   ASSERT_EQ(v.size(), 1u);
-  EXPECT_EQ(v[0].rule, "membership may include core, plugins, net, http, config");
+  EXPECT_EQ(v[0].rule, "membership may include core, plugins, net, tls, http, config");
 }
 
 TEST(LayersTest, AFileDirectlyUnderLbIsReported) {

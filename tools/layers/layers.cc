@@ -28,8 +28,9 @@ const std::map<std::string, std::vector<std::string>>& directDeps() {
       {"proxy", {"runtime", "http"}},
       {"admin", {"routing", "config", "http"}},
       // Fleet membership from etcd: the gateway client speaks HTTP over lb's sockets, the
-      // document is validated as the config's backends are. app and `lb membership` use it.
-      {"membership", {"config", "http"}},
+      // document is validated as the config's backends are, and https:// members are spoken
+      // to with lb's TLS transport and client context. app and `lb membership` use it.
+      {"membership", {"config", "http", "tls"}},
       // The operator commands, one folder each (lb/cli/NAME): offline or against a running
       // lb's admin port, never inside the proxy.
       {"cli/analyze", {"routing", "config"}},

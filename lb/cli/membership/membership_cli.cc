@@ -1,7 +1,5 @@
 #include "lb/cli/membership/membership_cli.h"
 
-#include <uv.h>
-
 #include <charconv>
 #include <cstdio>
 #include <cstdlib>
@@ -10,11 +8,13 @@
 
 #include "lb/cli/analyze/analyze_format.h"
 #include "lb/cli/analyze/report.h"
+#include "lb/cli/membership/etcd_session.h"
 #include "lb/config/backends.h"
 #include "lb/config/config.h"
 #include "lb/core/strings.h"
 #include "lb/membership/document.h"
 #include "lb/membership/etcd_client.h"
+#include "lb/membership/membership_tls.h"
 #include "lb/routing/cluster_table.h"
 
 namespace lb {
@@ -26,67 +26,6 @@ constexpr int kExitFailure = 1;
 constexpr int kExitUsage = 2;
 // As `lb analyze` samples: enough for figures to two decimals of a percent, under a second.
 constexpr uint64_t kSampleKeys = 100000;
-
-// One etcd client on a private loop, driven to completion per request: the command line has
-// nothing else to do while it waits.
-class EtcdSession {
- public:
-  EtcdSession(std::vector<EtcdEndpoint> endpoints, Duration timeout) {
-    uv_loop_init(&loop_);
-    client_ = std::make_unique<EtcdClient>(&loop_, std::move(endpoints), timeout);
-  }
-  ~EtcdSession() {
-    bool closed = false;
-    client_->close([&closed] { closed = true; });
-    runUntil(closed);
-    client_.reset();
-    uv_run(&loop_, UV_RUN_NOWAIT);
-    uv_loop_close(&loop_);
-  }
-  EtcdSession(const EtcdSession&) = delete;
-  EtcdSession& operator=(const EtcdSession&) = delete;
-
-  // Either *reply or *error is filled.
-  bool range(const std::string& key, EtcdRangeReply* reply, EtcdError* error) {
-    bool done = false, ok = false;
-    client_->range(key, [&](const EtcdRangeReply* r, const EtcdError* e) {
-      done = true;
-      if (r) *reply = *r, ok = true;
-      if (e) *error = *e;
-    });
-    if (!runUntil(done)) *error = stalled();
-    return ok;
-  }
-
-  bool putIf(const std::string& key, const std::string& value, int64_t expected,
-             EtcdTxnReply* reply, EtcdError* error) {
-    bool done = false, ok = false;
-    client_->putIfModRevision(key, value, expected,
-                              [&](const EtcdTxnReply* r, const EtcdError* e) {
-                                done = true;
-                                if (r) *reply = *r, ok = true;
-                                if (e) *error = *e;
-                              });
-    if (!runUntil(done)) *error = stalled();
-    return ok;
-  }
-
- private:
-  // False when the loop ran dry before `done` (a bug: every request ends in a callback).
-  bool runUntil(const bool& done) {
-    while (!done)
-      if (uv_run(&loop_, UV_RUN_ONCE) == 0 && !done) return false;
-    return true;
-  }
-  static EtcdError stalled() {
-    EtcdError e;
-    e.message = "the request ended without an answer";
-    return e;
-  }
-
-  uv_loop_t loop_;
-  std::unique_ptr<EtcdClient> client_;
-};
 
 int usage(const std::string& error) {
   fprintf(stderr, "lb membership: %s\n%s", error.c_str(), membershipUsage());
@@ -412,6 +351,45 @@ int diffOrPut(const MembershipOptions& o, ClusterConfig settings_in, EtcdSession
   return kExitOk;
 }
 
+// The TLS context and user for etcd: the flags', or else the --config cluster's membership
+// table's (its file errors at their positions). False when a file does not load.
+bool credentialsOf(const MembershipOptions& o, const ClusterConfig& settings,
+                   EtcdCredentials* out, int* exit_code) {
+  bool https = false;
+  for (const auto& url : o.etcd) https = https || url.rfind("https://", 0) == 0;
+  const MembershipConfig* m = settings.membership ? &*settings.membership : nullptr;
+  out->user = o.user_given ? o.user : m ? m->user : "";
+  out->password = o.user_given ? o.password : m ? m->password : "";
+  if (!https) return true;
+  if (o.cacert.empty() && o.cert.empty() && m != nullptr && m->tls.enabled) {
+    ClusterConfig c = settings;
+    c.membership->etcd = o.etcd;
+    Errors errors;
+    out->tls = buildMembershipTls(c, o.config, &errors);
+    if (!errors.empty()) *exit_code = printErrors(errors, o.config);
+    return errors.empty();
+  }
+  TlsClientOptions options;
+  options.ca = o.cacert;
+  options.cert = o.cert;
+  options.key = o.cert_key;
+  options.label = "etcd";
+  options.log_failures = false;   // the failed request says why, once
+  std::vector<TlsClientBuildError> failures;
+  out->tls = TlsClientContext::build(options, 0, &failures);
+  for (const auto& f : failures) {
+    const std::string flag = f.field == "ca" ? "--cacert" : f.field == "key" ? "--key-file"
+                                                                             : "--cert";
+    fprintf(stderr, "lb membership: %s: %s\n", flag.c_str(), f.message.c_str());
+  }
+  if (out->tls == nullptr) {
+    if (failures.empty()) fprintf(stderr, "lb membership: cannot set up TLS\n");
+    *exit_code = kExitFailure;
+    return false;
+  }
+  return true;
+}
+
 bool parseUint(const std::string& s, uint64_t lo, uint64_t hi, uint64_t& out) {
   if (s.empty() || s.front() < '0' || s.front() > '9') return false;
   const auto r = std::from_chars(s.data(), s.data() + s.size(), out);
@@ -441,6 +419,11 @@ const char* membershipUsage() {
          "        A cluster with a membership table also gives --etcd, --key and\n"
          "        --max-remove-percent unless they are written\n"
          "  --timeout D  each etcd request (default 5s)\n"
+         "  --cacert FILE  the CA that https:// members' certificates must lead to (default:\n"
+         "        the system's store); the certificate must name the address connected to\n"
+         "  --cert FILE --key-file FILE  a client certificate and its key (etcd's\n"
+         "        --client-cert-auth); etcdctl's --key, named apart from --key KEY\n"
+         "  --user USER:PASSWORD  etcd's authentication (a token for every request)\n"
          "  exit: 0 done, 1 invalid file / etcd error / refused / conflict, 2 usage\n";
 }
 
@@ -489,6 +472,20 @@ std::optional<MembershipOptions> parseMembershipArgs(std::span<char* const> args
     } else if (arg == "--key") {
       if (!takeValue()) return std::nullopt;
       o.key = value;
+    } else if (arg == "--cacert" || arg == "--cert" || arg == "--key-file") {
+      if (!takeValue()) return std::nullopt;
+      (arg == "--cacert" ? o.cacert : arg == "--cert" ? o.cert : o.cert_key) = value;
+    } else if (arg == "--user") {
+      if (!takeValue()) return std::nullopt;
+      // etcdctl's form: the password after the first ':' (a user name holds none).
+      const size_t colon = value.find(':');
+      if (colon == 0 || colon == std::string::npos) {
+        error = arg + ": write USER:PASSWORD";
+        return std::nullopt;
+      }
+      o.user = value.substr(0, colon);
+      o.password = value.substr(colon + 1);
+      o.user_given = true;
     } else if (arg == "--config" || arg == "--cluster") {
       if (!takeValue()) return std::nullopt;
       (arg == "--config" ? o.config : o.cluster) = value;
@@ -525,6 +522,10 @@ std::optional<MembershipOptions> parseMembershipArgs(std::span<char* const> args
     }
   }
   if (o.help) return o;
+  if (o.cert.empty() != o.cert_key.empty()) {
+    error = o.cert.empty() ? "--key-file needs --cert" : "--cert needs --key-file";
+    return std::nullopt;
+  }
   // With --config, the cluster's membership table may name both (runMembership).
   if (o.etcd.empty() && o.config.empty()) error = "--etcd URL is required";
   else if (o.key.empty() && o.config.empty()) error = "--key KEY is required";
@@ -555,7 +556,9 @@ int runMembership(int argc, char** argv) {
   if (options.key.empty()) return usage("--key KEY is required" + why_not);
   auto endpoints = endpointsOf(options, error);
   if (!endpoints) return usage(error);
-  EtcdSession etcd(std::move(*endpoints), options.timeout);
+  EtcdCredentials credentials;
+  if (!credentialsOf(options, *settings, &credentials, &code)) return code;
+  EtcdSession etcd(std::move(*endpoints), options.timeout, std::move(credentials));
   if (options.command == MembershipOptions::Command::kGet) return get(options, etcd);
   return diffOrPut(options, std::move(*settings), etcd);
 }

@@ -4,12 +4,16 @@
 // (lb/cli/analyze); main() hands it the arguments after "membership".
 //
 //   lb membership get  --etcd URL[,URL...] --key KEY [--json]
+//                      [--cacert FILE] [--cert FILE --key-file FILE] [--user USER:PASSWORD]
 //   lb membership diff --etcd URL[,URL...] --key KEY [--config FILE --cluster NAME] FILE
 //   lb membership put  --etcd URL[,URL...] --key KEY [--config FILE --cluster NAME]
 //                      [--max-remove-percent N] [--force] FILE
 //
 // With --config naming a cluster that has a `membership` table, --etcd and --key default to
-// its etcd and key, and --max-remove-percent to its max_remove_percent.
+// its etcd and key, --max-remove-percent to its max_remove_percent, and the TLS files and the
+// user to its tls, user and password (flags given replace them). https:// members are
+// checked against --cacert (the system's store without it); --cert and --key-file are the
+// client certificate (etcdctl's --key is lb's --key-file here: --key names the etcd key).
 //
 // FILE is a membership document (JSON, {"backends": [...]}) or TOML: `backends = [...]` at
 // its top level, or a whole lb config (then --cluster NAME picks the cluster, unless it has
@@ -48,6 +52,12 @@ struct MembershipOptions {
   bool force = false;               // put: write a removal past max_remove_percent anyway
   bool json = false;                // get: one JSON object on stdout
   Duration timeout{5000};           // each etcd request
+  std::string cacert;               // --cacert: CA bundle for https:// members
+  std::string cert;                 // --cert, --key-file: client certificate and key
+  std::string cert_key;
+  std::string user;                 // --user USER:PASSWORD
+  std::string password;
+  bool user_given = false;
 };
 
 // The arguments after "membership" ("--opt value" or "--opt=value"). nullopt with `error`
