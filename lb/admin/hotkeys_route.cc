@@ -38,7 +38,7 @@ void appendKey(std::string& o, const ClusterSnapshot& c, const HotKey& k) {
   o += ",\"hot\":";
   o += k.hot ? "true" : "false";
   const bool routable = c.table && c.table->hostCount() > 0 && c.loads;
-  const uint32_t owner = routable ? c.table->pick(k.hash, 0) : 0;
+  const uint32_t owner = routable ? c.hostAt(k.hash, 0) : 0;
   o += ",\"owner\":";
   if (routable)
     appendJsonString(o, c.backends[owner].config->name);
@@ -52,7 +52,7 @@ void appendKey(std::string& o, const ClusterSnapshot& c, const HotKey& k) {
     const uint32_t spread = k.hot ? c.config->hot_keys.spread : 0;
     if (spread >= 2) {
       SpreadSet set;
-      const uint32_t listed = spreadSet(*c.table, k.hash, c.loads.get(), spread, &set);
+      const uint32_t listed = c.spreadSetOf(k.hash, spread, &set);
       for (uint32_t i = 0; i < listed; ++i) {
         if (i > 0) o += ',';
         appendJsonString(o, c.backends[set[i].host].config->name);
@@ -61,8 +61,8 @@ void appendKey(std::string& o, const ClusterSnapshot& c, const HotKey& k) {
       // Where the key's requests go now: its owner while usable, and the host a request
       // would go to next when that is another (a bounded-load spill past an owner at its
       // cap, or the failover past a down owner). Nothing is reserved: this only looks.
-      const Pick next = c.bounded ? c.bounded->pick(*c.table, k.hash, *c.loads, 0, Reserve::kNo)
-                                  : pickUsable(*c.table, k.hash, *c.loads, 0);
+      Pick next;
+      c.pick(k.hash, PickContext{}, &next);
       const bool owner_serves = c.loads->usable(owner) || next.host == owner;
       if (owner_serves) appendJsonString(o, c.backends[owner].config->name);
       if (next.host != owner) {

@@ -315,7 +315,7 @@ AdminResponse ringResponse(const Snapshot& snap, std::string_view query) {
   o += ",\"revision\":" + std::to_string(c->revision);
   o += ",\"fingerprint\":";
   appendFingerprint(o, c->fingerprint);
-  const uint32_t hosts = c->table ? c->table->hostCount() : 0;
+  const uint32_t hosts = c->hostCount();
   if (hosts == 0) {
     o += ",\"hash\":null,\"hash_hex\":null,\"owner\":null,\"order\":[],\"pick\":null,"
          "\"reason\":null}\n";
@@ -332,13 +332,17 @@ AdminResponse ringResponse(const Snapshot& snap, std::string_view query) {
   o += hex;
   o += '"';
   o += ",\"owner\":";
-  appendJsonString(o, c->backends[c->table->pick(hash, 0)].config->name);
+  appendJsonString(o, c->backends[c->hostAt(hash, 0)].config->name);
   o += ",\"order\":[";
   for (uint32_t a = 0; a < hosts; ++a) {
     if (a > 0) o += ',';
-    appendJsonString(o, c->backends[c->table->pick(hash, a)].config->name);
+    appendJsonString(o, c->backends[c->hostAt(hash, a)].config->name);
   }
-  const Pick p = c->pick(hash);
+  // Where the next request for the key goes (nothing reserved: this only looks), or, with
+  // every host down, the owner it would fall back to.
+  Pick p;
+  const ClusterSnapshot& cluster = *c;
+  cluster.pick(hash, PickContext{}, &p);
   o += "],\"pick\":";
   appendJsonString(o, c->backends[p.host].config->name);
   o += ",\"reason\":";

@@ -17,6 +17,7 @@
 
 #include "lb/config/config.h"
 #include "lb/routing/backend_state.h"
+#include "lb/routing/pick_context.h"
 #include "lb/routing/rotation.h"
 #include "plugins/key.h"
 #include "plugins/selector.h"
@@ -85,13 +86,25 @@ struct ClusterSnapshot {
   // number (lb_cluster_table_fingerprint, /backends, /ring). 0 when there is no table.
   uint64_t fingerprint = 0;
 
-  // The whole pick: bounded loads when on, else the health-aware preference walk. With
-  // Reserve::kYes a bounded pick may take the host's unit of live load (Pick::reserved).
-  Pick pick(uint64_t hash, uint32_t from_attempt = 0,
-            Reserve reserve = Reserve::kNo) const noexcept {
-    return bounded ? bounded->pick(*table, hash, *loads, from_attempt, reserve)
-                   : pickUsable(*table, hash, *loads, from_attempt);
+  // THE pick (lb/routing/pick_context.h names its steps; pick.cc applies them in order). True
+  // with *out a usable host (in panic, any host); false when there is none to try: no hosts,
+  // every one down, or a retry with no untried usable position left. *out is then the order's
+  // first host with kFallback, what a caller that only shows where a key goes prints.
+  bool pick(uint64_t hash, const PickContext& ctx, Pick* out) const noexcept;
+  // Position `position` of the key's preference order (past the last host it wraps): the
+  // order the pick walks, what /ring and lb analyze list. No health, no load.
+  uint32_t hostAt(uint64_t hash, uint32_t position) const noexcept {
+    return table->pick(hash, position);
   }
+  uint32_t hostCount() const noexcept { return table ? table->hostCount() : 0; }
+  // A hot key's spread candidates: its first `spread` usable hosts in preference order, what
+  // the spread step chooses among and /hotkeys lists as serving the key.
+  uint32_t spreadSetOf(uint64_t hash, uint32_t spread, SpreadSet* out) const noexcept;
+  // The admission, for every protocol: counts the pick in worker `worker`'s slot
+  // (lb_backend_picks_total, and a spread one in lb_hotkey_requests_total) and takes the
+  // host's unit of live load, unless the pick reserved it already or the caller `holds` one
+  // there (a cache command's later key). Loop thread of `worker`; no lock, no allocation.
+  BackendWorkerStats& admit(unsigned worker, const Pick& p, bool holds = false) const noexcept;
 
   // Loop thread of worker `worker`; the request path. How many hosts a request for the key
   // hashing to `hash` may spread over: hot_keys.spread while the key is in the hot set this

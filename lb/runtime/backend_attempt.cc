@@ -57,16 +57,13 @@ void CommandPicks::begin(WorkerEnv& env, const ListenerConfig& listener,
 
 bool CommandPicks::pickForKey(uint64_t hash, uint32_t* host) noexcept {
   const ClusterSnapshot& c = *cluster_;
-  if (c.backends.empty()) return false;
+  const CommandLoads loads(*c.loads, held_.data(), held_units_);
+  PickContext ctx;
+  ctx.reserve = Reserve::kYes;
+  ctx.loads = &loads;
   Pick p;
-  if (c.bounded) {
-    const CommandLoads loads(*c.loads, held_.data(), held_units_);
-    p = c.bounded->pick(*c.table, hash, loads, 0, Reserve::kYes);
-    p.reserved = loads.took();
-  } else {
-    p = pickUsable(*c.table, hash, *c.loads, 0);
-  }
-  if (!c.loads->usable(p.host)) return false;   // the fallback: every host is down
+  if (!c.pick(hash, ctx, &p)) return false;
+  p.reserved = loads.took();
   take(p);
   *host = p.host;
   return true;
@@ -81,9 +78,10 @@ bool CommandPicks::pickWithoutKey(uint32_t* host) noexcept {
     case OnMissingKey::kRandom:
       return pickForKey(env_->nextRandom(), host);
     case OnMissingKey::kRoundRobin: {
-      const Pick p = pickInTableOrder(static_cast<uint32_t>(c.backends.size()),
-                                      c.rotation.start(env_->index()), *c.loads, 0);
-      if (!c.loads->usable(p.host)) return false;
+      PickContext ctx;
+      ctx.order = PickOrder::kTable;
+      Pick p;
+      if (!c.pick(c.rotation.start(env_->index()), ctx, &p)) return false;
       c.rotation.advancePast(env_->index(), p.host);
       take(p);
       *host = p.host;
@@ -93,13 +91,12 @@ bool CommandPicks::pickWithoutKey(uint32_t* host) noexcept {
   return false;
 }
 
-// As BackendAttempt::take: counted here, the one place a pick is counted; the unit already
-// taken when a bounded pick reserved it, else added now (unless the command holds one).
+// The admission, as BackendAttempt::take: a host the command holds already is counted and
+// not loaded twice.
 void CommandPicks::take(const Pick& p) noexcept {
-  BackendState& state = *cluster_->backends[p.host].state;
-  state.per_worker[env_->index()].picks[static_cast<int>(p.reason)].add();
-  if (held_[p.host]) return;
-  if (!p.reserved) state.addLive();
+  const bool holds = held_[p.host] != 0;
+  cluster_->admit(env_->index(), p, holds);
+  if (holds) return;
   held_[p.host] = 1;
   ++held_units_;
   taken_.push_back(p.host);
@@ -154,59 +151,32 @@ void BackendAttempt::beginKeyless(WorkerEnv& env, const ListenerSnapshot& listen
   }
 }
 
-Pick BackendAttempt::walk(uint32_t from_attempt) const noexcept {
-  if (in_rotation_)
-    return pickInTableOrder(static_cast<uint32_t>(cluster_->backends.size()), rotation_start_,
-                            *cluster_->loads, from_attempt);
-  return cluster_->pick(hash_, from_attempt, Reserve::kYes);
+PickContext BackendAttempt::context(uint32_t from_attempt) const noexcept {
+  PickContext ctx;
+  ctx.from_attempt = from_attempt;
+  ctx.reserve = Reserve::kYes;
+  ctx.spread = from_attempt == 0 ? spread_ : 0;
+  ctx.order = in_rotation_ ? PickOrder::kTable : PickOrder::kKey;
+  return ctx;
 }
 
 bool BackendAttempt::pickFirst() noexcept {
   release();
   retries_used_ = 0;
-  if (cluster_->backends.empty()) return false;
-  if (spread_ >= 2) {
-    Pick p;
-    const BoundedLoad* bounded = cluster_->bounded ? &*cluster_->bounded : nullptr;
-    if (pickSpread(*cluster_->table, hash_, *cluster_->loads, spread_, bounded, Reserve::kYes,
-                   &p)) {
-      take(p);
-      if (cluster_->state)
-        cluster_->state->hot_keys.countPath(env_->index(), HotKeyPath::kSpread);
-      return true;
-    }
-    // Every host of the key's spread set is at its cap (or down): the ordinary pick below.
-  }
-  const Pick p = walk(0);
-  if (!cluster_->loads->usable(p.host)) return false;   // the fallback: every host is down
+  const ClusterSnapshot& c = *cluster_;
+  Pick p;
+  if (!c.pick(in_rotation_ ? rotation_start_ : hash_, context(0), &p)) return false;
   take(p);
   return true;
 }
 
 bool BackendAttempt::pickNext() noexcept {
   release();
-  const uint32_t hosts = static_cast<uint32_t>(cluster_->backends.size());
   if (backend_ == nullptr || retries_used_ >= cluster_->config->retries) return false;
-  const uint32_t from = pick_.attempt + 1;
-  if (from >= hosts) return false;   // every position of the order was tried
-  Pick p = walk(from);
-  // The selector's walk wraps around the order (position >= hosts is an earlier one again),
-  // and bounded loads fall back to the least loaded host when all are at their cap, which may
-  // be one already tried. A retry wants an untried host: the first usable one after `from`.
-  if (p.attempt < from || p.attempt >= hosts || !cluster_->loads->usable(p.host)) {
-    if (p.reserved) cluster_->backends[p.host].state->dropLive();   // not taking it after all
-    if (in_rotation_) return false;   // the rotation's walk never wraps: nothing usable left
-    bool found = false;
-    for (uint32_t a = from; a < hosts; ++a) {
-      const uint32_t h = cluster_->table->pick(hash_, a);
-      if (cluster_->loads->usable(h)) {
-        p = {h, a, PickReason::kFailover};
-        found = true;
-        break;
-      }
-    }
-    if (!found) return false;
-  }
+  const ClusterSnapshot& c = *cluster_;
+  Pick p;
+  if (!c.pick(in_rotation_ ? rotation_start_ : hash_, context(pick_.attempt + 1), &p))
+    return false;
   ++retries_used_;
   take(p);
   return true;
@@ -221,11 +191,7 @@ void BackendAttempt::pickSameAgain() noexcept {
 void BackendAttempt::take(Pick p) noexcept {
   pick_ = p;
   backend_ = &cluster_->backends[p.host];
-  stats_ = &backend_->state->per_worker[env_->index()];
-  stats_->picks[static_cast<int>(p.reason)].add();
-  // The live load every worker's bounded-load pick reads: already taken when a bounded pick
-  // reserved it (compare-and-swap under the cap), else added now.
-  if (!p.reserved) backend_->state->addLive();
+  stats_ = &cluster_->admit(env_->index(), p);
   live_ = true;
   if (in_rotation_) cluster_->rotation.advancePast(env_->index(), p.host);
 }

@@ -156,7 +156,8 @@ class BackendAttempt {
  private:
   void start(WorkerEnv& env, const ListenerSnapshot& listener,
              const ClusterSnapshot& cluster) noexcept;
-  Pick walk(uint32_t from_attempt) const noexcept;
+  // What this walk asks of the one pick at attempt position `from_attempt`.
+  PickContext context(uint32_t from_attempt) const noexcept;
   void take(Pick p) noexcept;
 
   WorkerEnv* env_ = nullptr;

@@ -14,6 +14,7 @@
 #include "lb/cli/analyze/analyze_options.h"
 #include "lb/cli/analyze/report.h"
 #include "lb/routing/cluster_table.h"
+#include "lb/routing/snapshot.h"
 #include "lb/config/config.h"
 #include "lb/core/hash.h"
 #include "plugins/builtin.h"
@@ -103,8 +104,12 @@ int showKeys(const AnalyzeOptions& o) {
     return fail("cluster '" + cluster->name + "': unknown selector '" + cluster->selector + "'");
   if (cluster->backends.empty()) return fail("cluster '" + cluster->name + "' has no backends");
   const auto specs = hostSpecsOf(*cluster);
-  const auto table = info->build(specs, selectorOptionsOf(*cluster));
-  if (!table || table->hostCount() != specs.size())
+  // The cluster as the proxy routes it, without live state: its preference orders.
+  ClusterSnapshot routed;
+  routed.config = cluster;
+  routed.selector = info;
+  routed.table = info->build(specs, selectorOptionsOf(*cluster));
+  if (!routed.table || routed.hostCount() != specs.size())
     return fail("cluster '" + cluster->name + "': " + cluster->selector +
                 " cannot build a table over its backends");
 
@@ -127,7 +132,7 @@ int showKeys(const AnalyzeOptions& o) {
     const std::string_view hashed = keyWithinHashTag(key, tag);
     const uint64_t hash = hashKeyBytes(info->key_hash, hashed);
     for (uint32_t a = 0; a < order.size(); ++a) {
-      const uint32_t host = table->pick(hash, a);
+      const uint32_t host = routed.hostAt(hash, a);
       if (host >= specs.size()) return fail(cluster->selector + ": pick outside the table");
       order[a] = cluster->backends[host].name;
     }

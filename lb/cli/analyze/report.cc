@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "lb/routing/snapshot.h"
+
 namespace lb {
 
 namespace {
@@ -43,22 +45,25 @@ std::vector<HostSpec> specsOf(std::span<const AnalyzeHost> hosts) {
   return specs;
 }
 
-// Builds and checks that the table covers exactly `hosts`, so picks can index per-host arrays.
-std::unique_ptr<SelectorTable> buildChecked(const std::string& selector,
+// Builds and checks that the table covers exactly `hosts`, so owners can index per-host
+// arrays: a cluster without live state, whose hostAt(hash, 0) is each key's owner as the
+// proxy's pick walks it.
+std::optional<ClusterSnapshot> buildChecked(const std::string& selector,
                                             const AnalyzeTableBuilder& build,
                                             std::span<const HostSpec> hosts,
                                             std::string& error) {
-  auto table = build(hosts);
-  if (!table) {
+  std::optional<ClusterSnapshot> routed(std::in_place);
+  routed->table = build(hosts);
+  if (!routed->table) {
     error = selector + ": cannot build a table over " + std::to_string(hosts.size()) + " hosts";
-    return nullptr;
+    return std::nullopt;
   }
-  if (table->hostCount() != hosts.size()) {
+  if (routed->hostCount() != hosts.size()) {
     error = selector + ": table built over " + std::to_string(hosts.size()) + " hosts reports " +
-            std::to_string(table->hostCount());
-    return nullptr;
+            std::to_string(routed->hostCount());
+    return std::nullopt;
   }
-  return table;
+  return routed;
 }
 
 MoveFigures moveFigures(std::string backend, uint64_t moved, uint64_t collateral,
@@ -134,9 +139,9 @@ std::optional<SelectorFigures> analyzeSelector(const std::string& selector,
   uint64_t rm_moved = 0, rm_collateral = 0, add_moved = 0, add_collateral = 0;
   const uint32_t last = n - 1;
   for (const uint64_t h : key_hashes) {
-    const uint32_t o = base->pick(h, 0);
-    const uint32_t r = removed->pick(h, 0);
-    const uint32_t a = grew->pick(h, 0);
+    const uint32_t o = base->hostAt(h, 0);
+    const uint32_t r = removed->hostAt(h, 0);
+    const uint32_t a = grew->hostAt(h, 0);
     if (o >= n || r >= n - 1 || a >= n + 1) {
       error = selector + ": pick returned a host index outside the table";
       return std::nullopt;
@@ -205,8 +210,8 @@ std::optional<MoveFigures> analyzeChange(const std::string& selector,
 
   uint64_t moved = 0, collateral = 0;
   for (const uint64_t h : key_hashes) {
-    const uint32_t o = old_table->pick(h, 0);
-    const uint32_t n = new_table->pick(h, 0);
+    const uint32_t o = old_table->hostAt(h, 0);
+    const uint32_t n = new_table->hostAt(h, 0);
     if (o >= before.size() || n >= after.size()) {
       error = selector + ": pick returned a host index outside the table";
       return std::nullopt;

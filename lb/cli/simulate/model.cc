@@ -6,7 +6,7 @@
 
 #include "lb/cli/simulate/lru_fleet.h"
 #include "lb/cli/simulate/workload.h"
-#include "plugins/selectors/bounded_load.h"
+#include "lb/routing/snapshot.h"
 
 namespace lb {
 
@@ -15,9 +15,8 @@ namespace {
 // One membership as one proxy routes with it: the built table, the global server id of each
 // table index, and bounded loads when on.
 struct Ring {
-  std::unique_ptr<SelectorTable> table;
+  ClusterSnapshot routed;   // its table and bounded loads; the loads are the model's (SimLoads)
   std::vector<uint32_t> ids;
-  std::unique_ptr<BoundedLoad> bounded;
   // Each sampled key's owner (global id), filled on first use: keys are few and fixed, and a
   // pick can cost O(servers) (rendezvous), so a run picks each key once per ring.
   mutable std::vector<uint32_t> owner;
@@ -99,39 +98,41 @@ bool Run::build(Ring& ring, const std::vector<uint32_t>& ids, std::string& error
   for (const uint32_t id : ids) specs.push_back({"b" + std::to_string(id), weights_[id]});
   ring.ids = ids;
   ring.owner.assign(hashes_.size(), UINT32_MAX);
-  ring.table = sel_.build(specs, sel_.options);
-  if (!ring.table || ring.table->hostCount() != specs.size()) {
+  ring.routed.table = sel_.build(specs, sel_.options);
+  if (!ring.routed.table || ring.routed.hostCount() != specs.size()) {
     error = sel_.name + ": cannot build a table over " + std::to_string(specs.size()) + " hosts";
     return false;
   }
-  if (factor_ > 0) ring.bounded = std::make_unique<BoundedLoad>(specs, factor_);
+  if (factor_ > 0) ring.routed.bounded.emplace(specs, factor_);
   return true;
 }
 
-// lb's pick: bounded loads or the health-aware walk over what the checks have marked up;
+// lb's pick (ClusterSnapshot::pick) over what the checks have marked up;
 // a server marked up but unreachable fails the attempt and lb retries further along the key's
 // preference order (counted once per request as a retry).
 uint32_t Run::ownerOf(const Ring& ring, uint32_t key) const {
   uint32_t& o = ring.owner[key];
-  if (o == UINT32_MAX) o = ring.ids[ring.table->pick(hashes_[key], 0)];
+  if (o == UINT32_MAX) o = ring.ids[ring.routed.hostAt(hashes_[key], 0)];
   return o;
 }
 
 uint32_t Run::route(const Ring& ring, uint32_t key, bool count_retry) {
-  if (!ring.bounded) {
+  if (!ring.routed.bounded) {
     const uint32_t o = ownerOf(ring, key);
     if (marked_[o] && reachable_[o]) return o;
   }
   const uint64_t hash = hashes_[key];
   const SimLoads view(ring, load_, window_total_, marked_);
-  Pick p = ring.bounded ? ring.bounded->pick(*ring.table, hash, view)
-                        : pickUsable(*ring.table, hash, view);
+  PickContext ctx;
+  ctx.loads = &view;
+  Pick p;
+  ring.routed.pick(hash, ctx, &p);   // with every server marked down: the owner, to fail
   uint32_t g = ring.ids[p.host];
   if (reachable_[g]) return g;
   if (count_retry) ++retries_;
-  const uint32_t n = ring.table->hostCount();
+  const uint32_t n = ring.routed.hostCount();
   for (uint32_t a = p.attempt + 1; a < p.attempt + n; ++a) {
-    const uint32_t h = ring.table->pick(hash, a);
+    const uint32_t h = ring.routed.hostAt(hash, a);
     const uint32_t id = ring.ids[h];
     if (reachable_[id] && marked_[id]) return id;
   }
@@ -463,14 +464,21 @@ std::optional<SimResult> Run::go(std::string& error) {
   std::fill(marked_.begin(), marked_.end(), 1);
   std::fill(reachable_.begin(), reachable_.end(), 1);
   const Ring& after_ring = change ? new_ : old_;
+  // Idle servers: under bounded loads every one is below its cap, so the pick is the
+  // health-aware walk alone and the figure counts only the moves membership and health make.
+  const std::vector<uint64_t> idle(load_.size(), 0);
   uint64_t moved = 0;
   for (uint32_t k = 0; k < hashes_.size(); ++k) {
     const uint32_t a = ownerOf(old_, k);
     uint32_t b = ownerOf(after_ring, k);
     if (std::find(failed.begin(), failed.end(), b) != failed.end()) {
       for (const uint32_t id : failed) marked_[id] = 0;
-      const SimLoads view(after_ring, load_, 0, marked_);
-      b = after_ring.ids[pickUsable(*after_ring.table, hashes_[k], view).host];
+      const SimLoads view(after_ring, idle, 0, marked_);
+      PickContext ctx;
+      ctx.loads = &view;
+      Pick p;
+      after_ring.routed.pick(hashes_[k], ctx, &p);
+      b = after_ring.ids[p.host];
       for (const uint32_t id : failed) marked_[id] = 1;
     }
     moved += a != b;

@@ -133,8 +133,9 @@ class CacheProtocolSession : public CacheSession {
     for (size_t f = 0; f < sc.fragment_hosts.size(); ++f) {
       const uint32_t host = sc.fragment_hosts[f];
       const uint32_t end = sc.cursor[f];
-      write(openFragment(host), sc.order.data() + begin, end - begin);
-      sendFragment(cmd, host, reply_kind);
+      sendFragment(cmd, host, reply_kind, [&](ByteChain& chain) {
+        write(chain, sc.order.data() + begin, end - begin);
+      });
       begin = end;
     }
   }
@@ -154,8 +155,7 @@ class CacheProtocolSession : public CacheSession {
     }
     const uint32_t hosts = hostCount();
     for (uint32_t h = 0; h < hosts; ++h) {
-      write(openFragment(h));
-      sendFragment(cmd, h, reply_kind);
+      sendFragment(cmd, h, reply_kind, write);
     }
   }
 

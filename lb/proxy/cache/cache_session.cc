@@ -223,7 +223,7 @@ ByteChain& CacheSession::openFragment(uint32_t host) noexcept {
   return s->open(static_cast<uint64_t>(listener_->config->timeouts.connect.count()));
 }
 
-void CacheSession::sendFragment(CacheCommand* cmd, uint32_t host, uint8_t reply_kind) noexcept {
+void CacheSession::queueFragment(CacheCommand* cmd, uint32_t host, uint8_t reply_kind) noexcept {
   ServerGroup* g = table_->hosts[host];
   ServerConnection* s = g->servers[slot_ % g->servers.size()];
   CacheFragment* f = cache_.newFragment();

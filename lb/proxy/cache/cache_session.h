@@ -215,11 +215,15 @@ class CacheSession : public Session,
   // The same for a command without a key, by on_missing_key (random, round_robin); false
   // for reject or when no backend is usable.
   bool pickKeyless(uint32_t* host) noexcept;
-  // One fragment of `cmd` to `host`: openFragment gives the server's request chain, the
-  // protocol appends the fragment's bytes, sendFragment queues it. Nothing else may be
-  // appended to any server between the two.
-  ByteChain& openFragment(uint32_t host) noexcept;
-  void sendFragment(CacheCommand* cmd, uint32_t host, uint8_t reply_kind) noexcept;
+  // One fragment of `cmd` to `host`: `write(chain)` appends the fragment's bytes to the
+  // server's request chain, and the fragment is queued behind them. One call, so that
+  // nothing can be appended to a server between the bytes and their fragment.
+  template <class Write>
+  void sendFragment(CacheCommand* cmd, uint32_t host, uint8_t reply_kind,
+                    Write&& write) noexcept {
+    write(openFragment(host));
+    queueFragment(cmd, host, reply_kind);
+  }
   // Before the fragments of a merged command: room for one stored reply per fragment and
   // `plan_bytes` of the protocol's plan (cmd->plan). False when memory is exhausted.
   bool merge(CacheCommand* cmd, uint16_t fragments, size_t plan_bytes) noexcept;
@@ -245,6 +249,9 @@ class CacheSession : public Session,
   ListenerWorkerStats& listenerStats() noexcept { return lstats_; }
 
  private:
+  // sendFragment's two halves: the server's request chain, then the fragment behind it.
+  ByteChain& openFragment(uint32_t host) noexcept;
+  void queueFragment(CacheCommand* cmd, uint32_t host, uint8_t reply_kind) noexcept;
   enum class State : uint8_t { kServing, kFinishing, kLingering, kClosed };
 
   void parseInput() noexcept;

@@ -215,8 +215,9 @@ void MemcachedSession::routeRetrieval(CacheCommand* cmd, const mc::Request& r) n
       pickOwners(cmd, r.first_key, 1, keys, "no backend is available for this key");
   if (owners == Owners::kAnswered) return;
   if (owners == Owners::kOne) {
-    mc::writeRetrieval(r, tokens, nullptr, keys, openFragment(sc.hosts[0]));
-    sendFragment(cmd, sc.hosts[0], mc::kReplyValues);
+    sendFragment(cmd, sc.hosts[0], mc::kReplyValues, [&](ByteChain& chain) {
+      mc::writeRetrieval(r, tokens, nullptr, keys, chain);
+    });
     return;
   }
   // The plan names each key, so that the merge can tell a hit from a miss by key.
@@ -245,8 +246,9 @@ void MemcachedSession::routeOneRetrieval(CacheCommand* cmd, const mc::Request& r
     return;
   }
   if (plain) nearSent(cmd, host);
-  mc::writeRetrieval(r, tokens, nullptr, 1, openFragment(host));
-  sendFragment(cmd, host, mc::kReplyValues);
+  sendFragment(cmd, host, mc::kReplyValues, [&](ByteChain& chain) {
+    mc::writeRetrieval(r, tokens, nullptr, 1, chain);
+  });
 }
 
 // A get's reply worth keeping: its one VALUE item and END, or a bare END (a miss), never an
@@ -284,8 +286,9 @@ void MemcachedSession::routeKey(CacheCommand* cmd, const mc::Request& r, const c
     refuse(cmd, CacheErrorReason::kNoBackend, "no backend is available for this key");
     return;
   }
-  mc::writeForwarded(r, tokens, p, openFragment(host));
-  sendFragment(cmd, host, mc::replyKindOf(r.command));
+  sendFragment(cmd, host, mc::replyKindOf(r.command), [&](ByteChain& chain) {
+    mc::writeForwarded(r, tokens, p, chain);
+  });
 }
 
 }  // namespace lb

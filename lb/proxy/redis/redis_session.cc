@@ -153,8 +153,9 @@ void RedisSession::answerBulk(CacheCommand* cmd, std::string_view s) noexcept {
 // connection what this command can be answered with (redis::ReplyKind).
 void RedisSession::sendRaw(CacheCommand* cmd, uint32_t host, std::string_view raw,
                            uint8_t reply_kind) noexcept {
-  resp::appendCommand(openFragment(host), raw, inline_, cache().scratch().args);
-  sendFragment(cmd, host, reply_kind);
+  sendFragment(cmd, host, reply_kind, [&](ByteChain& chain) {
+    resp::appendCommand(chain, raw, inline_, cache().scratch().args);
+  });
 }
 
 void RedisSession::dispatch(std::string_view raw, bool inline_form) noexcept {

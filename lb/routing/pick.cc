@@ -1,0 +1,112 @@
+// The one pick's steps, in their one order (lb/routing/pick_context.h lists them). A policy that
+// joins the pick is a step here, between the ones it must follow and those that must see it.
+#include <atomic>
+
+#include "lb/routing/snapshot.h"
+
+namespace lb {
+
+namespace {
+
+// The loads of a cluster stood up without live state (a table alone: lb analyze, tests):
+// every host usable, none loaded.
+class IdleLoads final : public LoadView {
+ public:
+  uint64_t load(uint32_t) const noexcept override { return 0; }
+  uint64_t totalLoad() const noexcept override { return 0; }
+};
+const IdleLoads kIdleLoads;
+
+// Step "order", keyless round_robin: table order from the rotation's start, each attempt a
+// distinct host (lb/routing/rotation.h). Its walk never wraps, so what it finds is untried.
+bool tableOrderStep(uint32_t hosts, uint64_t start, const LoadView& loads, uint32_t from,
+                    Pick* out) noexcept {
+  *out = pickInTableOrder(hosts, static_cast<uint32_t>(start), loads, from);
+  return out->attempt >= from && out->attempt < hosts && loads.usable(out->host);
+}
+
+// Step "spread": a hot key's first attempt goes to the least loaded of its first `spread`
+// usable hosts, when one of them has room under bounded loads (plugins/selectors/
+// hot_spread.h). False: the ordinary steps below decide.
+bool spreadStep(const ClusterSnapshot& c, uint64_t hash, const LoadView& loads,
+                const PickContext& ctx, Pick* out) noexcept {
+  if (ctx.spread < 2 || ctx.from_attempt != 0) return false;
+  const BoundedLoad* bounded = c.bounded ? &*c.bounded : nullptr;
+  return pickSpread(*c.table, hash, loads, ctx.spread, bounded, ctx.reserve, out);
+}
+
+// Step "bounded": bounded loads over the preference order (Mirrokni et al., SODA 2018, with
+// HAProxy's cap), which walks past down hosts too; without them the health-aware walk.
+Pick boundedStep(const ClusterSnapshot& c, uint64_t hash, const LoadView& loads,
+                 const PickContext& ctx) noexcept {
+  return c.bounded ? c.bounded->pick(*c.table, hash, loads, ctx.from_attempt, ctx.reserve)
+                   : pickUsable(*c.table, hash, loads, ctx.from_attempt);
+}
+
+// Step "retry": a later attempt takes only an untried usable host. The walks above wrap
+// around the order (a position >= hosts is an earlier one again), and bounded loads fall
+// back to the least loaded host when all are at their cap, which may be one already tried:
+// then the first usable host after the last try, as a plain failover.
+bool retryStep(const ClusterSnapshot& c, uint64_t hash, const LoadView& loads, uint32_t from,
+               uint32_t hosts, Pick* p) noexcept {
+  if (p->attempt >= from && p->attempt < hosts && loads.usable(p->host)) return true;
+  // Not taking it after all. Only the cluster's live view reserves, so the unit is there.
+  if (p->reserved) c.backends[p->host].state->dropLive();
+  for (uint32_t a = from; a < hosts; ++a) {
+    const uint32_t h = c.hostAt(hash, a);
+    if (loads.usable(h)) {
+      *p = {h, a, PickReason::kFailover};
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+bool ClusterSnapshot::pick(uint64_t hash, const PickContext& ctx, Pick* out) const noexcept {
+  const uint32_t hosts = hostCount();
+  *out = {0, 0, PickReason::kFallback};
+  if (hosts == 0) return false;
+  const LoadView& view = ctx.loads     ? *ctx.loads
+                         : loads       ? static_cast<const LoadView&>(*loads)
+                                       : static_cast<const LoadView&>(kIdleLoads);
+  if (ctx.order == PickOrder::kTable)
+    return tableOrderStep(hosts, hash, view, ctx.from_attempt, out);
+  if (ctx.from_attempt >= hosts) {   // every position of the order was tried
+    out->host = hostAt(hash, 0);
+    return false;
+  }
+  if (spreadStep(*this, hash, view, ctx, out)) return true;
+  Pick p = boundedStep(*this, hash, view, ctx);
+  if (ctx.from_attempt > 0) {
+    if (!retryStep(*this, hash, view, ctx.from_attempt, hosts, &p)) {
+      out->host = hostAt(hash, 0);
+      return false;
+    }
+    *out = p;
+    return true;
+  }
+  *out = p;
+  return view.usable(p.host);   // the walk's fallback when every host is down: not usable
+}
+
+uint32_t ClusterSnapshot::spreadSetOf(uint64_t hash, uint32_t spread,
+                                      SpreadSet* out) const noexcept {
+  return spreadSet(*table, hash, loads.get(), spread, out);
+}
+
+BackendWorkerStats& ClusterSnapshot::admit(unsigned worker, const Pick& p,
+                                           bool holds) const noexcept {
+  BackendState& s = *backends[p.host].state;
+  BackendWorkerStats& stats = s.per_worker[worker];
+  stats.picks[static_cast<int>(p.reason)].add();
+  // The live load every worker's bounded pick reads: a reserving pick took it already
+  // (compare-and-swap under the cap).
+  if (!holds && !p.reserved) s.addLive();
+  if (p.reason == PickReason::kSpread && state)
+    state->hot_keys.countPath(worker, HotKeyPath::kSpread);
+  return stats;
+}
+
+}  // namespace lb
