@@ -6,9 +6,9 @@
 
 #include <gtest/gtest.h>
 
-#include "tests/integration/lb_fixture.h"
-#include "tests/integration/origin_fleet.h"
 #include "tests/support/http_client.h"
+#include "tests/support/lb_fixture.h"
+#include "tests/support/origin_fleet.h"
 #include "tests/support/process.h"
 
 namespace lb::test {

@@ -14,9 +14,9 @@
 
 #include "lb/core/hash.h"
 #include "plugins/builtin.h"
-#include "tests/integration/temp_dir.h"
+#include "tests/support/analyze_json_test_util.h"
 #include "tests/support/process.h"
-#include "tests/unit/analyze_json_test_util.h"
+#include "tests/support/temp_dir.h"
 
 namespace lb {
 namespace {

@@ -23,8 +23,8 @@
 #include <string>
 #include <vector>
 
-#include "tests/integration/backend_loads.h"
-#include "tests/integration/cache_fleet.h"
+#include "tests/support/backend_loads.h"
+#include "tests/support/cache_fleet.h"
 
 namespace lb::test {
 namespace {

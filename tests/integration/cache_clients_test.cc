@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "tests/integration/cache_fleet.h"
+#include "tests/support/cache_fleet.h"
 
 namespace lb::test {
 namespace {

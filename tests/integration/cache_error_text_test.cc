@@ -5,8 +5,8 @@
 
 #include <string>
 
-#include "tests/integration/lb_fixture.h"
 #include "tests/support/cache_server.h"
+#include "tests/support/lb_fixture.h"
 
 namespace lb::test {
 namespace {

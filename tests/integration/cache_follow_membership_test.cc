@@ -8,11 +8,11 @@
 #include <string>
 #include <vector>
 
-#include "tests/integration/cache_fleet.h"
-#include "tests/integration/lb_fixture.h"
-#include "tests/integration/membership_fleet.h"
-#include "tests/integration/origin_fleet.h"
+#include "tests/support/cache_fleet.h"
 #include "tests/support/etcd_process.h"
+#include "tests/support/lb_fixture.h"
+#include "tests/support/membership_fleet.h"
+#include "tests/support/origin_fleet.h"
 
 namespace lb::test {
 namespace {

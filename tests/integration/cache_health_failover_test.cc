@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "tests/integration/cache_fleet.h"
-#include "tests/integration/health_harness.h"
+#include "tests/support/cache_fleet.h"
+#include "tests/support/health_harness.h"
 
 namespace lb::test {
 namespace {

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "tests/integration/cache_fleet.h"
+#include "tests/support/cache_fleet.h"
 
 namespace lb::test {
 namespace {

@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-#include "tests/integration/cache_fleet.h"
+#include "tests/support/cache_fleet.h"
 
 namespace lb::test {
 namespace {

@@ -27,8 +27,8 @@
 #include <gtest/gtest.h>
 
 #include "lb/core/address.h"
-#include "tests/integration/lb_fixture.h"
 #include "tests/support/http_client.h"
+#include "tests/support/lb_fixture.h"
 #include "tests/support/process.h"
 
 namespace lb::test {

@@ -8,10 +8,10 @@
 
 #include <gtest/gtest.h>
 
-#include "tests/integration/lb_fixture.h"
-#include "tests/integration/origin_fleet.h"
 #include "tests/support/cache_server.h"
 #include "tests/support/http_client.h"
+#include "tests/support/lb_fixture.h"
+#include "tests/support/origin_fleet.h"
 #include "tests/support/process.h"
 
 namespace lb::test {

@@ -16,8 +16,8 @@
 #include <thread>
 #include <vector>
 
-#include "tests/integration/health_harness.h"
-#include "tests/integration/proxy_harness.h"
+#include "tests/support/health_harness.h"
+#include "tests/support/proxy_harness.h"
 
 namespace lb::test {
 namespace {

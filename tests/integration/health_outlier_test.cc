@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "tests/integration/health_harness.h"
-#include "tests/integration/proxy_harness.h"
+#include "tests/support/health_harness.h"
+#include "tests/support/proxy_harness.h"
 
 namespace lb::test {
 namespace {

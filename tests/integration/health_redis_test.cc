@@ -14,9 +14,9 @@
 #include <thread>
 #include <vector>
 
-#include "tests/integration/health_harness.h"
-#include "tests/integration/lb_fixture.h"
 #include "tests/support/cache_server.h"
+#include "tests/support/health_harness.h"
+#include "tests/support/lb_fixture.h"
 
 namespace lb::test {
 namespace {

@@ -8,8 +8,8 @@
 #include <memory>
 #include <vector>
 
-#include "tests/integration/hot_keys_load.h"
-#include "tests/integration/lb_fixture.h"
+#include "tests/support/hot_keys_load.h"
+#include "tests/support/lb_fixture.h"
 #include "tests/support/origin.h"
 
 namespace lb::test {

@@ -5,8 +5,8 @@
 // asked for must leave the hot set once the hold (2 s here) has passed, and not before.
 #include <gtest/gtest.h>
 
-#include "tests/integration/cache_fleet.h"
-#include "tests/integration/hot_keys_load.h"
+#include "tests/support/cache_fleet.h"
+#include "tests/support/hot_keys_load.h"
 
 namespace lb::test {
 namespace {

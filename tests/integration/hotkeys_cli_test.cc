@@ -20,8 +20,8 @@
 #include <thread>
 #include <vector>
 
-#include "tests/integration/lb_fixture.h"
 #include "tests/support/http_client.h"
+#include "tests/support/lb_fixture.h"
 #include "tests/support/origin.h"
 #include "tests/support/process.h"
 

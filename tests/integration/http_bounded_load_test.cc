@@ -10,8 +10,8 @@
 #include <gtest/gtest.h>
 
 
-#include "tests/integration/backend_loads.h"
-#include "tests/integration/proxy_harness.h"
+#include "tests/support/backend_loads.h"
+#include "tests/support/proxy_harness.h"
 
 namespace lb::test {
 namespace {

@@ -5,8 +5,8 @@
 #include <chrono>
 #include <thread>
 
-#include "tests/integration/metrics_fleet.h"
-#include "tests/integration/proxy_harness.h"
+#include "tests/support/metrics_fleet.h"
+#include "tests/support/proxy_harness.h"
 
 namespace lb::test {
 namespace {

@@ -8,7 +8,7 @@
 #include <thread>
 #include <vector>
 
-#include "tests/integration/proxy_harness.h"
+#include "tests/support/proxy_harness.h"
 
 namespace lb::test {
 namespace {

@@ -16,11 +16,11 @@
 #include <thread>
 #include <vector>
 
-#include "tests/integration/http_hostile_cases.h"
-#include "tests/integration/lb_fixture.h"
-#include "tests/integration/proxy_harness.h"
-#include "tests/integration/repo_file.h"
+#include "tests/support/http_hostile_cases.h"
+#include "tests/support/lb_fixture.h"
+#include "tests/support/proxy_harness.h"
 #include "tests/support/recording_origin.h"
+#include "tests/support/repo_file.h"
 
 namespace lb::test {
 namespace {

@@ -25,10 +25,10 @@
 #include <set>
 #include <thread>
 
-#include "tests/integration/metrics_fleet.h"
-#include "tests/integration/origin_fleet.h"
-#include "tests/integration/proxy_harness.h"
-#include "tests/unit/json_reader.h"
+#include "tests/support/json_reader.h"
+#include "tests/support/metrics_fleet.h"
+#include "tests/support/origin_fleet.h"
+#include "tests/support/proxy_harness.h"
 
 namespace lb::test {
 namespace {

@@ -8,7 +8,7 @@
 #include <set>
 #include <string>
 
-#include "tests/integration/proxy_harness.h"
+#include "tests/support/proxy_harness.h"
 
 namespace lb::test {
 namespace {

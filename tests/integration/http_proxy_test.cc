@@ -6,7 +6,7 @@
 #include <set>
 #include <thread>
 
-#include "tests/integration/proxy_harness.h"
+#include "tests/support/proxy_harness.h"
 
 namespace lb::test {
 namespace {

@@ -7,7 +7,7 @@
 
 #include <string>
 
-#include "tests/integration/proxy_harness.h"
+#include "tests/support/proxy_harness.h"
 #include "tests/support/recording_origin.h"
 
 namespace lb::test {

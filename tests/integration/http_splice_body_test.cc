@@ -28,8 +28,8 @@
 #include <thread>
 #include <vector>
 
-#include "tests/integration/proxy_harness.h"
-#include "tests/integration/splice_test_util.h"
+#include "tests/support/proxy_harness.h"
+#include "tests/support/splice_test_util.h"
 
 namespace lb::test {
 namespace {

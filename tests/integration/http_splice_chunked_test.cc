@@ -23,8 +23,8 @@
 #include <string>
 #include <thread>
 
-#include "tests/integration/proxy_harness.h"
-#include "tests/integration/splice_test_util.h"
+#include "tests/support/proxy_harness.h"
+#include "tests/support/splice_test_util.h"
 
 namespace lb::test {
 namespace {

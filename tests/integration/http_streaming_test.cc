@@ -5,7 +5,7 @@
 
 #include <fstream>
 
-#include "tests/integration/proxy_harness.h"
+#include "tests/support/proxy_harness.h"
 
 namespace lb::test {
 namespace {

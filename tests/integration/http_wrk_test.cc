@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 
-#include "tests/integration/proxy_harness.h"
+#include "tests/support/proxy_harness.h"
 
 namespace lb::test {
 namespace {

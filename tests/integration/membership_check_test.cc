@@ -7,7 +7,7 @@
 
 #include <string>
 
-#include "tests/integration/membership_fleet.h"
+#include "tests/support/membership_fleet.h"
 
 namespace lb::test {
 namespace {

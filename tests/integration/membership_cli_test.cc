@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "tests/integration/temp_dir.h"
 #include "tests/support/etcd_process.h"
 #include "tests/support/process.h"
+#include "tests/support/temp_dir.h"
 
 namespace lb {
 namespace {

@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "tests/integration/membership_fleet.h"
+#include "tests/support/membership_fleet.h"
 
 namespace lb::test {
 namespace {

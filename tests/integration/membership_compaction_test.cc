@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "tests/integration/membership_fleet.h"
-#include "tests/integration/watch_gate.h"
+#include "tests/support/membership_fleet.h"
+#include "tests/support/watch_gate.h"
 
 namespace lb::test {
 namespace {

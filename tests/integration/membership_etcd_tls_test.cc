@@ -16,8 +16,8 @@
 #include <memory>
 #include <string>
 
-#include "tests/integration/membership_fleet.h"
-#include "tests/integration/temp_dir.h"
+#include "tests/support/membership_fleet.h"
+#include "tests/support/temp_dir.h"
 #include "tests/support/tls_certs.h"
 
 namespace lb::test {

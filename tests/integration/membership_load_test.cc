@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "tests/integration/membership_fleet.h"
 #include "tests/support/cache_server.h"
+#include "tests/support/membership_fleet.h"
 
 namespace lb::test {
 namespace {

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "tests/integration/membership_fleet.h"
+#include "tests/support/membership_fleet.h"
 
 namespace lb::test {
 namespace {

@@ -10,11 +10,11 @@
 #include <string>
 #include <thread>
 
-#include "tests/integration/lb_fixture.h"
-#include "tests/integration/metrics_fleet.h"
 #include "tests/support/etcd_process.h"
 #include "tests/support/http_client.h"
-#include "tests/unit/json_reader.h"
+#include "tests/support/json_reader.h"
+#include "tests/support/lb_fixture.h"
+#include "tests/support/metrics_fleet.h"
 
 namespace lb::test {
 namespace {

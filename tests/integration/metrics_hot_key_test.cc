@@ -9,7 +9,7 @@
 
 #include <thread>
 
-#include "tests/integration/metrics_fleet.h"
+#include "tests/support/metrics_fleet.h"
 
 namespace lb::test {
 namespace {

@@ -15,12 +15,12 @@
 #include <sstream>
 #include <thread>
 
-#include "tests/integration/cache_fleet.h"
-#include "tests/integration/lb_fixture.h"
-#include "tests/integration/metrics_fleet.h"
-#include "tests/integration/temp_dir.h"
+#include "tests/support/cache_fleet.h"
 #include "tests/support/cache_server.h"
 #include "tests/support/etcd_process.h"
+#include "tests/support/lb_fixture.h"
+#include "tests/support/metrics_fleet.h"
+#include "tests/support/temp_dir.h"
 #include "tests/support/tls_certs.h"
 
 namespace lb::test {

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "tests/integration/near_cache_fleet.h"
+#include "tests/support/near_cache_fleet.h"
 
 namespace lb::test {
 namespace {

@@ -9,8 +9,8 @@
 #include <thread>
 #include <vector>
 
-#include "tests/integration/hot_keys_load.h"
-#include "tests/integration/near_cache_fleet.h"
+#include "tests/support/hot_keys_load.h"
+#include "tests/support/near_cache_fleet.h"
 
 namespace lb::test {
 namespace {

@@ -8,7 +8,7 @@
 #include <chrono>
 #include <string>
 
-#include "tests/integration/near_cache_fleet.h"
+#include "tests/support/near_cache_fleet.h"
 
 namespace lb::test {
 namespace {

@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-#include "tests/integration/near_cache_fleet.h"
+#include "tests/support/near_cache_fleet.h"
 
 namespace lb::test {
 namespace {

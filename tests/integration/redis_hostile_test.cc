@@ -14,8 +14,8 @@
 #include <string>
 #include <thread>
 
-#include "tests/integration/cache_fleet.h"
-#include "tests/unit/tcp_test_servers.h"
+#include "tests/support/cache_fleet.h"
+#include "tests/support/tcp_test_servers.h"
 
 namespace lb::test {
 namespace {

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "tests/integration/proxy_harness.h"
+#include "tests/support/proxy_harness.h"
 
 namespace lb::test {
 namespace {

@@ -14,7 +14,7 @@
 #include <optional>
 #include <string>
 
-#include "tests/integration/lb_fixture.h"
+#include "tests/support/lb_fixture.h"
 #include "tests/support/process.h"
 
 namespace lb::test {

@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "tests/integration/temp_dir.h"
+#include "tests/support/analyze_json_test_util.h"
 #include "tests/support/process.h"
-#include "tests/unit/analyze_json_test_util.h"
+#include "tests/support/temp_dir.h"
 
 namespace lb {
 namespace {

@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "tests/integration/lb_fixture.h"
-#include "tests/integration/repo_file.h"
+#include "tests/support/lb_fixture.h"
 #include "tests/support/process.h"
+#include "tests/support/repo_file.h"
 
 namespace lb::test {
 namespace {

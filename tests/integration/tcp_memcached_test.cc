@@ -4,9 +4,9 @@
 
 #include <gtest/gtest.h>
 
-#include "tests/integration/lb_fixture.h"
 #include "tests/support/cache_server.h"
 #include "tests/support/http_client.h"
+#include "tests/support/lb_fixture.h"
 #include "tests/support/process.h"
 
 namespace lb::test {

@@ -10,11 +10,11 @@
 #include <thread>
 #include <vector>
 
-#include "tests/integration/http_hostile_cases.h"
-#include "tests/integration/lb_fixture.h"
-#include "tests/integration/proxy_harness.h"
-#include "tests/integration/temp_dir.h"
+#include "tests/support/http_hostile_cases.h"
+#include "tests/support/lb_fixture.h"
+#include "tests/support/proxy_harness.h"
 #include "tests/support/recording_origin.h"
+#include "tests/support/temp_dir.h"
 #include "tests/support/tls_certs.h"
 #include "tests/support/tls_relay.h"
 

@@ -14,12 +14,12 @@
 
 #include <gtest/gtest.h>
 
-#include "tests/integration/lb_fixture.h"
-#include "tests/integration/temp_dir.h"
 #include "tests/support/cache_server.h"
 #include "tests/support/http_client.h"
+#include "tests/support/lb_fixture.h"
 #include "tests/support/origin.h"
 #include "tests/support/process.h"
+#include "tests/support/temp_dir.h"
 #include "tests/support/tls_certs.h"
 
 namespace lb::test {

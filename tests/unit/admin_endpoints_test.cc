@@ -7,9 +7,9 @@
 #include "lb/admin/admin.h"
 #include "lb/admin/admin_server.h"
 #include "lb/admin/metrics.h"
-#include "tests/unit/admin_test_support.h"
-#include "tests/unit/json_reader.h"
-#include "tests/unit/metrics_test_snapshot.h"
+#include "tests/support/admin_test_support.h"
+#include "tests/support/json_reader.h"
+#include "tests/support/metrics_test_snapshot.h"
 
 namespace lb {
 namespace {

@@ -7,7 +7,7 @@
 #include <stdexcept>
 
 #include "lb/admin/admin_http.h"
-#include "tests/unit/admin_test_support.h"
+#include "tests/support/admin_test_support.h"
 
 namespace lb {
 namespace {

@@ -9,8 +9,8 @@
 
 #include "lb/admin/routes.h"
 #include "lb/core/hash.h"
-#include "tests/unit/json_reader.h"
-#include "tests/unit/metrics_test_snapshot.h"
+#include "tests/support/json_reader.h"
+#include "tests/support/metrics_test_snapshot.h"
 
 namespace lb {
 namespace {

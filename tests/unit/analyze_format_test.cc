@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "lb/cli/analyze/analyze_format.h"
-#include "tests/unit/analyze_json_test_util.h"
+#include "tests/support/analyze_json_test_util.h"
 
 namespace lb {
 namespace {

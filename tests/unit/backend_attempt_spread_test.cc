@@ -7,7 +7,7 @@
 
 #include "lb/runtime/backend_attempt.h"
 #include "lb/runtime/worker_env.h"
-#include "tests/unit/pick_test_config.h"
+#include "tests/support/pick_test_config.h"
 
 namespace lb {
 namespace {

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "lb/runtime/worker_env.h"
-#include "tests/unit/pick_test_config.h"
+#include "tests/support/pick_test_config.h"
 
 namespace lb {
 namespace {

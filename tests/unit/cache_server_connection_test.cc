@@ -27,8 +27,8 @@
 #include "lb/proxy/cache/cache_worker.h"
 #include "lb/proxy/cache/server_connection.h"
 #include "lb/runtime/worker_env.h"
-#include "tests/unit/loop_thread.h"
-#include "tests/unit/tcp_test_servers.h"
+#include "tests/support/loop_thread.h"
+#include "tests/support/tcp_test_servers.h"
 
 namespace lb {
 namespace {

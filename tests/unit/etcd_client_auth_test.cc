@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "tests/unit/tcp_test_servers.h"
+#include "tests/support/tcp_test_servers.h"
 
 namespace lb {
 namespace {

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "tests/support/etcd_process.h"
-#include "tests/unit/tcp_test_servers.h"
+#include "tests/support/tcp_test_servers.h"
 
 namespace lb {
 namespace {

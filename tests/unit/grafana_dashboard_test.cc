@@ -15,10 +15,10 @@
 
 #include "lb/admin/metrics.h"
 #include "lb/app/tls_setup.h"
-#include "tests/integration/temp_dir.h"
+#include "tests/support/json_reader.h"
+#include "tests/support/metrics_test_snapshot.h"
+#include "tests/support/temp_dir.h"
 #include "tests/support/tls_certs.h"
-#include "tests/unit/json_reader.h"
-#include "tests/unit/metrics_test_snapshot.h"
 
 namespace lb {
 namespace {

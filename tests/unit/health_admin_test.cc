@@ -6,8 +6,8 @@
 #include "lb/admin/metrics.h"
 #include "lb/admin/routes.h"
 #include "lb/health/health_tracker.h"
-#include "tests/unit/json_reader.h"
-#include "tests/unit/metrics_test_snapshot.h"
+#include "tests/support/json_reader.h"
+#include "tests/support/metrics_test_snapshot.h"
 
 namespace lb {
 namespace {

@@ -18,7 +18,7 @@
 #include "plugins/keys/key_chain.h"
 #include "plugins/selectors/hot_spread.h"
 #include "plugins/selectors/selectors.h"
-#include "tests/unit/key_test_util.h"
+#include "tests/support/key_test_util.h"
 
 namespace {
 thread_local bool t_counting = false;

@@ -14,9 +14,9 @@
 #include "lb/app/worker_group.h"
 #include "lb/core/hash.h"
 #include "tests/support/http_client.h"
+#include "tests/support/json_reader.h"
+#include "tests/support/metrics_test_snapshot.h"
 #include "tests/support/process.h"
-#include "tests/unit/json_reader.h"
-#include "tests/unit/metrics_test_snapshot.h"
 
 namespace lb {
 namespace {

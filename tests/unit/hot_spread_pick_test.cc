@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "plugins/selectors/selectors.h"
-#include "tests/unit/selector_test_util.h"
+#include "tests/support/selector_test_util.h"
 
 namespace lb {
 namespace {

@@ -4,7 +4,7 @@
 // closed (uv_loop_close() == 0) and every handler was freed.
 #include <gtest/gtest.h>
 
-#include "tests/unit/http_server_fixture.h"
+#include "tests/support/http_server_fixture.h"
 
 namespace lb::testing {
 namespace {

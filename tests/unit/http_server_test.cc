@@ -4,7 +4,7 @@
 // http_server_close_test.cc.
 #include <gtest/gtest.h>
 
-#include "tests/unit/http_server_fixture.h"
+#include "tests/support/http_server_fixture.h"
 
 namespace lb::testing {
 namespace {

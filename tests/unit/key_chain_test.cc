@@ -6,7 +6,7 @@
 
 #include <gtest/gtest.h>
 
-#include "tests/unit/key_test_util.h"
+#include "tests/support/key_test_util.h"
 
 namespace lb {
 namespace {

@@ -5,7 +5,7 @@
 #include <thread>
 
 #include "plugins/keys/key_plugins.h"
-#include "tests/unit/key_test_util.h"
+#include "tests/support/key_test_util.h"
 
 namespace lb {
 namespace {

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "plugins/keys/key_plugins.h"
-#include "tests/unit/key_test_util.h"
+#include "tests/support/key_test_util.h"
 
 namespace lb {
 namespace {

@@ -5,7 +5,7 @@
 
 #include "plugins/keys/key_chain.h"
 #include "plugins/keys/key_plugins.h"
-#include "tests/unit/key_test_util.h"
+#include "tests/support/key_test_util.h"
 
 namespace lb {
 namespace {

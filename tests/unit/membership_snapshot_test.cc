@@ -8,8 +8,8 @@
 #include "lb/admin/metrics.h"
 #include "lb/admin/routes.h"
 #include "lb/routing/readdress.h"
-#include "tests/unit/json_reader.h"
-#include "tests/unit/metrics_test_snapshot.h"
+#include "tests/support/json_reader.h"
+#include "tests/support/metrics_test_snapshot.h"
 
 namespace lb {
 namespace {

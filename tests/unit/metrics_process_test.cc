@@ -6,7 +6,7 @@
 #include <chrono>
 
 #include "lb/admin/process_metrics.h"
-#include "tests/unit/metrics_test_snapshot.h"
+#include "tests/support/metrics_test_snapshot.h"
 
 namespace lb {
 namespace {

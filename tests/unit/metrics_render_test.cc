@@ -7,7 +7,7 @@
 #include <fstream>
 
 #include "lb/admin/metrics.h"
-#include "tests/unit/metrics_test_snapshot.h"
+#include "tests/support/metrics_test_snapshot.h"
 
 namespace lb {
 namespace {

@@ -9,7 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "lb/proxy/redis/redis_replies.h"
-#include "tests/unit/redis_merge_util.h"
+#include "tests/support/redis_merge_util.h"
 
 namespace lb {
 namespace {

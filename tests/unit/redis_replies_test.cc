@@ -11,7 +11,7 @@
 #include "lb/proxy/redis/redis_replies.h"
 #include "lb/proxy/redis/resp.h"
 #include "lb/net/buffer_pool.h"
-#include "tests/unit/redis_merge_util.h"
+#include "tests/support/redis_merge_util.h"
 
 namespace lb {
 namespace {

@@ -17,7 +17,7 @@
 #include <sstream>
 #include <thread>
 
-#include "tests/unit/selector_test_util.h"
+#include "tests/support/selector_test_util.h"
 
 extern char** environ;
 

@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "tests/unit/selector_test_util.h"
+#include "tests/support/selector_test_util.h"
 
 namespace lb {
 namespace {

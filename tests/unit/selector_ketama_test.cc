@@ -6,7 +6,7 @@
 #include <algorithm>
 
 #include "plugins/selectors/selectors.h"
-#include "tests/unit/selector_test_util.h"
+#include "tests/support/selector_test_util.h"
 
 namespace lb {
 namespace {

@@ -9,7 +9,7 @@
 
 #include "plugins/selectors/distinct_walk.h"
 #include "plugins/selectors/selectors.h"
-#include "tests/unit/selector_test_util.h"
+#include "tests/support/selector_test_util.h"
 
 namespace lb {
 namespace {

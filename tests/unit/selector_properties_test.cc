@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <set>
 
-#include "tests/unit/selector_test_util.h"
+#include "tests/support/selector_test_util.h"
 
 namespace lb {
 namespace {

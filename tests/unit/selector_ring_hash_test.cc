@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <map>
 
-#include "tests/unit/selector_test_util.h"
+#include "tests/support/selector_test_util.h"
 
 namespace lb {
 namespace {

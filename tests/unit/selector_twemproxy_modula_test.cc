@@ -13,7 +13,7 @@
 #include "lb/routing/cluster_table.h"
 #include "plugins/selectors/selectors.h"
 #include "plugins/selectors/twemproxy_hash.h"
-#include "tests/unit/selector_test_util.h"
+#include "tests/support/selector_test_util.h"
 
 namespace lb {
 namespace {

@@ -9,7 +9,7 @@
 
 #include "plugins/selectors/selectors.h"
 #include "plugins/selectors/twemproxy_hash.h"
-#include "tests/unit/selector_test_util.h"
+#include "tests/support/selector_test_util.h"
 
 namespace lb {
 namespace {

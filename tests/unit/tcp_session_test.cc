@@ -25,8 +25,8 @@
 #include "lb/runtime/access_log.h"
 #include "lb/runtime/listener.h"
 #include "lb/runtime/worker_env.h"
-#include "tests/unit/proxy_loop.h"
-#include "tests/unit/tcp_test_servers.h"
+#include "tests/support/proxy_loop.h"
+#include "tests/support/tcp_test_servers.h"
 
 namespace lb {
 namespace {

@@ -8,8 +8,8 @@
 #include <optional>
 #include <string>
 
-#include "tests/integration/cache_fleet.h"
-#include "tests/integration/metrics_fleet.h"
+#include "tests/support/cache_fleet.h"
+#include "tests/support/metrics_fleet.h"
 
 namespace lb::test {
 

@@ -1,4 +1,4 @@
-#include "tests/integration/http_hostile_cases.h"
+#include "tests/support/http_hostile_cases.h"
 
 namespace lb::test {
 

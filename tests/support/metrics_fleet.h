@@ -16,10 +16,10 @@
 #include <thread>
 #include <vector>
 
-#include "tests/integration/temp_dir.h"
 #include "tests/support/http_client.h"
+#include "tests/support/json_reader.h"
 #include "tests/support/process.h"
-#include "tests/unit/json_reader.h"
+#include "tests/support/temp_dir.h"
 
 namespace lb::test {
 

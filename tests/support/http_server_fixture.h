@@ -23,7 +23,7 @@
 #include "lb/core/address.h"
 #include "lb/http/server.h"
 #include "tests/support/http_client.h"
-#include "tests/unit/loop_thread.h"
+#include "tests/support/loop_thread.h"
 
 namespace lb::testing {
 

@@ -16,10 +16,10 @@
 #include <thread>
 #include <vector>
 
-#include "tests/integration/proxy_harness.h"
 #include "tests/support/http_client.h"
+#include "tests/support/json_reader.h"
 #include "tests/support/process.h"
-#include "tests/unit/json_reader.h"
+#include "tests/support/proxy_harness.h"
 
 namespace lb::test {
 

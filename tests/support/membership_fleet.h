@@ -17,13 +17,13 @@
 #include <thread>
 #include <vector>
 
-#include "tests/integration/lb_fixture.h"
-#include "tests/integration/metrics_fleet.h"
-#include "tests/integration/origin_fleet.h"
 #include "tests/support/etcd_process.h"
 #include "tests/support/http_client.h"
+#include "tests/support/json_reader.h"
+#include "tests/support/lb_fixture.h"
+#include "tests/support/metrics_fleet.h"
+#include "tests/support/origin_fleet.h"
 #include "tests/support/process.h"
-#include "tests/unit/json_reader.h"
 
 namespace lb::test {
 

@@ -23,8 +23,8 @@
 #include <thread>
 #include <utility>
 
-#include "tests/integration/metrics_fleet.h"
-#include "tests/integration/proxy_harness.h"
+#include "tests/support/metrics_fleet.h"
+#include "tests/support/proxy_harness.h"
 
 namespace lb::test {
 

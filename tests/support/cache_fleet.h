@@ -20,11 +20,11 @@
 #include <string>
 #include <vector>
 
-#include "tests/integration/lb_fixture.h"
+#include "tests/support/analyze_json_test_util.h"
 #include "tests/support/cache_server.h"
 #include "tests/support/http_client.h"
+#include "tests/support/lb_fixture.h"
 #include "tests/support/process.h"
-#include "tests/unit/analyze_json_test_util.h"
 
 namespace lb::test {
 

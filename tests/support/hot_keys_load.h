@@ -19,8 +19,8 @@
 #include <thread>
 #include <vector>
 
+#include "tests/support/analyze_json_test_util.h"
 #include "tests/support/http_client.h"
-#include "tests/unit/analyze_json_test_util.h"
 
 namespace lb::test {
 

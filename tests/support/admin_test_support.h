@@ -15,7 +15,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "tests/unit/loop_thread.h"
+#include "tests/support/loop_thread.h"
 
 namespace lb::testing {
 
