@@ -1,5 +1,5 @@
 // Test helpers for the admin server: a libuv loop on its own thread (the "main thread" the
-// admin code expects; tests/unit/loop_thread.h), and a blocking HTTP/1.1 client on a real
+// admin code expects; tests/support/loop_thread.h), and a blocking HTTP/1.1 client on a real
 // loopback socket with a bounded receive timeout, so a server that never answers fails the
 // test instead of hanging.
 #pragma once

@@ -1,4 +1,4 @@
-// The hostile-input cases of tests/integration/http_hostile_test.cc: raw request bytes, the
+// The hostile-input cases of tests/integration/http/http_hostile_test.cc: raw request bytes, the
 // statuses the client must read, and exactly what must reach the origin. Kept apart from the
 // test so that the HTTP fuzz target's seed corpus (tests/fuzz/corpus/http/, one file per case)
 // can be checked against them.

@@ -1,6 +1,6 @@
 // A bounded-load cap on a redis cluster holds exactly with workers = 2 under one hot
-// key, as tests/unit/bounded_cap_workers_test.cc proves for the HTTP pick. Cache commands take
-// their host's unit of live load at the pick, by the same compare-and-swap (CommandPicks), so
+// key, as tests/unit/routing/bounded_cap_workers_test.cc proves for the HTTP pick. Cache commands
+// take their host's unit of live load at the pick, by the same compare-and-swap (CommandPicks), so
 // of two workers racing for a host's last slot exactly one gets it.
 //
 // The whole fleet is frozen (SIGSTOP) while the hot key comes in from many clients, so that no

@@ -37,8 +37,8 @@ const std::vector<std::string> kFourToFive = {
     "--selector", "mod_n,ring_hash", "--servers", "4", "--keys", "1000000", "--rate", "1000000",
     "--duration", "20s", "--samples", "40000", "--event", "add:1@10s", "--seed", "7"};
 
-// Tolerances as in tests/unit/simulate_model_test.cc: 3 points on hit ratios, 5% of the rate
-// on database reads.
+// Tolerances as in tests/unit/cli/simulate/simulate_model_test.cc: 3 points on hit ratios, 5% of
+// the rate on database reads.
 TEST(SimulateCliTest, FourToFiveReproducesTheTextbookFigures) {
   std::vector<std::string> args = kFourToFive;
   args.insert(args.end(), {"--format", "json"});

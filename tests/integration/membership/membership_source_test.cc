@@ -1,7 +1,7 @@
 // A cluster's membership from a real etcd, through a real lb: the start reads it, a put is
 // served (/backends, /ring, /metrics), a rejected document keeps the old table, and an lb
 // whose cluster has nothing yet says so on /ready. The fleet-wide acceptance (several lb,
-// load, etcd killed, compaction) is tests/integration/membership_*_test.cc's.
+// load, etcd killed, compaction) is the other tests' in tests/integration/membership/.
 #include <gtest/gtest.h>
 
 #include <chrono>

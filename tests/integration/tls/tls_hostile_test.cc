@@ -1,4 +1,4 @@
-// The HTTP hostile suite (tests/integration/http_hostile_cases.h) against a TLS listener:
+// The HTTP hostile suite (tests/support/http_hostile_cases.h) against a TLS listener:
 // the same cases, statuses, origin bytes and counted reasons, with the bytes carried by a
 // loopback TLS relay (tests/support/tls_relay.h), so every case goes through lb's TLS
 // transport. The relay turns lb's close into a FIN whatever it was, so whether lb reset or

@@ -2,7 +2,7 @@
 // gateway, for what a real etcd does only at moments a test cannot choose: a token refused
 // as invalid on the next request (expired, or a restarted member), twice in a row, and a
 // sign-in refused while several requests wait for it. The integration tests
-// (tests/integration/membership_etcd_auth_test.cc) run the same against real etcd.
+// (tests/integration/membership/membership_etcd_auth_test.cc) run the same against real etcd.
 #include "lb/membership/etcd_client.h"
 
 #include <gtest/gtest.h>

@@ -3,7 +3,7 @@
 // pick is counted, a host the command already holds takes its later keys without a second
 // unit, and release() gives back the units no fragment took. No sockets: the server
 // connection's half (the fragment's unit back when it leaves the queue) is covered by
-// tests/integration/cache_bounded_cap_test.cc.
+// tests/integration/cache/cache_bounded_cap_test.cc.
 #include "lb/runtime/backend_attempt.h"
 
 #include <gtest/gtest.h>

@@ -2,7 +2,8 @@
 // nutcracker's order (sorted by name, shorter first), one entry per unit of weight, and
 // list[hash % length]. Golden owners computed by hand: the key hashes from a few lines of
 // Python written from nc_fnv.c and nc_murmur.c, then hash % 3 or % 4 into the list; the same
-// rule is checked against a live nutcracker 0.5.0 in tests/integration/twemproxy_compat_test.cc.
+// rule is checked against a live nutcracker 0.5.0 in
+// tests/integration/cache/twemproxy_compat_test.cc.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -133,8 +134,8 @@ TEST(TwemproxyModulaTest, GrowingFromFourToFiveServersMovesFourKeysInFive) {
   EXPECT_NEAR(moved / double{kCount}, 0.8, 0.01);
 }
 
-// The properties of tests/unit/selector_properties_test.cc that modula keeps. Not the
-// movement ones: mod-N moves keys between servers that stay (above).
+// The properties of tests/unit/plugins/selectors/selector_properties_test.cc that modula keeps. Not
+// the movement ones: mod-N moves keys between servers that stay (above).
 TEST(TwemproxyModulaTest, AttemptsZeroToNMinusOneArePermutationOfHosts) {
   for (uint32_t n : {1u, 2u, 5u, 40u}) {
     auto hosts = test::makeHosts(n);

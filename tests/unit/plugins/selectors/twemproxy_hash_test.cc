@@ -8,7 +8,7 @@
 //     and lookup3 (0x3D83917A), the general algorithms behind murmur and jenkins.
 // What no one published (the sign extension of bytes >= 0x80, crc16's unmasked high bits, the
 // empty key) is pinned against a live nutcracker 0.5.0 in
-// tests/integration/twemproxy_compat_test.cc.
+// tests/integration/cache/twemproxy_compat_test.cc.
 #include <gtest/gtest.h>
 
 #include <string>

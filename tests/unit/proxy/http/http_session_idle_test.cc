@@ -1,7 +1,7 @@
 // What an HTTP connection holds while it waits: a kept-alive connection between requests, or
 // a new one that has sent nothing, holds no buffer block and no exchange (the parsers and
 // header views come from the worker's HttpExchangePool only while a request is in flight).
-// HttpSession on a real libuv loop (tests/unit/proxy_loop.h), a keep-alive backend on blocking
+// HttpSession on a real libuv loop (tests/support/proxy_loop.h), a keep-alive backend on blocking
 // sockets, and the test thread as the client.
 #include <netinet/in.h>
 #include <unistd.h>
