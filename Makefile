@@ -62,6 +62,12 @@ ORIGIN_SRCS := $(wildcard tools/origin/*.cc)
 # installs node-llhttp and come back empty on a bare machine.
 LLHTTP_SRCS := api.c http.c llhttp.c
 LIB_OBJS := $(LIB_SRCS:%.cc=$(BUILD)/obj/%.o) $(LLHTTP_SRCS:%.c=$(BUILD)/obj/llhttp/%.o)
+# Where tests go (DEVELOPERS.md, "Where tests go"): a unit test in tests/unit/ under the source
+# path it proves (lb/proxy/redis/ -> tests/unit/proxy/redis/, plugins/keys/ ->
+# tests/unit/plugins/keys/); an integration test, which runs the real lb, in
+# tests/integration/<capability>/ (http, tcp, cache, health, membership, tls, cli, ...);
+# helpers shared by test files in tests/support/, one flat folder of unique names. Every .cc
+# under tests/unit and tests/integration is found here, at any depth.
 UNIT_SRCS := $(shell find tests/unit -name '*.cc' 2>/dev/null | sort)
 INTEG_SRCS := $(shell find tests/integration -name '*.cc' 2>/dev/null | sort)
 TEST_SUPPORT := $(wildcard tests/support/*.cc)
