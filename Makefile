@@ -62,9 +62,15 @@ ORIGIN_SRCS := $(wildcard tools/origin/*.cc)
 # installs node-llhttp and come back empty on a bare machine.
 LLHTTP_SRCS := api.c http.c llhttp.c
 LIB_OBJS := $(LIB_SRCS:%.cc=$(BUILD)/obj/%.o) $(LLHTTP_SRCS:%.c=$(BUILD)/obj/llhttp/%.o)
-UNIT_SRCS := $(wildcard tests/unit/*.cc)
-INTEG_SRCS := $(wildcard tests/integration/*.cc)
-INTEG_SUPPORT := $(wildcard tests/support/*.cc)
+# Where tests go (DEVELOPERS.md, "Where tests go"): a unit test in tests/unit/ under the source
+# path it proves (lb/proxy/redis/ -> tests/unit/proxy/redis/, plugins/keys/ ->
+# tests/unit/plugins/keys/); an integration test, which runs the real lb, in
+# tests/integration/<capability>/ (http, tcp, cache, health, membership, tls, cli, ...);
+# helpers shared by test files in tests/support/, one flat folder of unique names. Every .cc
+# under tests/unit and tests/integration is found here, at any depth.
+UNIT_SRCS := $(shell find tests/unit -name '*.cc' 2>/dev/null | sort)
+INTEG_SRCS := $(shell find tests/integration -name '*.cc' 2>/dev/null | sort)
+TEST_SUPPORT := $(wildcard tests/support/*.cc)
 BENCH_SRCS := $(wildcard bench/*.cc)
 
 LIB := $(BUILD)/liblb.a
@@ -124,15 +130,15 @@ $(BUILD)/lb-origin: $(ORIGIN_SRCS:%.cc=$(BUILD)/obj/%.o) $(LIB)
 	$(CXX) $(SANLD) -pthread -o $@ $^ $(LDLIBS)
 
 # The include-direction check (tools/layers) and the docs checks read this source tree.
-$(BUILD)/obj/tests/unit/layers_test.o $(BUILD)/obj/tests/unit/selectors_doc_test.o: \
-  TEST_CXXFLAGS += -DLB_SOURCE_DIR=\"$(CURDIR)\"
+SOURCE_DIR_TESTS := $(filter %/layers_test.cc %/selectors_doc_test.cc,$(UNIT_SRCS))
+$(SOURCE_DIR_TESTS:%.cc=$(BUILD)/obj/%.o): TEST_CXXFLAGS += -DLB_SOURCE_DIR=\"$(CURDIR)\"
 
-$(BUILD)/tests/unit_tests: $(UNIT_SRCS:%.cc=$(BUILD)/obj/%.o) $(INTEG_SUPPORT:%.cc=$(BUILD)/obj/%.o) \
+$(BUILD)/tests/unit_tests: $(UNIT_SRCS:%.cc=$(BUILD)/obj/%.o) $(TEST_SUPPORT:%.cc=$(BUILD)/obj/%.o) \
     $(BUILD)/obj/tools/layers/layers.o $(LIB)
 	@mkdir -p $(dir $@)
 	$(CXX) $(SANLD) -pthread -o $@ $^ $(TEST_LDLIBS) $(LDLIBS)
 
-$(BUILD)/tests/integration_tests: $(INTEG_SRCS:%.cc=$(BUILD)/obj/%.o) $(INTEG_SUPPORT:%.cc=$(BUILD)/obj/%.o) $(LIB)
+$(BUILD)/tests/integration_tests: $(INTEG_SRCS:%.cc=$(BUILD)/obj/%.o) $(TEST_SUPPORT:%.cc=$(BUILD)/obj/%.o) $(LIB)
 	@mkdir -p $(dir $@)
 	$(CXX) $(SANLD) -pthread -o $@ $^ $(TEST_LDLIBS) $(LDLIBS)
 

@@ -1,7 +1,8 @@
 // twemproxy's key hashes; the facts (constants, byte order, signedness, truncation) come from
 // twitter/twemproxy src/hashkit/nc_fnv.c, nc_md5.c, nc_crc16.c, nc_crc32.c, nc_hsieh.c,
 // nc_murmur.c, nc_jenkins.c and nc_one_at_a_time.c; the code is lb's own. See the header for
-// the quirks and tests/unit/twemproxy_hash_test.cc for where each golden value comes from.
+// the quirks and tests/unit/plugins/selectors/twemproxy_hash_test.cc for where each golden value
+// comes from.
 #include "plugins/selectors/twemproxy_hash.h"
 
 #include <nettle/md5.h>

@@ -13,7 +13,7 @@
 //              204/304 without a body, a body read until EOF).
 //
 // Built and run by `make fuzz` (see the Makefile): make fuzz FUZZ_TARGETS=http FUZZ_SECONDS=600
-// Seeds: tests/fuzz/corpus/http/, one file per case of tests/integration/http_hostile_test.cc
+// Seeds: tests/fuzz/corpus/http/, one file per case of tests/integration/http/http_hostile_test.cc
 // (byte 0 = 0: a whole request).
 //
 // Input layout: byte 0 = flags (bit 0: a response; bit 1: the response answers HEAD; bit 2:

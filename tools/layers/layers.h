@@ -1,8 +1,8 @@
 // The direction of dependencies between lb's folders, checked from the `#include` lines
 // (docs/architecture.md, "Layers"). A lower layer never includes a higher one; a protocol
 // folder under lb/proxy/ never includes another. `make test` runs the check over the tree
-// (tests/unit/layers_test.cc), so a wrong-way include fails the build's tests with the file,
-// the line and the rule it breaks.
+// (tests/unit/tools/layers/layers_test.cc), so a wrong-way include fails the build's tests with the
+// file, the line and the rule it breaks.
 #pragma once
 
 #include <string>
