@@ -16,10 +16,10 @@
 #include <thread>
 #include <vector>
 
-#include "tests/integration/cache_fleet.h"
-#include "tests/integration/metrics_fleet.h"
-#include "tests/integration/proxy_harness.h"
-#include "tests/unit/json_reader.h"
+#include "tests/support/cache_fleet.h"
+#include "tests/support/json_reader.h"
+#include "tests/support/metrics_fleet.h"
+#include "tests/support/proxy_harness.h"
 
 namespace lb::test {
 namespace {
