@@ -13,13 +13,13 @@
 #
 # Usage: bench/compare.sh [--strace] [BUILD_DIR]      (default build; run `make` first)
 # Env: ROUNDS (3), DURATION (10s), CONNS (64), THREADS (1), WORKERS (1), ZIPF_KEYS, ZIPF_S.
-#   MEMBERSHIP=etcd  lb's cluster takes the same 8 backends from a real etcd key (issue 20)
-#             instead of its file: an etcd on free ports, the document put through its JSON
-#             gateway, the rounds start once lb's /backends serves that revision. The
-#             request path is the same either way; this shows it costs nothing.
+#   MEMBERSHIP=etcd  lb's cluster takes the same 8 backends from a real etcd key (fleet
+#             membership from etcd) instead of its file: an etcd on free ports, the document
+#             put through its JSON gateway, the rounds start once lb's /backends serves that
+#             revision. The request path is the same either way; this shows it costs nothing.
 #   --strace  after the table, attach `strace -c -f` to lb and to the nginx proxy for one
 #             wrk run each and print syscalls (and epoll_ctl) per proxied request.
-#   MODE=tls  (issue 24) the three proxies terminate TLS (plain HTTP to the same backends):
+#   MODE=tls  the three proxies terminate TLS (plain HTTP to the same backends):
 #             one self-signed ECDSA P-256 certificate, TLS 1.3 with TLS_AES_128_GCM_SHA256
 #             and X25519 only, pinned on HAProxy and nginx and on the client side (wrk and
 #             openssl read $work/client.cnf through OPENSSL_CONF), which openssl s_client
@@ -34,7 +34,7 @@
 #             over the better peer's, from each target's median round by CPU (req/s and
 #             latency from its median round by req/s, as without MODE). lb's access log is
 #             off, as the peers log nothing.
-#   MODE=objects  (issue 23) large objects instead of the keyed load: runs
+#   MODE=objects  large objects instead of the keyed load: runs
 #             bench/compare_objects.sh (one nginx origin with sendfile, HAProxy with `option
 #             splice-response`, lb; 1 KiB, 64 KiB and 1 MiB; CPU per request and req/s), which
 #             reads SIZES, ROUNDS, DURATION, CONNS and BASE (see its header).

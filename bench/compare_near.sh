@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A hot-key read load through lb's near cache against nutcracker (twemproxy) and against one
-# redis-server straight, in one run (issue 22, acceptance 4).
+# redis-server straight, in one run (the near cache's goal).
 #
 #   8 redis-servers behind nutcracker (ketama, fnv1a_64) and behind lb twice: `lb_near` with
 #   hot_keys.near_cache on, `lb_plain` without (the same cluster otherwise: selector

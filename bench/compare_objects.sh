@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# lb against HAProxy (`option splice-response`) on large objects, in one run (issue 23):
+# lb against HAProxy (`option splice-response`) on large objects, in one run:
 # one nginx origin (one worker, sendfile on) serving one object per size, each proxy with one
 # worker/thread in front of it, `wrk -t1 -c16` on the same URL, rounds interleaved. Prints,
 # per size and proxy, the median round's req/s and the proxy's own CPU per request (utime +

@@ -8,7 +8,7 @@
 #   connections, KiB per connection, then every connection sends one more request and must
 #   get a 200. The client warms lb's pools with BATCH requests first, so the figure is the
 #   connections' cost, not the pools filling up (idle_conns.py says how).
-#   TLS=1 (issue 24): the listener terminates TLS (a self-signed ECDSA P-256 certificate, the
+#   TLS=1: the listener terminates TLS (a self-signed ECDSA P-256 certificate, the
 #   client pinned to TLS 1.3, TLS_AES_128_GCM_SHA256 and X25519 through OPENSSL_CONF, as
 #   compare.sh MODE=tls pins it); every connection completes its handshake before it is
 #   counted, so `silent` is a handshake and then nothing, `request` a handshake and a request.

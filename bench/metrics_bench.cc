@@ -1,4 +1,4 @@
-// The cost of a scrape (issue 5: rendering /metrics with 100 backends takes under 5 ms), and
+// The cost of a scrape (the goal: rendering /metrics with 100 backends takes under 5 ms), and
 // the cost the request path pays for statistics: one relaxed load plus one relaxed store per
 // counter update (lb/core/stats.h), against an atomic fetch_add for comparison.
 #include <benchmark/benchmark.h>

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A pipelined Zipf load for Redis (RESP) and memcached (text protocol), and the true top-N.
 
-Issue 22's acceptance load: keys key:1 .. key:K drawn with P(rank i) proportional to
+The hot-key acceptance load: keys key:1 .. key:K drawn with P(rank i) proportional to
 1 / i^alpha (rank 1 hottest), the shape Twitter's cache traces fit (alpha from 1 to above 2,
 Yang et al., OSDI 2020). Requests go out `--pipeline` at a time on each connection and every
 reply is read and checked, so the rate is what the server (or lb in front of it) sustained.
