@@ -66,7 +66,7 @@ void CacheSession::start(Admission admission) noexcept {
   conn_.setNoDelay();
   slot_ = static_cast<uint32_t>(env_.nextRandom());
   table_ = cache_.holdTable(*snapshot_, listener_->cluster, wire_);
-  if (table_ != nullptr) near_ = table_->near.get();
+  if (table_ != nullptr) near_reads_.near_ = table_->near.get();
   last_activity_ms_ = uv_now(env_.loop());
   const uint64_t idle = static_cast<uint64_t>(listener_->config->timeouts.idle.count());
   conn_.startTimer(idle);
@@ -167,7 +167,7 @@ void CacheSession::followSnapshot() noexcept {
   listener_ = ls;
   cluster_ = &snapshot_->clusters[ls->cluster];
   table_ = table;
-  near_ = table_->near.get();
+  near_reads_.near_ = table_->near.get();
 }
 
 // The held tables whose commands have all been answered and emitted go back.
@@ -181,8 +181,12 @@ void CacheSession::releaseHeld() noexcept {
 NearCache* CacheSession::nearOf(const CacheCommand* cmd) const noexcept {
   for (const HeldTable& h : held_)
     if (cmd->seq < h.until_seq) return h.table->near.get();
-  return near_;
+  return near_reads_.near_;
 }
+
+bool CacheSession::nearCacheable(const char*, size_t) const noexcept { return false; }
+
+void CacheSession::nearFillsReplied(CacheCommand*, uint16_t, const char*, size_t) noexcept {}
 
 // Through the worker's CommandPicks, the one admission every protocol shares: the unit of
 // live load is taken at the pick (a compare-and-swap under the bounded-load cap), so the cap
@@ -311,7 +315,7 @@ static void unlinkFragment(CacheCommand* cmd, CacheFragment* f) noexcept {
 void CacheSession::fragmentReply(CacheFragment* f, const char* p, size_t n) noexcept {
   CacheCommand* cmd = f->command;
   unlinkFragment(cmd, f);
-  if (cmd->near_fill || cmd->near_writes > 0) nearReplied(cmd, p, n);
+  if (cmd->near_fill || cmd->near_writes > 0) near_reads_.replied(cmd, p, n);
   if (cmd->near_fill_count > 0) nearFillsReplied(cmd, f->index, p, n);
   switch (useReply(*cmd, p, n)) {
     case ReplyUse::kPass:
@@ -355,7 +359,7 @@ void CacheSession::fragmentFailed(CacheFragment* f, CacheErrorReason reason,
   CacheCommand* cmd = f->command;
   unlinkFragment(cmd, f);
   // A write that failed may still have been applied: its keys' stripes move again.
-  if (cmd->near_writes > 0) nearReplied(cmd, nullptr, 0);
+  if (cmd->near_writes > 0) near_reads_.replied(cmd, nullptr, 0);
   if (cmd->fan_out) {
     // One server's part failed: the others are waited for, and the merge names them all.
     cmd->parts[f->index] = FragmentReply{nullptr, 0, true};
@@ -500,7 +504,7 @@ void CacheSession::closeNow(CacheOutcome outcome) noexcept {
   out_.clear();   // a write still queued comes back cancelled; libuv reads its bytes no more
   arena_.clear();
   releaseInput();
-  near_ = nullptr;
+  near_reads_.near_ = nullptr;
   for (const HeldTable& h : held_) cache_.releaseTable(h.table);
   held_.clear();
   cache_.releaseTable(table_);

@@ -46,6 +46,7 @@
 #include "lb/proxy/cache/command.h"
 #include "lb/proxy/cache/wire.h"
 #include "lb/proxy/cache/flush_list.h"
+#include "lb/proxy/cache/near_reads.h"
 #include "lb/runtime/protocol_table.h"
 #include "lb/proxy/cache/reply_arena.h"
 #include "lb/net/connection.h"
@@ -71,15 +72,6 @@ enum class CacheOutcome : uint8_t {
   kAborted,        // the worker stopped
 };
 const char* cacheOutcomeName(CacheOutcome o) noexcept;
-
-// What CacheSession::nearAnswerNow learned about a read it did not answer, handed on to
-// nearRead so that a key is looked up once: whether it is hot and, when hot, that the near
-// cache missed it (with the cache's hash of the key). kUnknown: nothing was looked at.
-struct NearLook {
-  enum class State : uint8_t { kUnknown, kCold, kMissed };
-  State state = State::kUnknown;
-  uint64_t hash = 0;
-};
 
 class CacheSession : public Session,
                      public Flushable,
@@ -169,49 +161,16 @@ class CacheSession : public Session,
   void countHashed(uint64_t route_hash, std::string_view key) noexcept;
   bool pickHashed(uint64_t route_hash, uint32_t* host) noexcept;
 
-  // --- For parse(): the near cache (near_cache.h; cache_session_near.cc) ----------------
-  // A plain read of one key (Redis GET, memcached get) routed by `route_hash`: true when
-  // answered from the near cache; else, for a hot key, its reply will fill the cache once
-  // nearSent(cmd, host) has said where it went.
-  bool nearRead(CacheCommand* cmd, std::string_view key, uint64_t route_hash,
-                NearLook look = {}) noexcept;
-  // The same read before any command is made for it (the near-hit fast path): when nothing
-  // of this client waits ahead of it in reply order and the near cache has the key, the
-  // stored reply is appended to the output now (no command, no copy into the arena, no
-  // second copy when emitted) and the key and the hit are counted as for nearRead. False:
-  // nothing was done and nothing counted (what was looked at is in *look, for nearRead);
-  // make the command (beginCommand) and go on.
-  bool nearAnswerNow(std::string_view key, uint64_t route_hash, NearLook* look) noexcept;
-  void nearSent(CacheCommand* cmd, uint32_t host) noexcept;
-  // The same steps for one key of a multi-key read (Redis MGET; redis_near_mget.cc):
-  // nearHot says whether the key routed by `route_hash` uses the near cache at all;
-  // nearFind gives its stored reply ("" when none), counting the hit or the miss;
-  // nearTicket takes a miss's ticket into `fill` (false: no room for the key's copy, no
-  // fill); nearFillSent, before any byte of the read goes to `host`, says where the fill
-  // comes from and whether it may fill (false: it may not).
-  bool nearHot(uint64_t route_hash) const noexcept;
-  std::string_view nearFind(std::string_view key, uint64_t* hash) noexcept;
-  bool nearTicket(CacheCommand* cmd, std::string_view key, uint64_t hash, NearFill* fill) noexcept;
-  bool nearFillSent(uint32_t host, uint32_t* source) noexcept;
-  // A fragment's reply of a command with near_fills (the protocol's: it knows the
-  // elements): each fill of that fragment whose element may be stored goes to nearStore,
-  // which stores it if its ticket holds.
+  // --- For parse(): the near cache, through its one handle (near_reads.h) ---------------
+  NearReads& near() noexcept { return near_reads_; }
+  // The protocol's hooks for it: whether a backend reply to a plain read may be stored (a
+  // value or a miss, never an error), and, for a fragment's reply of a command with
+  // near_fills (the protocol knows the elements), each fill whose element may be stored
+  // goes to near().store, which stores it if its ticket holds.
+  virtual bool nearCacheable(const char* p, size_t n) const noexcept;
   virtual void nearFillsReplied(CacheCommand* cmd, uint16_t fragment, const char* p,
                                 size_t n) noexcept;
-  void nearStore(const CacheCommand* cmd, const NearFill& fill, std::string_view reply) noexcept;
-  // A command that may change `keys` of its keys is about to be forwarded: nearWriteBegin
-  // once (room to remember them), then nearWrite for each key, before any fragment is sent.
-  void nearWriteBegin(CacheCommand* cmd, size_t keys) noexcept;
-  void nearWrite(CacheCommand* cmd, std::string_view key) noexcept;
-  // A flush of every server is on its way: this worker's near cache goes at once (the other
-  // workers' within their ttl, or at once through Redis' tracking, which announces flushes).
-  void nearFlush() noexcept;
-  // A hot key's command that the near cache cannot serve (lb_hotkey_requests_total bypass).
-  void nearBypass(uint64_t route_hash) noexcept;
-  bool nearEnabled() const noexcept { return near_ != nullptr; }
-  // Whether a backend reply to a plain read may be stored (the protocol's: a value or a
-  // miss, never an error).
-  virtual bool nearCacheable(const char* p, size_t n) const noexcept;
+
   // The same for a command without a key, by on_missing_key (random, round_robin); false
   // for reject or when no backend is usable.
   bool pickKeyless(uint32_t* host) noexcept;
@@ -257,7 +216,8 @@ class CacheSession : public Session,
   void parseInput() noexcept;
   void followSnapshot() noexcept;
   void releaseHeld() noexcept;
-  // The near cache a command of this session took its tickets from (near_, or a held
+  friend class NearReads;
+  // The near cache a command of this session took its tickets from (near_reads_'s, or a held
   // table's for a command dispatched before the session moved on).
   NearCache* nearOf(const CacheCommand* cmd) const noexcept;
   void readStart() noexcept;
@@ -276,7 +236,6 @@ class CacheSession : public Session,
   void closeNow(CacheOutcome outcome) noexcept;
   void logRecord() noexcept;
   void dirty() noexcept;
-  void nearReplied(CacheCommand* cmd, const char* p, size_t n) noexcept;
 
   // ConnectionOwner: the client's socket (reads in cache_session_input.cc).
   void onAlloc(uv_buf_t* buf) noexcept override;
@@ -299,7 +258,7 @@ class CacheSession : public Session,
   const CacheWire& wire_;
   ListenerWorkerStats& lstats_;
   ServerTable* table_ = nullptr;
-  NearCache* near_ = nullptr;      // table_'s, while held; null when the cluster has none
+  NearReads near_reads_{*this};    // table_'s near cache, while held
   // Tables of snapshots the session has moved on from, held (with their near caches) while
   // commands dispatched by them wait for replies: those numbered below `until_seq`. Oldest
   // first; empty but for the moments after a reload with commands in flight.

@@ -3,7 +3,7 @@
 // backend group of a worker whose cluster has a near cache and whose protocol has one
 // (CacheWire::newTracker); memcached has none, and its staleness bound is the ttl.
 //
-// The contract with the sessions (CacheSession::nearSent): a read may fill the cache only
+// The contract with the sessions (NearReads::sent): a read may fill the cache only
 // while the tracker is up(), and only on a server connection that has sent enableCommand()
 // since the tracker's current epoch() began (the server then reports every later change of
 // the keys that connection reads). A tracker that goes down flushes its backend's entries

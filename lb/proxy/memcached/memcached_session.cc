@@ -168,7 +168,7 @@ void MemcachedSession::dispatch(const mc::Request& r, const char* p) noexcept {
                      : "verbosity needs fanout = true on the listener");
         return;
       }
-      if (flush) nearFlush();
+      if (flush) near().flush();
       // The line as parsed, noreply left to lb (every server answers; lb drops the reply).
       fanOut(cmd, flush ? kFanFlushAll : kFanVerbosity, mc::kReplyOk,
              [&](ByteChain& out) { mc::writeForwarded(r, tokens, p, out); });
@@ -199,12 +199,12 @@ void MemcachedSession::routeRetrieval(CacheCommand* cmd, const mc::Request& r) n
   CacheScratch& sc = cache().scratch();
   const std::vector<std::string_view>& tokens = sc.args;
   const size_t keys = tokens.size() - r.first_key;
-  if (nearEnabled()) {
+  if (near().enabled()) {
     // gat and gats change the item's exptime (a time in the past expires it): writes, for
     // the near cache, forwarded always and never stored.
     if (r.command == Command::kGat || r.command == Command::kGats) {
-      nearWriteBegin(cmd, keys);
-      for (size_t k = 0; k < keys; ++k) nearWrite(cmd, tokens[r.first_key + k]);
+      near().writeBegin(cmd, keys);
+      for (size_t k = 0; k < keys; ++k) near().write(cmd, tokens[r.first_key + k]);
     }
     if (keys == 1) {
       routeOneRetrieval(cmd, r);
@@ -238,14 +238,14 @@ void MemcachedSession::routeOneRetrieval(CacheCommand* cmd, const mc::Request& r
   const std::string_view key = tokens[r.first_key];
   const uint64_t hash = countKey(key);
   const bool plain = r.command == Command::kGet;
-  if (plain && nearRead(cmd, key, hash)) return;
-  if (!plain) nearBypass(hash);
+  if (plain && near().read(cmd, key, hash)) return;
+  if (!plain) near().bypass(hash);
   uint32_t host;
   if (!pickHashed(hash, &host)) {
     refuse(cmd, CacheErrorReason::kNoBackend, "no backend is available for this key");
     return;
   }
-  if (plain) nearSent(cmd, host);
+  if (plain) near().sent(cmd, host);
   sendFragment(cmd, host, mc::kReplyValues, [&](ByteChain& chain) {
     mc::writeRetrieval(r, tokens, nullptr, 1, chain);
   });
@@ -277,9 +277,9 @@ void MemcachedSession::routeKey(CacheCommand* cmd, const mc::Request& r, const c
   // Every one of these may change the key but me (debug), mg included: its flags can touch,
   // vivify or invalidate the item. noreply changes nothing here: the backend still answers
   // lb, whose reply moves the stripe again.
-  if (nearEnabled() && r.command != Command::kMetaDebug) {
-    nearWriteBegin(cmd, 1);
-    nearWrite(cmd, key);
+  if (near().enabled() && r.command != Command::kMetaDebug) {
+    near().writeBegin(cmd, 1);
+    near().write(cmd, key);
   }
   uint32_t host;
   if (!pickHost(key, &host)) {

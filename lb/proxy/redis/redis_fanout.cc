@@ -108,7 +108,7 @@ void RedisSession::routeEveryServer(CacheCommand* cmd, std::string_view raw) noe
     return;
   }
   cmd->flags = which;
-  if (which == kFlushDb || which == kFlushAll) nearFlush();
+  if (which == kFlushDb || which == kFlushAll) near().flush();
   fanOut(cmd, kind, reply_kind, [&](ByteChain& out) {
     resp::appendCommand(out, raw, inline_, args);
   });

@@ -48,9 +48,9 @@ void RedisSession::nearMget(CacheCommand* cmd, std::string_view raw, size_t keys
   for (size_t k = 0; k < keys; ++k) {
     const std::string_view key = args[1 + k];
     const uint64_t route_hash = countKey(key);
-    if (nearHot(route_hash)) {
+    if (near().hot(route_hash)) {
       uint64_t h = 0;
-      const std::string_view hit = nearFind(key, &h);
+      const std::string_view hit = near().find(key, &h);
       if (!hit.empty()) {
         // A copy now: the next find may drop an expired entry, and the entry its bytes.
         const char* copy = arena().copy(hit.data(), hit.size(), cmd->seq);
@@ -64,7 +64,7 @@ void RedisSession::nearMget(CacheCommand* cmd, std::string_view raw, size_t keys
         if (fills == nullptr)
           fills = reinterpret_cast<NearFill*>(arena().allocate(keys * sizeof(NearFill), cmd->seq));
         // The fill's element is its remote index until the fragments are known.
-        if (fills != nullptr && nearTicket(cmd, key, h, &fills[fill_count])) {
+        if (fills != nullptr && near().ticket(cmd, key, h, &fills[fill_count])) {
           fills[fill_count].element = static_cast<uint32_t>(remote);
           ++fill_count;
         }
@@ -95,7 +95,7 @@ void RedisSession::nearMget(CacheCommand* cmd, std::string_view raw, size_t keys
   // Before any byte of the read goes out: where each fill comes from, whether it may fill,
   // and tracking enabled on its server connection ahead of the read.
   for (uint32_t i = 0; i < fill_count; ++i)
-    fills[i].live = nearFillSent(sc.hosts[fills[i].element], &fills[i].source);
+    fills[i].live = near().fillSent(sc.hosts[fills[i].element], &fills[i].source);
 
   bool one = hits == 0;
   for (size_t j = 1; one && j < remote; ++j) one = sc.hosts[j] == sc.hosts[0];
@@ -170,7 +170,7 @@ void RedisSession::nearFillsReplied(CacheCommand* cmd, uint16_t fragment, const 
     if (fill.fragment != fragment) continue;
     std::string_view element;
     if (!elements.seek(fill.element, &element)) return;
-    if (redis::mgetElementFills(element)) nearStore(cmd, fill, element);
+    if (redis::mgetElementFills(element)) near().store(cmd, fill, element);
   }
 }
 

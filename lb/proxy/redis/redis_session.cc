@@ -176,7 +176,7 @@ void RedisSession::dispatch(std::string_view raw, bool inline_form) noexcept {
     refuse(cmd, CacheErrorReason::kUnknownCommand, what);
     return;
   }
-  if (nearEnabled() && !spec->read_only) nearInvalidate(cmd, *spec);
+  if (near().enabled() && !spec->read_only) nearInvalidate(cmd, *spec);
   switch (spec->route) {
     case Route::kLocal:
       answerLocal(cmd, *spec);
@@ -208,7 +208,7 @@ void RedisSession::dispatch(std::string_view raw, bool inline_form) noexcept {
         sendGet(cmd, raw, key, hash);
         return;
       }
-      if (nearEnabled() && spec->read_only) nearBypass(hash);
+      if (near().enabled() && spec->read_only) near().bypass(hash);
       uint32_t host;
       if (!pickHashed(hash, &host)) {
         refuse(cmd, CacheErrorReason::kNoBackend, "no backend is available for this key");
@@ -236,13 +236,13 @@ void RedisSession::dispatch(std::string_view raw, bool inline_form) noexcept {
 }
 
 // GET key as resp::matchGet found it (raw: the command's canonical bytes). A hit with
-// nothing queued ahead is answered with no command at all (nearAnswerNow); otherwise it is
+// nothing queued ahead is answered with no command at all (near().answerNow); otherwise it is
 // the GET dispatch() would have made, counted once.
 void RedisSession::dispatchGet(std::string_view raw, std::string_view key) noexcept {
   inline_ = false;
   const uint64_t hash = routeHash(key);
   NearLook look;
-  if (nearEnabled() && nearAnswerNow(key, hash, &look)) return;
+  if (near().enabled() && near().answerNow(key, hash, &look)) return;
   CacheCommand* cmd = beginCommand(kPass);
   if (cmd == nullptr) return;
   countHashed(hash, key);
@@ -253,13 +253,13 @@ void RedisSession::dispatchGet(std::string_view raw, std::string_view key) noexc
 // its owner (a hot key's reply then fills the near cache).
 void RedisSession::sendGet(CacheCommand* cmd, std::string_view raw, std::string_view key,
                            uint64_t hash, NearLook look) noexcept {
-  if (nearEnabled() && nearRead(cmd, key, hash, look)) return;
+  if (near().enabled() && near().read(cmd, key, hash, look)) return;
   uint32_t host;
   if (!pickHashed(hash, &host)) {
     refuse(cmd, CacheErrorReason::kNoBackend, "no backend is available for this key");
     return;
   }
-  if (nearEnabled()) nearSent(cmd, host);
+  if (near().enabled()) near().sent(cmd, host);
   sendRaw(cmd, host, raw, redis::kAnyReply);
 }
 
@@ -293,10 +293,10 @@ void RedisSession::nearInvalidate(CacheCommand* cmd, const CommandSpec& spec) no
           count < 0 || static_cast<uint64_t>(count) > args.size() - spec.numkeys - 1)
         return;
       const size_t keys = static_cast<size_t>(count) + (spec.first > 0 ? 1 : 0);
-      nearWriteBegin(cmd, keys);
-      if (spec.first > 0) nearWrite(cmd, args[spec.first]);
+      near().writeBegin(cmd, keys);
+      if (spec.first > 0) near().write(cmd, args[spec.first]);
       for (int64_t i = 0; i < count; ++i)
-        nearWrite(cmd, args[static_cast<size_t>(spec.numkeys + 1 + i)]);
+        near().write(cmd, args[static_cast<size_t>(spec.numkeys + 1 + i)]);
       return;
     }
     case Route::kLocal:
@@ -306,8 +306,8 @@ void RedisSession::nearInvalidate(CacheCommand* cmd, const CommandSpec& spec) no
       return;
   }
   if (first < 1 || step < 1 || last >= argc || last < first) return;
-  nearWriteBegin(cmd, static_cast<size_t>((last - first) / step + 1));
-  for (int i = first; i <= last; i += step) nearWrite(cmd, args[static_cast<size_t>(i)]);
+  near().writeBegin(cmd, static_cast<size_t>((last - first) / step + 1));
+  for (int i = first; i <= last; i += step) near().write(cmd, args[static_cast<size_t>(i)]);
 }
 
 // Keys that must live together: first..last by step (MSETNX: every other argument).
@@ -420,7 +420,7 @@ void RedisSession::splitByOwner(CacheCommand* cmd, const CommandSpec& spec,
     return;
   }
   const size_t keys = (args.size() - 1) / per_key;
-  if (spec.route == Route::kMget && nearEnabled()) {
+  if (spec.route == Route::kMget && near().enabled()) {
     nearMget(cmd, raw, keys);
     return;
   }

@@ -1,6 +1,5 @@
-// CacheSession's side of the near cache (near_cache.h): serving and filling plain reads of
-// hot keys, and invalidating before every write is forwarded. The protocols say which of
-// their commands are which (RedisSession, MemcachedSession); the rules are here, once.
+#include "lb/proxy/cache/near_reads.h"
+
 #include <cstring>
 
 #include "lb/proxy/cache/cache_session.h"
@@ -12,38 +11,36 @@
 
 namespace lb {
 
-bool CacheSession::nearCacheable(const char*, size_t) const noexcept { return false; }
-
 // Only keys in the cluster's hot set use the near cache (docs/config.md "near_cache"): a cold key's
 // reads go to its backend, and a cache of a few items stays with the keys that load one
 // server. The hot set is the one this worker adopted last (HotKeyState::isHot: a pointer
 // load and a probe), by the hash that routes the key.
-bool CacheSession::nearHot(uint64_t route_hash) const noexcept {
-  return near_ != nullptr && cluster_->state != nullptr &&
-         cluster_->state->hot_keys.isHot(env_.index(), route_hash);
+bool NearReads::hot(uint64_t route_hash) const noexcept {
+  return near_ != nullptr && s_.cluster_->state != nullptr &&
+         s_.cluster_->state->hot_keys.isHot(s_.env_.index(), route_hash);
 }
 
 // `look` is what nearAnswerNow found for this read just before (nothing ran in between that
 // could change the hot set or the cache: both change only between reads of the loop).
-bool CacheSession::nearRead(CacheCommand* cmd, std::string_view key, uint64_t route_hash,
+bool NearReads::read(CacheCommand* cmd, std::string_view key, uint64_t route_hash,
                             NearLook look) noexcept {
   using State = NearLook::State;
   if (look.state == State::kCold) return false;
-  if (look.state == State::kUnknown && !nearHot(route_hash)) return false;
+  if (look.state == State::kUnknown && !hot(route_hash)) return false;
   NearCacheWorkerStats& st = near_->stats();
   const uint64_t h = look.state == State::kMissed ? look.hash : NearCache::hashOf(key);
   if (look.state != State::kMissed) {
-    const std::string_view hit = near_->find(h, key, uv_now(env_.loop()));
+    const std::string_view hit = near_->find(h, key, uv_now(s_.env_.loop()));
     if (!hit.empty()) {
       st.paths[static_cast<int>(NearPath::kHit)].add();
-      answer(cmd, hit);   // a copy: the entry may go before the reply is written
+      s_.answer(cmd, hit);   // a copy: the entry may go before the reply is written
       return true;
     }
   }
   st.paths[static_cast<int>(NearPath::kMiss)].add();
   // The ticket before the read is sent: a write bumped after this drops the fill.
   const NearTicket t = near_->ticket(h);
-  const char* copy = arena_.copy(key.data(), key.size(), cmd->seq);
+  const char* copy = s_.arena_.copy(key.data(), key.size(), cmd->seq);
   if (copy == nullptr) return false;   // no fill this time; the read goes on as ever
   cmd->near_fill = true;
   cmd->near_key = copy;
@@ -58,24 +55,24 @@ bool CacheSession::nearRead(CacheCommand* cmd, std::string_view key, uint64_t ro
 // early reply): only an empty queue lets it go to the output at once, behind what is there
 // already, which is every earlier reply. A miss, a cold key or a queue goes the way of
 // nearRead, told through *look what was found here so that it does not look again.
-bool CacheSession::nearAnswerNow(std::string_view key, uint64_t route_hash,
+bool NearReads::answerNow(std::string_view key, uint64_t route_hash,
                                  NearLook* look) noexcept {
-  if (head_ != nullptr) return false;
-  if (!nearHot(route_hash)) {
+  if (s_.head_ != nullptr) return false;
+  if (!hot(route_hash)) {
     look->state = NearLook::State::kCold;
     return false;
   }
   const uint64_t h = NearCache::hashOf(key);
-  const std::string_view hit = near_->find(h, key, uv_now(env_.loop()));
+  const std::string_view hit = near_->find(h, key, uv_now(s_.env_.loop()));
   if (hit.empty()) {
     *look = NearLook{NearLook::State::kMissed, h};
     return false;
   }
-  cluster_->countKey(env_.index(), route_hash, key);
+  s_.cluster_->countKey(s_.env_.index(), route_hash, key);
   near_->stats().paths[static_cast<int>(NearPath::kHit)].add();
-  out_.append(hit.data(), hit.size());
-  ++commands_;
-  dirty();
+  s_.out_.append(hit.data(), hit.size());
+  ++s_.commands_;
+  s_.dirty();
   return true;
 }
 
@@ -83,26 +80,27 @@ bool CacheSession::nearAnswerNow(std::string_view key, uint64_t route_hash,
 // a tracker, whether it may fill at all. With the tracker down nothing fills (a write that
 // bypasses lb would go unseen); a server connection not yet enabled in the tracker's epoch
 // sends the enable command first, in the same pipeline, so the server tracks this read.
-void CacheSession::nearSent(CacheCommand* cmd, uint32_t host) noexcept {
+void NearReads::sent(CacheCommand* cmd, uint32_t host) noexcept {
   if (!cmd->near_fill) return;
-  if (!nearFillSent(host, &cmd->near_source)) cmd->near_fill = false;
+  if (!fillSent(host, &cmd->near_source)) cmd->near_fill = false;
 }
 
-bool CacheSession::nearFillSent(uint32_t host, uint32_t* source) noexcept {
-  ServerGroup* g = table_->hosts[host];
+bool NearReads::fillSent(uint32_t host, uint32_t* source) noexcept {
+  ServerGroup* g = s_.table_->hosts[host];
   *source = g->id;
   NearTracker* t = g->tracker;
   if (t == nullptr) return true;   // memcached: the ttl is the bound
   if (!t->up()) return false;
-  ServerConnection* s = g->servers[slot_ % g->servers.size()];
+  ServerConnection* s = g->servers[s_.slot_ % g->servers.size()];
   if (s->trackingEpoch() == t->epoch()) return true;
-  CacheFragment* f = cache_.newFragment();
+  CacheFragment* f = s_.cache_.newFragment();
   if (f == nullptr) return false;
-  ByteChain& out = s->open(static_cast<uint64_t>(listener_->config->timeouts.connect.count()));
+  const auto connect_ms = static_cast<uint64_t>(s_.listener_->config->timeouts.connect.count());
+  ByteChain& out = s->open(connect_ms);
   out.append(t->enableCommand().data(), t->enableCommand().size());
   f->command = nullptr;   // lb's own: its reply is dropped
   f->reply_kind = t->enableReplyKind();
-  f->timeout_ms = static_cast<uint32_t>(listener_->config->timeouts.response.count());
+  f->timeout_ms = static_cast<uint32_t>(s_.listener_->config->timeouts.response.count());
   f->sent_ns = uv_hrtime();
   g->state->addLive();    // every queued fragment holds a unit; its reply gives it back
   s->push(f);
@@ -112,52 +110,50 @@ bool CacheSession::nearFillSent(uint32_t host, uint32_t* source) noexcept {
 
 // One key of a multi-key read: its stored reply, the hit or the miss counted. The bytes are
 // valid until the cache changes (the next find may drop an expired entry): copy them first.
-std::string_view CacheSession::nearFind(std::string_view key, uint64_t* hash) noexcept {
+std::string_view NearReads::find(std::string_view key, uint64_t* hash) noexcept {
   NearCacheWorkerStats& st = near_->stats();
   *hash = NearCache::hashOf(key);
-  const std::string_view hit = near_->find(*hash, key, uv_now(env_.loop()));
+  const std::string_view hit = near_->find(*hash, key, uv_now(s_.env_.loop()));
   st.paths[static_cast<int>(hit.empty() ? NearPath::kMiss : NearPath::kHit)].add();
   return hit;
 }
 
-bool CacheSession::nearTicket(CacheCommand* cmd, std::string_view key, uint64_t hash,
+bool NearReads::ticket(CacheCommand* cmd, std::string_view key, uint64_t hash,
                               NearFill* fill) noexcept {
   const NearTicket t = near_->ticket(hash);   // before the read is sent
-  const char* copy = arena_.copy(key.data(), key.size(), cmd->seq);
+  const char* copy = s_.arena_.copy(key.data(), key.size(), cmd->seq);
   if (copy == nullptr) return false;
   *fill = NearFill{copy, hash, static_cast<uint32_t>(key.size()), t.stripe, t.flushes, 0, 0, 0,
                    true};
   return true;
 }
 
-void CacheSession::nearFillsReplied(CacheCommand*, uint16_t, const char*, size_t) noexcept {}
-
-void CacheSession::nearStore(const CacheCommand* cmd, const NearFill& fill,
+void NearReads::store(const CacheCommand* cmd, const NearFill& fill,
                              std::string_view reply) noexcept {
-  NearCache* near = nearOf(cmd);
+  NearCache* near = s_.nearOf(cmd);
   if (near == nullptr || !fill.live) return;
   near->fill(fill.hash, {fill.key, fill.key_len}, reply, NearTicket{fill.stripe, fill.flushes},
-              uv_now(env_.loop()), fill.source);
+              uv_now(s_.env_.loop()), fill.source);
 }
 
-void CacheSession::nearFlush() noexcept {
+void NearReads::flush() noexcept {
   if (near_ != nullptr) near_->flushAll();
 }
 
-void CacheSession::nearBypass(uint64_t route_hash) noexcept {
-  if (nearHot(route_hash)) near_->stats().paths[static_cast<int>(NearPath::kBypass)].add();
+void NearReads::bypass(uint64_t route_hash) noexcept {
+  if (hot(route_hash)) near_->stats().paths[static_cast<int>(NearPath::kBypass)].add();
 }
 
-void CacheSession::nearWriteBegin(CacheCommand* cmd, size_t keys) noexcept {
+void NearReads::writeBegin(CacheCommand* cmd, size_t keys) noexcept {
   if (near_ == nullptr || keys == 0) return;
-  cmd->near_write_hashes = arena_.allocate(keys * sizeof(uint64_t), cmd->seq);
+  cmd->near_write_hashes = s_.arena_.allocate(keys * sizeof(uint64_t), cmd->seq);
   cmd->near_writes = 0;
 }
 
 // Before the write goes out: every worker's entry of the key is stale from now (the shared
 // stripe), and this worker's goes now. The hash is kept so the stripe moves again when the
 // backend answers (nearReplied).
-void CacheSession::nearWrite(CacheCommand* cmd, std::string_view key) noexcept {
+void NearReads::write(CacheCommand* cmd, std::string_view key) noexcept {
   if (near_ == nullptr) return;
   const uint64_t h = NearCache::hashOf(key);
   near_->invalidateWrite(h, key);
@@ -171,8 +167,8 @@ void CacheSession::nearWrite(CacheCommand* cmd, std::string_view key) noexcept {
 // have been answered with the old value by then (another server connection, another
 // worker), and its fill, ticketed after the first bump, would otherwise keep that value
 // past the write's acknowledgement. A read's reply fills the cache if its ticket holds.
-void CacheSession::nearReplied(CacheCommand* cmd, const char* p, size_t n) noexcept {
-  NearCache* near = nearOf(cmd);
+void NearReads::replied(CacheCommand* cmd, const char* p, size_t n) noexcept {
+  NearCache* near = s_.nearOf(cmd);
   if (near == nullptr) return;
   for (uint32_t i = 0; i < cmd->near_writes; ++i) {
     uint64_t h;
@@ -181,9 +177,9 @@ void CacheSession::nearReplied(CacheCommand* cmd, const char* p, size_t n) noexc
   }
   if (!cmd->near_fill || p == nullptr) return;
   cmd->near_fill = false;
-  if (!nearCacheable(p, n)) return;
+  if (!s_.nearCacheable(p, n)) return;
   near->fill(cmd->near_hash, {cmd->near_key, cmd->near_key_len}, {p, n},
-              NearTicket{cmd->near_stripe, cmd->near_flushes}, uv_now(env_.loop()),
+              NearTicket{cmd->near_stripe, cmd->near_flushes}, uv_now(s_.env_.loop()),
               cmd->near_source);
 }
 
