@@ -1,3 +1,5 @@
+// NearReads (near_reads.h), the session's handle on its near cache: beside the session, whose
+// state it reads, and apart from the header the session includes.
 #include "lb/proxy/cache/near_reads.h"
 
 #include <cstring>
