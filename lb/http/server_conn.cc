@@ -52,7 +52,7 @@ HttpServerConn::HttpServerConn(uv_loop_t* loop, const HttpServerOptions& options
 HttpServerConn::~HttpServerConn() = default;
 
 bool HttpServerConn::accept(uv_stream_t* listener) {
-  if (conn_.accept(listener) != 0) {
+  if (conn_.accept(listener, nullptr) != 0) {   // plain: admin and lb-origin speak no TLS
     close();
     return false;
   }

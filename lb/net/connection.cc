@@ -42,7 +42,6 @@ namespace {
 // A write of more buffers than this is queued whole (owners write pool-block chains of at
 // most 32).
 constexpr unsigned kMaxBuffers = 64;
-thread_local const AcceptTransport* accept_transport = nullptr;
 }  // namespace
 
 Connection::Connection(ConnectionOwner& owner, uv_loop_t* loop) noexcept
@@ -55,20 +54,18 @@ Connection::Connection(ConnectionOwner& owner, uv_loop_t* loop) noexcept
   shutdown_req_.data = this;
 }
 
-int Connection::accept(uv_stream_t* server) noexcept {
+int Connection::accept(uv_stream_t* server, const AcceptTransport* transport) noexcept {
   const int rc = uv_accept(server, stream());
   if (rc != 0) return rc;
   int len = sizeof peer_;
   uv_tcp_getpeername(&tcp_, reinterpret_cast<sockaddr*>(&peer_), &len);
-  if (accept_transport != nullptr && accept_transport->make != nullptr) {
-    Transport* t = accept_transport->make(accept_transport->ctx, *this);
+  if (transport != nullptr && transport->make != nullptr) {
+    Transport* t = transport->make(transport->ctx, *this);
     if (t == nullptr) return UV_ENOMEM;
     transport_ = t;
   }
   return 0;
 }
-
-void Connection::setAcceptTransport(const AcceptTransport* a) noexcept { accept_transport = a; }
 
 int Connection::connect(const sockaddr* address, uint64_t timeout_ms,
                         Transport* transport) noexcept {

@@ -84,8 +84,9 @@ class ConnectionOwner {
   ~ConnectionOwner() = default;
 };
 
-// Which transport the next Connection::accept() on this thread puts under its connection (a
-// listener sets it around its protocol's accept; lb/runtime/listener.cc): null = plain.
+// What a listener puts under the connections it accepts (Connection::accept's argument,
+// handed down through its protocol's accept function): make(ctx, c) builds the transport
+// once the socket is accepted (null make, or no AcceptTransport at all: plain).
 struct AcceptTransport {
   Transport* (*make)(void* ctx, Connection& c) noexcept = nullptr;
   void* ctx = nullptr;
@@ -103,9 +104,10 @@ class Connection {
   Connection& operator=(const Connection&) = delete;
 
   // --- Opening ------------------------------------------------------------------------
-  // The pending connection of `server`; on success the peer address is read (getpeername).
-  // < 0 when another worker took it or the client is gone.
-  int accept(uv_stream_t* server) noexcept;
+  // The pending connection of `server`, with `transport`'s transport under it (null: plain);
+  // on success the peer address is read (getpeername). < 0 when another worker took it, the
+  // client is gone, or the transport could not be made; the owner closes.
+  int accept(uv_stream_t* server, const AcceptTransport* transport) noexcept;
   // Starts a connect; onConnected follows (UV_ETIMEDOUT after `timeout_ms`, 0 = none). The
   // timer is the connect's until then. < 0 when it cannot even start. `transport` (null:
   // plain) goes under the connection now; one that handshakes (TLS towards a backend) runs
@@ -184,8 +186,6 @@ class Connection {
   void unwatchWritable() noexcept;
   void setTransport(Transport* t) noexcept { transport_ = t; }
   Transport* transport() const noexcept { return transport_; }
-  // Loop thread: what accept() uses until the next call (null: plain).
-  static void setAcceptTransport(const AcceptTransport* a) noexcept;
 
   // --- Timer -------------------------------------------------------------------------
   void startTimer(uint64_t ms) noexcept;

@@ -135,7 +135,7 @@ class ConnectionTest : public ::testing::Test {
     fds_.push_back(fd);
     EXPECT_TRUE(runUntil([&] { return incoming_ > 0; }));
     --incoming_;
-    EXPECT_EQ(o.conn.accept(stream()), 0);
+    EXPECT_EQ(o.conn.accept(stream(), nullptr), 0);
     if (rcvbuf > 0) {   // and lb's side sends through a small buffer too
       int size = rcvbuf;
       uv_send_buffer_size(reinterpret_cast<uv_handle_t*>(o.conn.tcp()), &size);
@@ -229,7 +229,7 @@ TEST_F(ConnectionTest, EofGivesTheOwnersBufferBackFirst) {
   fds_.push_back(fd);
   ASSERT_TRUE(runUntil([&] { return incoming_ > 0; }));
   --incoming_;
-  ASSERT_EQ(o.conn.accept(stream()), 0);
+  ASSERT_EQ(o.conn.accept(stream(), nullptr), 0);
   o.conn.readStart();
   ::shutdown(fd, SHUT_WR);
   ASSERT_TRUE(runUntil([&] { return o.eofs == 1; }));
@@ -530,7 +530,7 @@ class ConnectHandshakeTest : public ConnectionTest {
     ASSERT_EQ(o.conn.connect(reinterpret_cast<sockaddr*>(&a), timeout_ms, &t), 0);
     ASSERT_TRUE(runUntil([&] { return incoming_ > 0; }));
     --incoming_;
-    ASSERT_EQ(server.conn.accept(stream()), 0);
+    ASSERT_EQ(server.conn.accept(stream(), nullptr), 0);
     server.conn.readIntoPool(&pool_);
     server.pool = &pool_;
     ASSERT_EQ(server.conn.readStart(), 0);

@@ -53,8 +53,8 @@ CacheSession::CacheSession(WorkerEnv& env, const std::shared_ptr<const Snapshot>
 
 CacheSession::~CacheSession() { env_.unlink(this); }
 
-bool CacheSession::acceptFrom(uv_stream_t* server) noexcept {
-  if (conn_.accept(server) == 0) return true;
+bool CacheSession::acceptFrom(uv_stream_t* server, const AcceptTransport* transport) noexcept {
+  if (conn_.accept(server, transport) == 0) return true;
   state_ = State::kClosed;
   conn_.close();
   return false;

@@ -130,9 +130,9 @@ class CacheSession : public Session,
   virtual std::string_view tooLargeReply() const noexcept = 0;
 
   // The protocol's accept function: acceptFrom takes the pending connection from `server`
-  // (false when another worker took it or the client is gone: the session then frees
-  // itself quietly), start serves it.
-  bool acceptFrom(uv_stream_t* server) noexcept;
+  // with the listener's `transport` under it (false when another worker took it or the
+  // client is gone: the session then frees itself quietly), start serves it.
+  bool acceptFrom(uv_stream_t* server, const AcceptTransport* transport) noexcept;
   void start(Admission admission) noexcept;
 
   // --- For parse(): commands --------------------------------------------------------

@@ -16,12 +16,12 @@ namespace {
 constexpr uint64_t kLingerMs = 1000;
 }  // namespace
 
-void HttpSession::accept(WorkerEnv* worker, uv_stream_t* server,
+void HttpSession::accept(WorkerEnv* worker, uv_stream_t* server, const AcceptTransport* transport,
                          const std::shared_ptr<const Snapshot>& snap, const ListenerSnapshot* ls,
                          Admission admission) {
   auto* s = new (std::nothrow) HttpSession(worker, snap, ls);
   if (s == nullptr) return;
-  if (s->client_.accept(server) != 0) {
+  if (s->client_.accept(server, transport) != 0) {
     s->closeAll();
     return;
   }

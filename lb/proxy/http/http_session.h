@@ -132,9 +132,10 @@ class HttpSession final : public Session,
                           private ConnectionOwner,
                           private SplicePumpOwner {
  public:
-  // Loop thread. Accepts one connection from `server` and starts serving it (with a 503 when
-  // the listener's Admission says it is over limits.max_connections).
-  static void accept(WorkerEnv* worker, uv_stream_t* server,
+  // Loop thread. Accepts one connection from `server`, with the listener's `transport` under
+  // it (null: plain), and starts serving it (with a 503 when the listener's Admission says it
+  // is over limits.max_connections).
+  static void accept(WorkerEnv* worker, uv_stream_t* server, const AcceptTransport* transport,
                      const std::shared_ptr<const Snapshot>& snap, const ListenerSnapshot* ls,
                      Admission admission);
   HttpSession(const HttpSession&) = delete;

@@ -56,13 +56,13 @@ TcpSession::TcpSession(WorkerEnv& env, const std::shared_ptr<const Snapshot>& sn
 
 TcpSession::~TcpSession() { env_.unlink(this); }
 
-void TcpSession::accept(WorkerEnv& env, uv_stream_t* server,
+void TcpSession::accept(WorkerEnv& env, uv_stream_t* server, const AcceptTransport* transport,
                         const std::shared_ptr<const Snapshot>& snapshot, uint32_t listener,
                         Admission admission) noexcept {
   auto* s = new (std::nothrow) TcpSession(env, snapshot, listener);
   if (s == nullptr) return;
   s->start_ns_ = uv_hrtime();
-  if (s->client_.accept(server) != 0) {
+  if (s->client_.accept(server, transport) != 0) {
     // Another worker took it (SO_REUSEPORT wakeups) or the client is gone: no line to log.
     s->state_ = State::kClosing;
     s->client_.close();

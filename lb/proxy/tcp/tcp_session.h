@@ -73,7 +73,7 @@ class TcpSession final : public Session,
   // listener `listener` (an index into Snapshot::listeners; its protocol must be tcp). The
   // session holds the snapshot until it ends, so a reload never changes a connection's
   // backend or timeouts. Nothing to clean up when the accept fails; the session frees itself.
-  static void accept(WorkerEnv& env, uv_stream_t* server,
+  static void accept(WorkerEnv& env, uv_stream_t* server, const AcceptTransport* transport,
                      const std::shared_ptr<const Snapshot>& snapshot, uint32_t listener,
                      Admission admission) noexcept;
 
