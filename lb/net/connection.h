@@ -1,14 +1,14 @@
-// One socket's life, for whichever session owns it: accept (from a listening stream) or
-// connect (to an address, bounded by a connect timeout), the peer and local addresses,
-// TCP_NODELAY, one timer (the owner's idle or deadline timer; the connect timeout while
-// connecting), reads into pool blocks or owner-supplied buffers, writes with bytes-queued
-// accounting and high/low watermarks, shutdown of the write side, lingering close, and a
-// counted close that calls the owner back once, after the last libuv callback, so that
-// the owner may free itself there.
+// One socket's life, for whichever session owns it: accept (from a listening stream, with the
+// transport the listener puts under it) or connect (to an address, bounded by a connect
+// timeout), the peer and local addresses, TCP_NODELAY, one timer (the owner's idle or
+// deadline timer; the connect timeout while connecting), reads into pool blocks or
+// owner-supplied buffers, writes with bytes-queued accounting and high/low watermarks,
+// shutdown of the write side, lingering close, and a counted close that calls the owner back
+// once, after the last libuv callback, so that the owner may free itself there.
 //
-// Bytes go through a Transport (transport.h): plain TCP now; TLS goes under it later with no
-// change to any owner. A splice(2) pump between two connections (bytes never reach the
-// owner) is lb/net/splice_pump.h's SplicePump, which works on two Connections from outside.
+// Bytes go through a Transport (transport.h): plain TCP, or TLS under it with no change to
+// any owner. A splice(2) pump between two connections (bytes never reach the owner) is
+// lb/net/splice_pump.h's SplicePump, which works on two Connections from outside.
 //
 // Rules (h2o's and libuv's): the Connection is embedded in its owner (no allocation of its
 // own), neither copied nor moved; handle.data = this, and static trampolines forward to
@@ -46,7 +46,7 @@ struct ConnectionWrite {
 class ConnectionOwner {
  public:
   // connect(): 0, or < 0 (refused; UV_ETIMEDOUT at the connect timeout). After a failure
-  // the connection is of no further use: the owner closes it.
+  // the connection is of no further use (kFailed): the owner closes it.
   virtual void onConnected(int status) noexcept { (void)status; }
   // accept(): the transport's opening (TLS's handshake, read while the owner reads) has
   // just ended, before any of the client's bytes reach onRead. Never called for a plain
@@ -92,6 +92,37 @@ struct AcceptTransport {
   void* ctx = nullptr;
 };
 
+// A Connection's life, one state at a time (the owner's position in its own exchange is the
+// owner's; reading, the watermark and the write poll are separate facts, kept beside it):
+//
+//   kNew ──accept()──> kOpen (plain) or kAccepting ──onEstablished──> kOpen
+//   kNew ──connect()──> kConnecting ──TCP up, the transport handshakes──> kHandshaking
+//                          │ TCP up, no handshake                            │ done
+//                          ├──────────────────────────────> kOpen <──────────┤
+//                          │ refused, timed out                              │ failed
+//                          └──────────────────────────────> kFailed <────────┘
+//   kOpen, kAccepting ──lingerClose()──> kLingering ──the peer closed, time is up──> kClosing
+//   any state ──close()──> kClosing ──the last callback──> onClosed (the owner may free it)
+enum class ConnState : uint8_t {
+  kNew,          // handles initialised, no peer yet: accept() or connect() comes next (a
+                 // failed accept stays here, and the owner closes)
+  kConnecting,   // connect() started, TCP's answer pending; the timer is the connect timeout
+  kHandshaking,  // TCP is up and the transport's own opening (TLS towards a backend) runs
+                 // under the same timer, reading for itself; the owner's readStart/readStop
+                 // are only recorded, and its onConnected waits for the end
+  kAccepting,    // accepted, the transport's opening (a TLS listener's handshake) running on
+                 // the owner's reads; no byte reaches onRead before onEstablished
+  kOpen,         // accepted or connected (onConnected(0) heard): bytes flow both ways
+  kFailed,       // the connect or its handshake failed or timed out (onConnected(< 0)
+                 // heard): of no further use, the owner closes it
+  kLingering,    // lingerClose(): the write side shut, input read and dropped until the
+                 // peer closes or the timer ends it (onLingerDone, then the close)
+  kClosing,      // close(): handles closing; the owner hears only cancelled writes, then
+                 // onClosed once, after which it may free the connection
+};
+// The state's name for debug logs ("open", "lingering", ...).
+const char* connStateName(ConnState s) noexcept;
+
 class Connection {
  public:
   static constexpr size_t kHighWatermark = 256 * 1024;
@@ -105,7 +136,8 @@ class Connection {
 
   // --- Opening ------------------------------------------------------------------------
   // The pending connection of `server`, with `transport`'s transport under it (null: plain);
-  // on success the peer address is read (getpeername). < 0 when another worker took it, the
+  // on success the peer address is read (getpeername) and the connection is kOpen, or
+  // kAccepting while the transport's opening runs. < 0 when another worker took it, the
   // client is gone, or the transport could not be made; the owner closes.
   int accept(uv_stream_t* server, const AcceptTransport* transport) noexcept;
   // Starts a connect; onConnected follows (UV_ETIMEDOUT after `timeout_ms`, 0 = none). The
@@ -117,7 +149,11 @@ class Connection {
   int connect(const sockaddr* address, uint64_t timeout_ms,
               Transport* transport = nullptr) noexcept;
   void setNoDelay() noexcept { uv_tcp_nodelay(&tcp_, 1); }
-  bool connecting() const noexcept { return connecting_; }
+  ConnState state() const noexcept { return state_; }
+  // From connect() to onConnected, handshake included.
+  bool connecting() const noexcept {
+    return state_ == ConnState::kConnecting || state_ == ConnState::kHandshaking;
+  }
   const sockaddr* peer() const noexcept { return reinterpret_cast<const sockaddr*>(&peer_); }
   // Read once, on first use (getsockname), so an owner that never asks pays no syscall.
   const sockaddr* local() noexcept;
@@ -198,11 +234,11 @@ class Connection {
   // could not start (the peer is gone): the linger runs all the same, and an owner that
   // would rather not wait closes now.
   bool lingerClose(uint64_t ms) noexcept;
-  bool lingering() const noexcept { return lingering_; }
+  bool lingering() const noexcept { return state_ == ConnState::kLingering; }
   // Idempotent. Both handles close; queued writes come back cancelled; onClosed follows
   // the last callback, exactly once.
   void close() noexcept;
-  bool closing() const noexcept { return closing_; }
+  bool closing() const noexcept { return state_ == ConnState::kClosing; }
 
   // --- For transports ----------------------------------------------------------------
   uv_stream_t* stream() noexcept { return reinterpret_cast<uv_stream_t*>(&tcp_); }
@@ -213,11 +249,9 @@ class Connection {
   void deliver(ssize_t n, const uv_buf_t* buf) noexcept;
   // The handshake startHandshake began has ended: the owner hears onConnected(status).
   void handshakeDone(int status) noexcept;
-  // An accepted connection's opening has ended: the owner hears onEstablished().
-  void established() noexcept {
-    if (!closing_) owner_->onEstablished();
-  }
-  bool handshaking() const noexcept { return handshaking_; }
+  // An accepted connection's opening has ended: kOpen, and the owner hears onEstablished().
+  void established() noexcept;
+  bool handshaking() const noexcept { return state_ == ConnState::kHandshaking; }
 
  private:
   static void onAlloc(uv_handle_t* h, size_t suggested, uv_buf_t* buf);
@@ -235,6 +269,8 @@ class Connection {
   void connectDone(int status) noexcept;
   void lingerEnd() noexcept;
   void callbackDone() noexcept;
+  // The one place the state changes (and says so in the debug log).
+  void enter(ConnState next) noexcept;
 
   ConnectionOwner* owner_;
   Transport* transport_;
@@ -246,6 +282,7 @@ class Connection {
   uv_connect_t connect_req_;
   uv_shutdown_t shutdown_req_;
   int pending_ = 2;                // close callbacks, writes, a shutdown and a connect
+  ConnState state_ = ConnState::kNew;
 
   ReadyFn ready_fn_ = nullptr;     // set: reads go to it, not to the owner (splicing)
   void* ready_ctx_ = nullptr;
@@ -255,16 +292,13 @@ class Connection {
   int write_dup_ = -1;
   bool write_armed_ = false;
 
-  bool reading_ = false;
-  bool connecting_ = false;         // from connect() to onConnected, handshake included
-  bool handshaking_ = false;
-  // While the handshake reads for itself: whether the owner has asked to read (readStart),
-  // so that reading stops after the handshake unless it did.
+  // Facts beside the state, each of its own:
+  bool reading_ = false;           // libuv's read is started
+  // kHandshaking: whether the owner has asked to read (readStart), so that reading stops
+  // after the handshake unless it did.
   bool owner_reads_ = false;
-  bool lingering_ = false;
-  bool closing_ = false;
   bool above_ = false;             // crossed the high watermark, not yet back to low
-  bool local_read_ = false;
+  bool local_read_ = false;        // local_ holds getsockname's answer
 
   uint32_t writes_ = 0;
   size_t high_ = kHighWatermark;
