@@ -95,7 +95,7 @@ int Connection::accept(uv_stream_t* server, const AcceptTransport* transport) no
 
 void Connection::established() noexcept {
   if (state_ == ConnState::kAccepting) enter(ConnState::kOpen);
-  if (!closing()) owner_->onEstablished();
+  if (!closing()) owner_->onEstablished(*this);
 }
 
 int Connection::connect(const sockaddr* address, uint64_t timeout_ms,
@@ -153,7 +153,7 @@ void Connection::connectDone(int status) noexcept {
   enter(status == 0 ? ConnState::kOpen : ConnState::kFailed);
   uv_timer_stop(&timer_);
   if (handshook && status == 0 && !owner_reads_) readStop();
-  owner_->onConnected(status);
+  owner_->onConnected(*this, status);
 }
 
 // --- Reading -----------------------------------------------------------------------------
@@ -199,7 +199,7 @@ void Connection::ownerBuffer(uv_buf_t* buf) noexcept {
     *buf = uv_buf_init(block + header_, static_cast<unsigned>(BufferPool::kBlockSize - header_));
     return;
   }
-  owner_->onAlloc(buf);
+  owner_->onAlloc(*this, buf);
 }
 
 void Connection::onRead(uv_stream_t* s, ssize_t n, const uv_buf_t* buf) {
@@ -268,14 +268,14 @@ void Connection::deliver(ssize_t n, const uv_buf_t* buf) noexcept {
   if (n > 0) {
     bytes_read_ += static_cast<uint64_t>(n);
     if (state_ == ConnState::kLingering) return;
-    owner_->onRead(buf->base, static_cast<size_t>(n));
+    owner_->onRead(*this, buf->base, static_cast<size_t>(n));
     return;
   }
   if (pooled) pool_->put(buf->base - header_);
   // The owner's buffer comes back empty, on EAGAIN and before EOF or an error alike, so
   // that an owner which took a block for it gives it back in one place.
   if (!pooled && !scratch && (n == 0 || buf->base != nullptr)) {
-    owner_->onRead(buf->base, 0);
+    owner_->onRead(*this, buf->base, 0);
     if (closing()) return;
   }
   if (n == 0) return;
@@ -285,9 +285,9 @@ void Connection::deliver(ssize_t n, const uv_buf_t* buf) noexcept {
     return;
   }
   if (n == UV_EOF)
-    owner_->onEof();
+    owner_->onEof(*this);
   else
-    owner_->onError(static_cast<int>(n));
+    owner_->onError(*this, static_cast<int>(n));
 }
 
 // --- Writing -----------------------------------------------------------------------------
@@ -344,7 +344,7 @@ void Connection::handleWrite(ConnectionWrite* w, int status) noexcept {
     if (w->done != nullptr)
       w->done(w, UV_ECANCELED);
     else
-      owner_->onWritten(w, UV_ECANCELED);
+      owner_->onWritten(*this, w, UV_ECANCELED);
     callbackDone();
     return;
   }
@@ -353,11 +353,11 @@ void Connection::handleWrite(ConnectionWrite* w, int status) noexcept {
   if (w->done != nullptr)
     w->done(w, status);
   else
-    owner_->onWritten(w, status);
+    owner_->onWritten(*this, w, status);
   if (closing() || status != 0) return;
   if (above_ && queued() <= low_) {
     above_ = false;
-    owner_->onDrained();
+    owner_->onDrained(*this);
   }
 }
 
@@ -371,7 +371,7 @@ int Connection::shutdown() noexcept {
 void Connection::onShutdownDone(uv_shutdown_t* req, int status) {
   auto* c = static_cast<Connection*>(req->data);
   if (c->state_ != ConnState::kClosing && c->state_ != ConnState::kLingering)
-    c->owner_->onShutdown(status);
+    c->owner_->onShutdown(*c, status);
   c->callbackDone();
 }
 
@@ -401,7 +401,7 @@ void Connection::onTimerFired(uv_timer_t* t) {
       c->lingerEnd();
       return;
     default:
-      c->owner_->onTimer();
+      c->owner_->onTimer(*c);
       return;
   }
 }
@@ -416,7 +416,7 @@ bool Connection::lingerClose(uint64_t ms) noexcept {
 }
 
 void Connection::lingerEnd() noexcept {
-  owner_->onLingerDone();
+  owner_->onLingerDone(*this);
   close();
 }
 
@@ -450,7 +450,7 @@ void Connection::callbackDone() noexcept {
     Transport* t = transport_;
     transport_ = &PlainTransport::instance();
     t->release(*this);
-    owner_->onClosed();
+    owner_->onClosed(*this);
   }
 }
 

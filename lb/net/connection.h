@@ -6,6 +6,13 @@
 // shutdown of the write side, lingering close, and a counted close that calls the owner back
 // once, after the last libuv callback, so that the owner may free itself there.
 //
+// One dialect for every socket lb holds: a client's, a backend's, a health check's, an
+// admin or etcd exchange's. Every owner implements ConnectionOwner, and every callback names
+// the connection it comes from (h2o's one callback shape), so a session that holds two (the
+// client's and the backend's) implements one set of callbacks and tells the two apart by
+// address. The upstream pool lends a backend connection to a session by making the session
+// its owner (setOwner) and takes it back the same way.
+//
 // Bytes go through a Transport (transport.h): plain TCP, or TLS under it with no change to
 // any owner. A splice(2) pump between two connections (bytes never reach the owner) is
 // lb/net/splice_pump.h's SplicePump, which works on two Connections from outside.
@@ -43,42 +50,53 @@ struct ConnectionWrite {
   void* user = nullptr;   // the writer's
 };
 
+// The owner's side of the dialect. Every callback names the connection it comes from.
 class ConnectionOwner {
  public:
   // connect(): 0, or < 0 (refused; UV_ETIMEDOUT at the connect timeout). After a failure
   // the connection is of no further use (kFailed): the owner closes it.
-  virtual void onConnected(int status) noexcept { (void)status; }
+  virtual void onConnected(Connection& c, int status) noexcept {
+    (void)c;
+    (void)status;
+  }
   // accept(): the transport's opening (TLS's handshake, read while the owner reads) has
   // just ended, before any of the client's bytes reach onRead. Never called for a plain
   // connection, which is open from the start (Connection::open()).
-  virtual void onEstablished() noexcept {}
+  virtual void onEstablished(Connection& c) noexcept { (void)c; }
   // Owner-supplied buffers (no read pool): where the next read lands. A zero-length buffer
   // makes libuv report UV_ENOBUFS (onError).
-  virtual void onAlloc(uv_buf_t* buf) noexcept { *buf = uv_buf_init(nullptr, 0); }
+  virtual void onAlloc(Connection& c, uv_buf_t* buf) noexcept {
+    (void)c;
+    *buf = uv_buf_init(nullptr, 0);
+  }
   // n bytes at p. With a read pool, p is `header` bytes into a pool block that is the
   // owner's from now on (it puts it back). With owner buffers, n == 0 gives back the
   // buffer onAlloc handed out, empty: after a read that found nothing (EAGAIN), and before
   // onEof or onError; an owner that took a block for it may put it back.
-  virtual void onRead(char* p, size_t n) noexcept = 0;
+  virtual void onRead(Connection& c, char* p, size_t n) noexcept = 0;
   // The peer will send no more. Reading has stopped.
-  virtual void onEof() noexcept = 0;
+  virtual void onEof(Connection& c) noexcept = 0;
   // A read failed (reset, UV_ENOBUFS). Reading has stopped.
-  virtual void onError(int status) noexcept = 0;
+  virtual void onError(Connection& c, int status) noexcept = 0;
   // A write that write() queued has finished (< 0: failed; UV_ECANCELED after close()).
-  virtual void onWritten(ConnectionWrite* w, int status) noexcept {
+  virtual void onWritten(Connection& c, ConnectionWrite* w, int status) noexcept {
+    (void)c;
     (void)w;
     (void)status;
   }
   // Bytes queued had crossed the high watermark and are now down to the low one.
-  virtual void onDrained() noexcept {}
+  virtual void onDrained(Connection& c) noexcept { (void)c; }
   // shutdown() finished (status < 0: the peer is gone). Not called after close().
-  virtual void onShutdown(int status) noexcept { (void)status; }
-  virtual void onTimer() noexcept {}
+  virtual void onShutdown(Connection& c, int status) noexcept {
+    (void)c;
+    (void)status;
+  }
+  virtual void onTimer(Connection& c) noexcept { (void)c; }
   // lingerClose() ended (the peer closed, reset, or the linger time passed). The
   // connection closes right after unless the owner closed it here.
-  virtual void onLingerDone() noexcept {}
+  virtual void onLingerDone(Connection& c) noexcept { (void)c; }
   // The last libuv callback has come back: the owner may free itself (and this connection).
-  virtual void onClosed() noexcept = 0;
+  virtual void onClosed(Connection& c) noexcept = 0;
 
  protected:
   ~ConnectionOwner() = default;
@@ -222,6 +240,13 @@ class Connection {
   void unwatchWritable() noexcept;
   void setTransport(Transport* t) noexcept { transport_ = t; }
   Transport* transport() const noexcept { return transport_; }
+
+  // --- Owner ------------------------------------------------------------------------
+  // Every callback from the next one on goes to `owner`: the upstream pool lends a backend
+  // connection to a session this way and takes it back (lb/runtime/upstream_pool.h). The new
+  // owner takes the connection as it is (its reads, writes in flight, buffers).
+  void setOwner(ConnectionOwner& owner) noexcept { owner_ = &owner; }
+  ConnectionOwner& owner() const noexcept { return *owner_; }
 
   // --- Timer -------------------------------------------------------------------------
   void startTimer(uint64_t ms) noexcept;

@@ -49,28 +49,28 @@ int dial(uint16_t port, int rcvbuf = 0) {
 struct Owner final : ConnectionOwner {
   explicit Owner(uv_loop_t* loop) : conn(*this, loop) {}
 
-  void onConnected(int status) noexcept override {
+  void onConnected(Connection&, int status) noexcept override {
     connected.push_back(status);
     if (on_connected) on_connected(status);
   }
-  void onRead(char* p, size_t n) noexcept override {
+  void onRead(Connection&, char* p, size_t n) noexcept override {
     if (n > 0) {
       got.append(p, n);
       if (pool != nullptr) pool->put(p);
     }
     if (on_read) on_read();
   }
-  void onEof() noexcept override { ++eofs; }
-  void onError(int status) noexcept override { errors.push_back(status); }
-  void onWritten(ConnectionWrite* w, int status) noexcept override {
+  void onEof(Connection&) noexcept override { ++eofs; }
+  void onError(Connection&, int status) noexcept override { errors.push_back(status); }
+  void onWritten(Connection&, ConnectionWrite* w, int status) noexcept override {
     (void)w;
     written.push_back(status);
   }
-  void onDrained() noexcept override { ++drained; }
-  void onShutdown(int status) noexcept override { shutdowns.push_back(status); }
-  void onTimer() noexcept override { ++timers; }
-  void onLingerDone() noexcept override { ++lingers; }
-  void onClosed() noexcept override {
+  void onDrained(Connection&) noexcept override { ++drained; }
+  void onShutdown(Connection&, int status) noexcept override { shutdowns.push_back(status); }
+  void onTimer(Connection&) noexcept override { ++timers; }
+  void onLingerDone(Connection&) noexcept override { ++lingers; }
+  void onClosed(Connection&) noexcept override {
     ++closed;
     closed_after_writes = written.size();
   }
@@ -210,16 +210,16 @@ TEST_F(ConnectionTest, OwnerBuffersOfZeroLengthAreEnobufs) {
 TEST_F(ConnectionTest, EofGivesTheOwnersBufferBackFirst) {
   struct BufferOwner final : ConnectionOwner {
     explicit BufferOwner(uv_loop_t* loop) : conn(*this, loop) {}
-    void onAlloc(uv_buf_t* buf) noexcept override {
+    void onAlloc(Connection&, uv_buf_t* buf) noexcept override {
       ++allocs;
       *buf = uv_buf_init(space, sizeof space);
     }
-    void onRead(char* p, size_t n) noexcept override {
+    void onRead(Connection&, char* p, size_t n) noexcept override {
       if (n == 0 && p == space) ++returned;
     }
-    void onEof() noexcept override { returned_before_eof = returned; ++eofs; }
-    void onError(int) noexcept override {}
-    void onClosed() noexcept override { ++closed; }
+    void onEof(Connection&) noexcept override { returned_before_eof = returned; ++eofs; }
+    void onError(Connection&, int) noexcept override {}
+    void onClosed(Connection&) noexcept override { ++closed; }
     Connection conn;
     char space[64];
     int allocs = 0, returned = 0, returned_before_eof = -1, eofs = 0, closed = 0;

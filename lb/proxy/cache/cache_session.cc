@@ -423,7 +423,7 @@ void CacheSession::writeOut() noexcept {
   }
 }
 
-void CacheSession::onWritten(ConnectionWrite* w, int status) noexcept {
+void CacheSession::onWritten(Connection&, ConnectionWrite* w, int status) noexcept {
   if (state_ == State::kClosed) return;
   if (status < 0) {
     closeNow(CacheOutcome::kClientReset);
@@ -448,7 +448,7 @@ void CacheSession::endWritten() noexcept {
 }
 
 // The client closed after reading lb's last answer, or the linger time passed.
-void CacheSession::onLingerDone() noexcept { closeNow(outcome_); }
+void CacheSession::onLingerDone(Connection&) noexcept { closeNow(outcome_); }
 
 // Reading stopped at a limit: with room again, parse what is buffered, then read more.
 void CacheSession::maybeResume() noexcept {
@@ -462,7 +462,7 @@ void CacheSession::maybeResume() noexcept {
 
 // timeouts.idle: a client with nothing in flight and nothing read for that long is closed.
 // The timer runs once per idle period rather than being restarted on every read.
-void CacheSession::onTimer() noexcept {
+void CacheSession::onTimer(Connection&) noexcept {
   if (state_ == State::kClosed || state_ == State::kLingering) return;
   const uint64_t idle = static_cast<uint64_t>(listener_->config->timeouts.idle.count());
   const uint64_t now = uv_now(env_.loop());
@@ -509,7 +509,7 @@ void CacheSession::closeNow(CacheOutcome outcome) noexcept {
 }
 
 // The connection's last callback is back: nothing of libuv's refers to this session now.
-void CacheSession::onClosed() noexcept { delete this; }
+void CacheSession::onClosed(Connection&) noexcept { delete this; }
 
 void CacheSession::logRecord() noexcept {
   AccessLog* log = env_.accessLog();

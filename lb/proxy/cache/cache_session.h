@@ -271,15 +271,16 @@ class CacheSession : public Session,
   void dirty() noexcept;
   void nearReplied(CacheCommand* cmd, const char* p, size_t n) noexcept;
 
-  // ConnectionOwner: the client's socket (reads in cache_session_input.cc).
-  void onAlloc(uv_buf_t* buf) noexcept override;
-  void onRead(char* p, size_t n) noexcept override;
-  void onEof() noexcept override;
-  void onError(int status) noexcept override;
-  void onWritten(ConnectionWrite* w, int status) noexcept override;
-  void onTimer() noexcept override;
-  void onLingerDone() noexcept override;
-  void onClosed() noexcept override;
+  // ConnectionOwner: the client's socket, its only one (reads in cache_session_input.cc;
+  // the backends' are the ServerConnections').
+  void onAlloc(Connection& c, uv_buf_t* buf) noexcept override;
+  void onRead(Connection& c, char* p, size_t n) noexcept override;
+  void onEof(Connection& c) noexcept override;
+  void onError(Connection& c, int status) noexcept override;
+  void onWritten(Connection& c, ConnectionWrite* w, int status) noexcept override;
+  void onTimer(Connection& c) noexcept override;
+  void onLingerDone(Connection& c) noexcept override;
+  void onClosed(Connection& c) noexcept override;
 
   WorkerEnv& env_;
   CacheWorker& cache_;
