@@ -10,9 +10,10 @@ namespace lb {
 
 namespace {
 
-void acceptHttp(WorkerEnv& env, uv_stream_t* server, const std::shared_ptr<const Snapshot>& snap,
-                uint32_t listener, Admission admission) {
-  HttpSession::accept(&env, server, snap, &snap->listeners[listener], admission);
+void acceptHttp(WorkerEnv& env, uv_stream_t* server, const AcceptTransport* transport,
+                const std::shared_ptr<const Snapshot>& snap, uint32_t listener,
+                Admission admission) {
+  HttpSession::accept(&env, server, transport, snap, &snap->listeners[listener], admission);
 }
 
 }  // namespace

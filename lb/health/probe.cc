@@ -38,9 +38,9 @@ Probe* Probe::start(uv_loop_t* loop, const sockaddr* addr, socklen_t, const Chec
     // Reported from the loop, as every other outcome is: the owner is still in the middle
     // of starting us.
     p->early_error_ = rc;
-    uv_timer_start(&p->timer_, onTimer, 0, 0);
+    uv_timer_start(&p->timer_, onDeadline, 0, 0);
   } else {
-    uv_timer_start(&p->timer_, onTimer, spec.timeout_ms, 0);
+    uv_timer_start(&p->timer_, onDeadline, spec.timeout_ms, 0);
   }
   return p;
 }
@@ -61,7 +61,7 @@ void Probe::close() noexcept {
 
 void Probe::onTimerClosed(uv_handle_t* h) { static_cast<Probe*>(h->data)->closedOne(); }
 
-void Probe::onClosed() noexcept { closedOne(); }
+void Probe::onClosed(Connection&) noexcept { closedOne(); }
 
 void Probe::closedOne() noexcept {
   if (--open_ == 0) delete this;
@@ -80,7 +80,7 @@ void Probe::finish(CheckResult result, std::string detail) noexcept {
   close();
 }
 
-void Probe::onConnected(int status) noexcept {
+void Probe::onConnected(Connection&, int status) noexcept {
   if (closing_ || state_ != State::kConnecting) return;
   if (status < 0) {
     if (tls_ != nullptr && !tls_->failureText().empty())
@@ -102,20 +102,22 @@ void Probe::onConnected(int status) noexcept {
   if (rc < 0) finish(CheckResult::kFail, std::string("send: ") + sysErrorText(static_cast<int>(rc)));
 }
 
-void Probe::onWritten(ConnectionWrite*, int status) noexcept {
+void Probe::onWritten(Connection&, ConnectionWrite*, int status) noexcept {
   if (status == UV_ECANCELED || closing_ || status == 0) return;
   finish(CheckResult::kFail, std::string("send: ") + sysErrorText(status));
 }
 
-void Probe::onAlloc(uv_buf_t* buf) noexcept {
+void Probe::onAlloc(Connection&, uv_buf_t* buf) noexcept {
   *buf = uv_buf_init(reply_.space(), static_cast<unsigned>(reply_.spaceLeft()));
 }
 
-void Probe::onRead(char*, size_t n) noexcept { handleRead(static_cast<ssize_t>(n)); }
+void Probe::onRead(Connection&, char*, size_t n) noexcept {
+  handleRead(static_cast<ssize_t>(n));
+}
 
-void Probe::onEof() noexcept { handleRead(UV_EOF); }
+void Probe::onEof(Connection&) noexcept { handleRead(UV_EOF); }
 
-void Probe::onError(int status) noexcept { handleRead(status); }
+void Probe::onError(Connection&, int status) noexcept { handleRead(status); }
 
 void Probe::handleRead(ssize_t n) noexcept {
   if (closing_ || state_ != State::kExchanging || n == 0) return;
@@ -134,7 +136,7 @@ void Probe::handleRead(ssize_t n) noexcept {
     finish(CheckResult::kFail, reply_.detail());
 }
 
-void Probe::onTimer(uv_timer_t* t) { static_cast<Probe*>(t->data)->handleTimer(); }
+void Probe::onDeadline(uv_timer_t* t) { static_cast<Probe*>(t->data)->handleTimer(); }
 
 void Probe::handleTimer() noexcept {
   if (closing_) return;

@@ -57,18 +57,19 @@ class Probe final : private ConnectionOwner {
   Probe(uv_loop_t* loop, const CheckSpec& spec, ProbeOwner* owner);
   ~Probe() = default;
 
-  // ConnectionOwner.
-  void onConnected(int status) noexcept override;
-  void onAlloc(uv_buf_t* buf) noexcept override;
-  void onRead(char* p, size_t n) noexcept override;
-  void onEof() noexcept override;
-  void onError(int status) noexcept override;
-  void onWritten(ConnectionWrite* w, int status) noexcept override;
-  void onClosed() noexcept override;
+  // ConnectionOwner: the check's connection (conn_), its only one.
+  void onConnected(Connection& c, int status) noexcept override;
+  void onAlloc(Connection& c, uv_buf_t* buf) noexcept override;
+  void onRead(Connection& c, char* p, size_t n) noexcept override;
+  void onEof(Connection& c) noexcept override;
+  void onError(Connection& c, int status) noexcept override;
+  void onWritten(Connection& c, ConnectionWrite* w, int status) noexcept override;
+  void onClosed(Connection& c) noexcept override;
 
-  static void onTimer(uv_timer_t* t);
+  static void onDeadline(uv_timer_t* t);
   static void onTimerClosed(uv_handle_t* h);
 
+  // The reply's bytes (n > 0) or its end (UV_EOF, an error): judged as they come.
   void handleRead(ssize_t n) noexcept;
   void handleTimer() noexcept;
   // Ends the check with its outcome (once) and closes.

@@ -52,7 +52,7 @@ HttpServerConn::HttpServerConn(uv_loop_t* loop, const HttpServerOptions& options
 HttpServerConn::~HttpServerConn() = default;
 
 bool HttpServerConn::accept(uv_stream_t* listener) {
-  if (conn_.accept(listener) != 0) {
+  if (conn_.accept(listener, nullptr) != 0) {   // plain: admin and lb-origin speak no TLS
     close();
     return false;
   }
@@ -86,7 +86,7 @@ void HttpServerConn::reset() {
   close();
 }
 
-void HttpServerConn::onClosed() noexcept { closeDone(); }
+void HttpServerConn::onClosed(Connection&) noexcept { closeDone(); }
 
 void HttpServerConn::onHandlerTimerClosed(uv_handle_t* h) {
   static_cast<HttpServerConn*>(h->data)->closeDone();
@@ -123,9 +123,9 @@ void HttpServerConn::startLinger() {
 }
 
 // The client closed, reset, or the linger time passed; the Connection closes itself next.
-void HttpServerConn::onLingerDone() noexcept { close(); }
+void HttpServerConn::onLingerDone(Connection&) noexcept { close(); }
 
-void HttpServerConn::onTimer() noexcept {
+void HttpServerConn::onTimer(Connection&) noexcept {
   close();   // the request time ran out (State::kHead, kExchange)
 }
 
@@ -164,18 +164,18 @@ void HttpServerConn::updateReading() {
   if (!want) conn_.readStop();
 }
 
-void HttpServerConn::onAlloc(uv_buf_t* buf) noexcept {
+void HttpServerConn::onAlloc(Connection&, uv_buf_t* buf) noexcept {
   // A tunnel hands each read on at once: it reuses the whole buffer. Otherwise the read
   // lands after the bytes still to be parsed.
   size_t at = state_ == State::kTunnel ? 0 : used_;
   *buf = uv_buf_init(buf_.get() + at, static_cast<unsigned>(cap_ - at));
 }
 
-void HttpServerConn::onError(int) noexcept {
+void HttpServerConn::onError(Connection&, int) noexcept {
   close();   // ECONNRESET and friends: nobody is left to answer
 }
 
-void HttpServerConn::onRead(char*, size_t n) noexcept {
+void HttpServerConn::onRead(Connection&, char*, size_t n) noexcept {
   if (state_ == State::kClosed || n == 0) return;   // n == 0: our buffer back, empty
   switch (state_) {
     case State::kHead:
@@ -192,7 +192,7 @@ void HttpServerConn::onRead(char*, size_t n) noexcept {
   }
 }
 
-void HttpServerConn::onEof() noexcept {
+void HttpServerConn::onEof(Connection&) noexcept {
   read_eof_ = true;
   updateReading();
   switch (state_) {
@@ -392,7 +392,7 @@ void HttpServerConn::queue(std::string prefix, std::string_view borrowed, std::s
   }
 }
 
-void HttpServerConn::onWritten(ConnectionWrite* cw, int status) noexcept {
+void HttpServerConn::onWritten(Connection&, ConnectionWrite* cw, int status) noexcept {
   delete static_cast<HttpServerConnWrite*>(cw->user);
   if (status == UV_ECANCELED || state_ == State::kClosed) return;   // close() runs
   if (status < 0) {   // the client went away

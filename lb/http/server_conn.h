@@ -166,14 +166,14 @@ class HttpServerConn final : private HttpBodySink, private ConnectionOwner {
   void onBody(const char* data, size_t len) noexcept override;
 
   // ConnectionOwner
-  void onAlloc(uv_buf_t* buf) noexcept override;
-  void onRead(char* p, size_t n) noexcept override;
-  void onEof() noexcept override;
-  void onError(int status) noexcept override;
-  void onWritten(ConnectionWrite* w, int status) noexcept override;
-  void onTimer() noexcept override;   // the request time ran out
-  void onLingerDone() noexcept override;
-  void onClosed() noexcept override;
+  void onAlloc(Connection& c, uv_buf_t* buf) noexcept override;
+  void onRead(Connection& c, char* p, size_t n) noexcept override;
+  void onEof(Connection& c) noexcept override;
+  void onError(Connection& c, int status) noexcept override;
+  void onWritten(Connection& c, ConnectionWrite* w, int status) noexcept override;
+  void onTimer(Connection& c) noexcept override;   // the request time ran out
+  void onLingerDone(Connection& c) noexcept override;
+  void onClosed(Connection& c) noexcept override;
   void closeDone() noexcept;          // one of the two closes (Connection, handler timer) ended
 
   void drive();             // parses buffered input while the state allows it

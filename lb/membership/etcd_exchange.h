@@ -112,7 +112,7 @@ class EtcdExchange final : public ConnectionOwner, public HttpBodySink {
   EtcdCall* call = nullptr;   // the request it serves (none for the watch)
 
  private:
-  void onConnected(int status) noexcept override {
+  void onConnected(Connection&, int status) noexcept override {
     if (done_) return;
     if (status != 0) {
       if (tls_ != nullptr && !tls_->failureText().empty())
@@ -137,9 +137,11 @@ class EtcdExchange final : public ConnectionOwner, public HttpBodySink {
     if (r != 0) fail(EtcdFailure::kConnect, std::string("read: ") + sysErrorText(r));
   }
 
-  void onAlloc(uv_buf_t* buf) noexcept override { *buf = uv_buf_init(read_, sizeof read_); }
+  void onAlloc(Connection&, uv_buf_t* buf) noexcept override {
+    *buf = uv_buf_init(read_, sizeof read_);
+  }
 
-  void onRead(char* p, size_t n) noexcept override {
+  void onRead(Connection&, char* p, size_t n) noexcept override {
     if (n == 0 || done_) return;
     if (parser_.headDone()) {
       feed(p, p, n);
@@ -162,7 +164,7 @@ class EtcdExchange final : public ConnectionOwner, public HttpBodySink {
     feed(head_.data(), head_.data() + from, n);
   }
 
-  void onEof() noexcept override {
+  void onEof(Connection&) noexcept override {
     if (done_) return;
     if (parser_.started() && parser_.headDone() && parser_.needsEof() && parser_.finishAtEof() &&
         parser_.messageDone()) {
@@ -175,25 +177,25 @@ class EtcdExchange final : public ConnectionOwner, public HttpBodySink {
       fail(EtcdFailure::kConnect, "the connection closed before the whole reply" + tlsReason());
   }
 
-  void onError(int status) noexcept override {
+  void onError(Connection&, int status) noexcept override {
     if (done_) return;
     const std::string why = std::string("read: ") + sysErrorText(status) + tlsReason();
     fail(stream_ && status_ == 200 ? EtcdFailure::kClosed : EtcdFailure::kConnect, why);
   }
 
-  void onWritten(ConnectionWrite*, int status) noexcept override {
+  void onWritten(Connection&, ConnectionWrite*, int status) noexcept override {
     if (done_ || status == 0 || status == UV_ECANCELED) return;
     fail(EtcdFailure::kConnect, std::string("send: ") + sysErrorText(status));
   }
 
-  void onTimer() noexcept override {
+  void onTimer(Connection&) noexcept override {
     if (done_) return;
     const std::string limit = formatDuration(Duration(timeout_ms_));
     fail(EtcdFailure::kTimeout, stream_ ? "no watch created within " + limit
                                         : "no whole reply within " + limit);
   }
 
-  void onClosed() noexcept override {
+  void onClosed(Connection&) noexcept override {
     EtcdExchangeOwner* client = client_;
     if (early_) client->exchangeFailed(this, *early_);
     client->exchangeClosed(this);

@@ -6,6 +6,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "lb/core/log.h"
+
 namespace lb {
 
 // --- PlainTransport ----------------------------------------------------------------------
@@ -42,8 +44,25 @@ namespace {
 // A write of more buffers than this is queued whole (owners write pool-block chains of at
 // most 32).
 constexpr unsigned kMaxBuffers = 64;
-thread_local const AcceptTransport* accept_transport = nullptr;
+// What a lingering connection reads is dropped: one scratch block per thread serves every
+// one of them (a read is copied out of the kernel and forgotten in one call). Nobody's
+// buffer: never the pool's, never an owner's.
+thread_local char t_linger_scratch[BufferPool::kBlockSize];
 }  // namespace
+
+const char* connStateName(ConnState s) noexcept {
+  switch (s) {
+    case ConnState::kNew: return "new";
+    case ConnState::kConnecting: return "connecting";
+    case ConnState::kHandshaking: return "handshaking";
+    case ConnState::kAccepting: return "accepting";
+    case ConnState::kOpen: return "open";
+    case ConnState::kFailed: return "failed";
+    case ConnState::kLingering: return "lingering";
+    case ConnState::kClosing: return "closing";
+  }
+  return "?";
+}
 
 Connection::Connection(ConnectionOwner& owner, uv_loop_t* loop) noexcept
     : owner_(&owner), transport_(&PlainTransport::instance()) {
@@ -55,20 +74,29 @@ Connection::Connection(ConnectionOwner& owner, uv_loop_t* loop) noexcept
   shutdown_req_.data = this;
 }
 
-int Connection::accept(uv_stream_t* server) noexcept {
+void Connection::enter(ConnState next) noexcept {
+  LB_DEBUG("connection fd %d: %s -> %s", fd(), connStateName(state_), connStateName(next));
+  state_ = next;
+}
+
+int Connection::accept(uv_stream_t* server, const AcceptTransport* transport) noexcept {
   const int rc = uv_accept(server, stream());
   if (rc != 0) return rc;
   int len = sizeof peer_;
   uv_tcp_getpeername(&tcp_, reinterpret_cast<sockaddr*>(&peer_), &len);
-  if (accept_transport != nullptr && accept_transport->make != nullptr) {
-    Transport* t = accept_transport->make(accept_transport->ctx, *this);
+  if (transport != nullptr && transport->make != nullptr) {
+    Transport* t = transport->make(transport->ctx, *this);
     if (t == nullptr) return UV_ENOMEM;
     transport_ = t;
   }
+  enter(transport_->established() ? ConnState::kOpen : ConnState::kAccepting);
   return 0;
 }
 
-void Connection::setAcceptTransport(const AcceptTransport* a) noexcept { accept_transport = a; }
+void Connection::established() noexcept {
+  if (state_ == ConnState::kAccepting) enter(ConnState::kOpen);
+  if (!closing()) owner_->onEstablished(*this);
+}
 
 int Connection::connect(const sockaddr* address, uint64_t timeout_ms,
                         Transport* transport) noexcept {
@@ -77,7 +105,7 @@ int Connection::connect(const sockaddr* address, uint64_t timeout_ms,
   const int rc = uv_tcp_connect(&connect_req_, &tcp_, address, onConnect);
   if (rc != 0) return rc;
   ++pending_;
-  connecting_ = true;
+  enter(ConnState::kConnecting);
   if (timeout_ms > 0) uv_timer_start(&timer_, onTimerFired, timeout_ms, 0);
   memcpy(&peer_, address,
          address->sa_family == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in));
@@ -95,13 +123,11 @@ const sockaddr* Connection::local() noexcept {
 
 void Connection::onConnect(uv_connect_t* req, int status) {
   auto* c = static_cast<Connection*>(req->data);
-  if (c->connecting_ && !c->closing_) {
+  if (c->state_ == ConnState::kConnecting) {   // else closed meanwhile: nothing to tell
     if (status == 0 && c->transport_->handshakes())
       c->beginHandshake();
     else
       c->connectDone(status == UV_ECANCELED ? UV_ECONNABORTED : status);
-  } else {
-    c->connecting_ = false;
   }
   c->callbackDone();
 }
@@ -109,36 +135,35 @@ void Connection::onConnect(uv_connect_t* req, int status) {
 // TCP is up and the transport has an opening of its own: it reads for itself (the owner's
 // buffers are not asked for until there is plaintext) under the connect's timer.
 void Connection::beginHandshake() noexcept {
-  handshaking_ = true;
+  enter(ConnState::kHandshaking);
   owner_reads_ = false;
   int rc = uv_read_start(stream(), onAlloc, onRead);
   reading_ = rc == 0;
   if (rc == 0) rc = transport_->startHandshake(*this);
-  if (rc < 0) connectDone(rc);
+  if (rc < 0 && state_ == ConnState::kHandshaking) connectDone(rc);
 }
 
 void Connection::handshakeDone(int status) noexcept {
-  if (!handshaking_ || closing_) return;
+  if (state_ != ConnState::kHandshaking) return;
   connectDone(status);
 }
 
 void Connection::connectDone(int status) noexcept {
-  connecting_ = false;
-  const bool handshook = handshaking_;
-  handshaking_ = false;
+  const bool handshook = state_ == ConnState::kHandshaking;
+  enter(status == 0 ? ConnState::kOpen : ConnState::kFailed);
   uv_timer_stop(&timer_);
   if (handshook && status == 0 && !owner_reads_) readStop();
-  owner_->onConnected(status);
+  owner_->onConnected(*this, status);
 }
 
 // --- Reading -----------------------------------------------------------------------------
 
 int Connection::readStart() noexcept {
-  if (handshaking_) {
+  if (state_ == ConnState::kHandshaking) {
     owner_reads_ = true;   // the handshake reads already; the owner's reads follow it
     return 0;
   }
-  if (reading_ || closing_) return 0;
+  if (reading_ || closing()) return 0;
   const int rc = uv_read_start(stream(), onAlloc, onRead);
   reading_ = rc == 0;
   if (reading_) transport_->readResumed(*this);
@@ -146,7 +171,7 @@ int Connection::readStart() noexcept {
 }
 
 void Connection::readStop() noexcept {
-  if (handshaking_) {
+  if (state_ == ConnState::kHandshaking) {
     owner_reads_ = false;
     return;
   }
@@ -165,11 +190,8 @@ void Connection::onAlloc(uv_handle_t* h, size_t, uv_buf_t* buf) {
 }
 
 void Connection::ownerBuffer(uv_buf_t* buf) noexcept {
-  if (lingering_) {
-    // What comes now is read only to be dropped: one scratch block per thread serves every
-    // lingering connection (a read is copied out of the kernel and forgotten in one call).
-    static thread_local char scratch[BufferPool::kBlockSize];
-    *buf = uv_buf_init(scratch, sizeof scratch);
+  if (state_ == ConnState::kLingering) {   // read only to be dropped
+    *buf = uv_buf_init(t_linger_scratch, sizeof t_linger_scratch);
     return;
   }
   if (pool_ != nullptr) {
@@ -177,7 +199,7 @@ void Connection::ownerBuffer(uv_buf_t* buf) noexcept {
     *buf = uv_buf_init(block + header_, static_cast<unsigned>(BufferPool::kBlockSize - header_));
     return;
   }
-  owner_->onAlloc(buf);
+  owner_->onAlloc(*this, buf);
 }
 
 void Connection::onRead(uv_stream_t* s, ssize_t n, const uv_buf_t* buf) {
@@ -200,7 +222,7 @@ int Connection::fd() noexcept {
 }
 
 int Connection::watchWritable(ReadyFn fn, void* ctx) noexcept {
-  if (closing_) return UV_ECANCELED;
+  if (closing()) return UV_ECANCELED;
   if (write_dup_ < 0) {
     const int sock = fd();
     if (sock < 0) return UV_EBADF;
@@ -237,41 +259,42 @@ void Connection::onWritable(uv_poll_t* h, int status, int) {
 }
 
 void Connection::deliver(ssize_t n, const uv_buf_t* buf) noexcept {
-  const bool pooled = pool_ != nullptr && !lingering_ && buf->base != nullptr;
-  if (closing_) {
+  const bool scratch = buf->base == t_linger_scratch;
+  const bool pooled = pool_ != nullptr && !scratch && buf->base != nullptr;
+  if (closing()) {
     if (pooled) pool_->put(buf->base - header_);
     return;
   }
   if (n > 0) {
     bytes_read_ += static_cast<uint64_t>(n);
-    if (lingering_) return;
-    owner_->onRead(buf->base, static_cast<size_t>(n));
+    if (state_ == ConnState::kLingering) return;
+    owner_->onRead(*this, buf->base, static_cast<size_t>(n));
     return;
   }
   if (pooled) pool_->put(buf->base - header_);
   // The owner's buffer comes back empty, on EAGAIN and before EOF or an error alike, so
   // that an owner which took a block for it gives it back in one place.
-  if (!pooled && !lingering_ && (n == 0 || buf->base != nullptr)) {
-    owner_->onRead(buf->base, 0);
-    if (closing_) return;
+  if (!pooled && !scratch && (n == 0 || buf->base != nullptr)) {
+    owner_->onRead(*this, buf->base, 0);
+    if (closing()) return;
   }
   if (n == 0) return;
   readStop();
-  if (lingering_) {
+  if (state_ == ConnState::kLingering) {
     lingerEnd();   // the peer has read lb's answer and closed (or reset)
     return;
   }
   if (n == UV_EOF)
-    owner_->onEof();
+    owner_->onEof(*this);
   else
-    owner_->onError(static_cast<int>(n));
+    owner_->onError(*this, static_cast<int>(n));
 }
 
 // --- Writing -----------------------------------------------------------------------------
 
 ssize_t Connection::write(ConnectionWrite* w, const uv_buf_t* bufs, unsigned n,
                           bool try_first) noexcept {
-  if (closing_) return UV_ECANCELED;
+  if (closing()) return UV_ECANCELED;
   size_t total = 0;
   for (unsigned i = 0; i < n; ++i) total += bufs[i].len;
   size_t done = 0;
@@ -317,11 +340,11 @@ void Connection::onWrite(uv_write_t* req, int status) {
 
 void Connection::handleWrite(ConnectionWrite* w, int status) noexcept {
   --writes_;
-  if (closing_) {
+  if (closing()) {
     if (w->done != nullptr)
       w->done(w, UV_ECANCELED);
     else
-      owner_->onWritten(w, UV_ECANCELED);
+      owner_->onWritten(*this, w, UV_ECANCELED);
     callbackDone();
     return;
   }
@@ -330,16 +353,16 @@ void Connection::handleWrite(ConnectionWrite* w, int status) noexcept {
   if (w->done != nullptr)
     w->done(w, status);
   else
-    owner_->onWritten(w, status);
-  if (closing_ || status != 0) return;
+    owner_->onWritten(*this, w, status);
+  if (closing() || status != 0) return;
   if (above_ && queued() <= low_) {
     above_ = false;
-    owner_->onDrained();
+    owner_->onDrained(*this);
   }
 }
 
 int Connection::shutdown() noexcept {
-  if (closing_) return UV_ECANCELED;
+  if (closing()) return UV_ECANCELED;
   const int rc = transport_->shutdown(*this, &shutdown_req_, onShutdownDone);
   if (rc == 0) ++pending_;
   return rc;
@@ -347,55 +370,59 @@ int Connection::shutdown() noexcept {
 
 void Connection::onShutdownDone(uv_shutdown_t* req, int status) {
   auto* c = static_cast<Connection*>(req->data);
-  if (!c->closing_ && !c->lingering_) c->owner_->onShutdown(status);
+  if (c->state_ != ConnState::kClosing && c->state_ != ConnState::kLingering)
+    c->owner_->onShutdown(*c, status);
   c->callbackDone();
 }
 
 // --- Timer, linger, close ----------------------------------------------------------------
 
 void Connection::startTimer(uint64_t ms) noexcept {
-  if (!closing_) uv_timer_start(&timer_, onTimerFired, ms, 0);
+  if (!closing()) uv_timer_start(&timer_, onTimerFired, ms, 0);
 }
 
 void Connection::onTimerFired(uv_timer_t* t) {
   auto* c = static_cast<Connection*>(t->data);
-  if (c->closing_) return;
-  if (c->connecting_) {
-    // The connect (or its handshake) is still pending at its deadline. The owner closes,
-    // which cancels it. A transport mid-handshake hears of it first: only it can tell this
-    // real timeout from an owner that closes early (its client left), which is no failure.
-    if (c->handshaking_) {
+  switch (c->state_) {
+    case ConnState::kClosing:
+      return;
+    case ConnState::kHandshaking:
+      // A transport mid-handshake hears of the deadline first: only it can tell this real
+      // timeout from an owner that closes early (its client left), which is no failure.
       c->transport_->handshakeTimedOut(*c);   // normally ends the connect itself
-      if (!c->connecting_ || c->closing_) return;
-    }
-    c->connectDone(UV_ETIMEDOUT);
-    return;
+      if (c->state_ != ConnState::kHandshaking) return;
+      [[fallthrough]];
+    case ConnState::kConnecting:
+      // The connect (or its handshake) is still pending at its deadline. The owner closes,
+      // which cancels it.
+      c->connectDone(UV_ETIMEDOUT);
+      return;
+    case ConnState::kLingering:
+      c->lingerEnd();
+      return;
+    default:
+      c->owner_->onTimer(*c);
+      return;
   }
-  if (c->lingering_) {
-    c->lingerEnd();
-    return;
-  }
-  c->owner_->onTimer();
 }
 
 bool Connection::lingerClose(uint64_t ms) noexcept {
-  if (closing_) return false;
+  if (closing()) return false;
   const bool shut = shutdown() == 0;
-  lingering_ = true;
+  enter(ConnState::kLingering);
   readStart();
   uv_timer_start(&timer_, onTimerFired, ms, 0);
   return shut;
 }
 
 void Connection::lingerEnd() noexcept {
-  owner_->onLingerDone();
+  owner_->onLingerDone(*this);
   close();
 }
 
 void Connection::close() noexcept {
-  if (closing_) return;
-  closing_ = true;
-  handshaking_ = false;
+  if (closing()) return;
+  enter(ConnState::kClosing);
   readStop();
   uv_timer_stop(&timer_);
   uv_close(reinterpret_cast<uv_handle_t*>(&timer_), onHandleClosed);
@@ -419,11 +446,11 @@ void Connection::onHandleClosed(uv_handle_t* h) {
 
 // The owner may free itself (and this) in onClosed: nothing touches `this` after it.
 void Connection::callbackDone() noexcept {
-  if (--pending_ == 0 && closing_) {
+  if (--pending_ == 0 && closing()) {
     Transport* t = transport_;
     transport_ = &PlainTransport::instance();
     t->release(*this);
-    owner_->onClosed();
+    owner_->onClosed(*this);
   }
 }
 

@@ -1,14 +1,21 @@
-// One socket's life, for whichever session owns it: accept (from a listening stream) or
-// connect (to an address, bounded by a connect timeout), the peer and local addresses,
-// TCP_NODELAY, one timer (the owner's idle or deadline timer; the connect timeout while
-// connecting), reads into pool blocks or owner-supplied buffers, writes with bytes-queued
-// accounting and high/low watermarks, shutdown of the write side, lingering close, and a
-// counted close that calls the owner back once, after the last libuv callback, so that
-// the owner may free itself there.
+// One socket's life, for whichever session owns it: accept (from a listening stream, with the
+// transport the listener puts under it) or connect (to an address, bounded by a connect
+// timeout), the peer and local addresses, TCP_NODELAY, one timer (the owner's idle or
+// deadline timer; the connect timeout while connecting), reads into pool blocks or
+// owner-supplied buffers, writes with bytes-queued accounting and high/low watermarks,
+// shutdown of the write side, lingering close, and a counted close that calls the owner back
+// once, after the last libuv callback, so that the owner may free itself there.
 //
-// Bytes go through a Transport (transport.h): plain TCP now; TLS goes under it later with no
-// change to any owner. A splice(2) pump between two connections (bytes never reach the
-// owner) is lb/net/splice_pump.h's SplicePump, which works on two Connections from outside.
+// One dialect for every socket lb holds: a client's, a backend's, a health check's, an
+// admin or etcd exchange's. Every owner implements ConnectionOwner, and every callback names
+// the connection it comes from (h2o's one callback shape), so a session that holds two (the
+// client's and the backend's) implements one set of callbacks and tells the two apart by
+// address. The upstream pool lends a backend connection to a session by making the session
+// its owner (setOwner) and takes it back the same way.
+//
+// Bytes go through a Transport (transport.h): plain TCP, or TLS under it with no change to
+// any owner. A splice(2) pump between two connections (bytes never reach the owner) is
+// lb/net/splice_pump.h's SplicePump, which works on two Connections from outside.
 //
 // Rules (h2o's and libuv's): the Connection is embedded in its owner (no allocation of its
 // own), neither copied nor moved; handle.data = this, and static trampolines forward to
@@ -43,53 +50,96 @@ struct ConnectionWrite {
   void* user = nullptr;   // the writer's
 };
 
+// The owner's side of the dialect. Every callback names the connection it comes from.
 class ConnectionOwner {
  public:
   // connect(): 0, or < 0 (refused; UV_ETIMEDOUT at the connect timeout). After a failure
-  // the connection is of no further use: the owner closes it.
-  virtual void onConnected(int status) noexcept { (void)status; }
+  // the connection is of no further use (kFailed): the owner closes it.
+  virtual void onConnected(Connection& c, int status) noexcept {
+    (void)c;
+    (void)status;
+  }
   // accept(): the transport's opening (TLS's handshake, read while the owner reads) has
   // just ended, before any of the client's bytes reach onRead. Never called for a plain
   // connection, which is open from the start (Connection::open()).
-  virtual void onEstablished() noexcept {}
+  virtual void onEstablished(Connection& c) noexcept { (void)c; }
   // Owner-supplied buffers (no read pool): where the next read lands. A zero-length buffer
   // makes libuv report UV_ENOBUFS (onError).
-  virtual void onAlloc(uv_buf_t* buf) noexcept { *buf = uv_buf_init(nullptr, 0); }
+  virtual void onAlloc(Connection& c, uv_buf_t* buf) noexcept {
+    (void)c;
+    *buf = uv_buf_init(nullptr, 0);
+  }
   // n bytes at p. With a read pool, p is `header` bytes into a pool block that is the
   // owner's from now on (it puts it back). With owner buffers, n == 0 gives back the
   // buffer onAlloc handed out, empty: after a read that found nothing (EAGAIN), and before
   // onEof or onError; an owner that took a block for it may put it back.
-  virtual void onRead(char* p, size_t n) noexcept = 0;
+  virtual void onRead(Connection& c, char* p, size_t n) noexcept = 0;
   // The peer will send no more. Reading has stopped.
-  virtual void onEof() noexcept = 0;
+  virtual void onEof(Connection& c) noexcept = 0;
   // A read failed (reset, UV_ENOBUFS). Reading has stopped.
-  virtual void onError(int status) noexcept = 0;
+  virtual void onError(Connection& c, int status) noexcept = 0;
   // A write that write() queued has finished (< 0: failed; UV_ECANCELED after close()).
-  virtual void onWritten(ConnectionWrite* w, int status) noexcept {
+  virtual void onWritten(Connection& c, ConnectionWrite* w, int status) noexcept {
+    (void)c;
     (void)w;
     (void)status;
   }
   // Bytes queued had crossed the high watermark and are now down to the low one.
-  virtual void onDrained() noexcept {}
+  virtual void onDrained(Connection& c) noexcept { (void)c; }
   // shutdown() finished (status < 0: the peer is gone). Not called after close().
-  virtual void onShutdown(int status) noexcept { (void)status; }
-  virtual void onTimer() noexcept {}
+  virtual void onShutdown(Connection& c, int status) noexcept {
+    (void)c;
+    (void)status;
+  }
+  virtual void onTimer(Connection& c) noexcept { (void)c; }
   // lingerClose() ended (the peer closed, reset, or the linger time passed). The
   // connection closes right after unless the owner closed it here.
-  virtual void onLingerDone() noexcept {}
+  virtual void onLingerDone(Connection& c) noexcept { (void)c; }
   // The last libuv callback has come back: the owner may free itself (and this connection).
-  virtual void onClosed() noexcept = 0;
+  virtual void onClosed(Connection& c) noexcept = 0;
 
  protected:
   ~ConnectionOwner() = default;
 };
 
-// Which transport the next Connection::accept() on this thread puts under its connection (a
-// listener sets it around its protocol's accept; lb/runtime/listener.cc): null = plain.
+// What a listener puts under the connections it accepts (Connection::accept's argument,
+// handed down through its protocol's accept function): make(ctx, c) builds the transport
+// once the socket is accepted (null make, or no AcceptTransport at all: plain).
 struct AcceptTransport {
   Transport* (*make)(void* ctx, Connection& c) noexcept = nullptr;
   void* ctx = nullptr;
 };
+
+// A Connection's life, one state at a time (the owner's position in its own exchange is the
+// owner's; reading, the watermark and the write poll are separate facts, kept beside it):
+//
+//   kNew ──accept()──> kOpen (plain) or kAccepting ──onEstablished──> kOpen
+//   kNew ──connect()──> kConnecting ──TCP up, the transport handshakes──> kHandshaking
+//                          │ TCP up, no handshake                            │ done
+//                          ├──────────────────────────────> kOpen <──────────┤
+//                          │ refused, timed out                              │ failed
+//                          └──────────────────────────────> kFailed <────────┘
+//   kOpen, kAccepting ──lingerClose()──> kLingering ──the peer closed, time is up──> kClosing
+//   any state ──close()──> kClosing ──the last callback──> onClosed (the owner may free it)
+enum class ConnState : uint8_t {
+  kNew,          // handles initialised, no peer yet: accept() or connect() comes next (a
+                 // failed accept stays here, and the owner closes)
+  kConnecting,   // connect() started, TCP's answer pending; the timer is the connect timeout
+  kHandshaking,  // TCP is up and the transport's own opening (TLS towards a backend) runs
+                 // under the same timer, reading for itself; the owner's readStart/readStop
+                 // are only recorded, and its onConnected waits for the end
+  kAccepting,    // accepted, the transport's opening (a TLS listener's handshake) running on
+                 // the owner's reads; no byte reaches onRead before onEstablished
+  kOpen,         // accepted or connected (onConnected(0) heard): bytes flow both ways
+  kFailed,       // the connect or its handshake failed or timed out (onConnected(< 0)
+                 // heard): of no further use, the owner closes it
+  kLingering,    // lingerClose(): the write side shut, input read and dropped until the
+                 // peer closes or the timer ends it (onLingerDone, then the close)
+  kClosing,      // close(): handles closing; the owner hears only cancelled writes, then
+                 // onClosed once, after which it may free the connection
+};
+// The state's name for debug logs ("open", "lingering", ...).
+const char* connStateName(ConnState s) noexcept;
 
 class Connection {
  public:
@@ -103,9 +153,11 @@ class Connection {
   Connection& operator=(const Connection&) = delete;
 
   // --- Opening ------------------------------------------------------------------------
-  // The pending connection of `server`; on success the peer address is read (getpeername).
-  // < 0 when another worker took it or the client is gone.
-  int accept(uv_stream_t* server) noexcept;
+  // The pending connection of `server`, with `transport`'s transport under it (null: plain);
+  // on success the peer address is read (getpeername) and the connection is kOpen, or
+  // kAccepting while the transport's opening runs. < 0 when another worker took it, the
+  // client is gone, or the transport could not be made; the owner closes.
+  int accept(uv_stream_t* server, const AcceptTransport* transport) noexcept;
   // Starts a connect; onConnected follows (UV_ETIMEDOUT after `timeout_ms`, 0 = none). The
   // timer is the connect's until then. < 0 when it cannot even start. `transport` (null:
   // plain) goes under the connection now; one that handshakes (TLS towards a backend) runs
@@ -115,7 +167,11 @@ class Connection {
   int connect(const sockaddr* address, uint64_t timeout_ms,
               Transport* transport = nullptr) noexcept;
   void setNoDelay() noexcept { uv_tcp_nodelay(&tcp_, 1); }
-  bool connecting() const noexcept { return connecting_; }
+  ConnState state() const noexcept { return state_; }
+  // From connect() to onConnected, handshake included.
+  bool connecting() const noexcept {
+    return state_ == ConnState::kConnecting || state_ == ConnState::kHandshaking;
+  }
   const sockaddr* peer() const noexcept { return reinterpret_cast<const sockaddr*>(&peer_); }
   // Read once, on first use (getsockname), so an owner that never asks pays no syscall.
   const sockaddr* local() noexcept;
@@ -184,8 +240,13 @@ class Connection {
   void unwatchWritable() noexcept;
   void setTransport(Transport* t) noexcept { transport_ = t; }
   Transport* transport() const noexcept { return transport_; }
-  // Loop thread: what accept() uses until the next call (null: plain).
-  static void setAcceptTransport(const AcceptTransport* a) noexcept;
+
+  // --- Owner ------------------------------------------------------------------------
+  // Every callback from the next one on goes to `owner`: the upstream pool lends a backend
+  // connection to a session this way and takes it back (lb/runtime/upstream_pool.h). The new
+  // owner takes the connection as it is (its reads, writes in flight, buffers).
+  void setOwner(ConnectionOwner& owner) noexcept { owner_ = &owner; }
+  ConnectionOwner& owner() const noexcept { return *owner_; }
 
   // --- Timer -------------------------------------------------------------------------
   void startTimer(uint64_t ms) noexcept;
@@ -198,11 +259,11 @@ class Connection {
   // could not start (the peer is gone): the linger runs all the same, and an owner that
   // would rather not wait closes now.
   bool lingerClose(uint64_t ms) noexcept;
-  bool lingering() const noexcept { return lingering_; }
+  bool lingering() const noexcept { return state_ == ConnState::kLingering; }
   // Idempotent. Both handles close; queued writes come back cancelled; onClosed follows
   // the last callback, exactly once.
   void close() noexcept;
-  bool closing() const noexcept { return closing_; }
+  bool closing() const noexcept { return state_ == ConnState::kClosing; }
 
   // --- For transports ----------------------------------------------------------------
   uv_stream_t* stream() noexcept { return reinterpret_cast<uv_stream_t*>(&tcp_); }
@@ -213,11 +274,9 @@ class Connection {
   void deliver(ssize_t n, const uv_buf_t* buf) noexcept;
   // The handshake startHandshake began has ended: the owner hears onConnected(status).
   void handshakeDone(int status) noexcept;
-  // An accepted connection's opening has ended: the owner hears onEstablished().
-  void established() noexcept {
-    if (!closing_) owner_->onEstablished();
-  }
-  bool handshaking() const noexcept { return handshaking_; }
+  // An accepted connection's opening has ended: kOpen, and the owner hears onEstablished().
+  void established() noexcept;
+  bool handshaking() const noexcept { return state_ == ConnState::kHandshaking; }
 
  private:
   static void onAlloc(uv_handle_t* h, size_t suggested, uv_buf_t* buf);
@@ -235,6 +294,8 @@ class Connection {
   void connectDone(int status) noexcept;
   void lingerEnd() noexcept;
   void callbackDone() noexcept;
+  // The one place the state changes (and says so in the debug log).
+  void enter(ConnState next) noexcept;
 
   ConnectionOwner* owner_;
   Transport* transport_;
@@ -246,6 +307,7 @@ class Connection {
   uv_connect_t connect_req_;
   uv_shutdown_t shutdown_req_;
   int pending_ = 2;                // close callbacks, writes, a shutdown and a connect
+  ConnState state_ = ConnState::kNew;
 
   ReadyFn ready_fn_ = nullptr;     // set: reads go to it, not to the owner (splicing)
   void* ready_ctx_ = nullptr;
@@ -255,16 +317,13 @@ class Connection {
   int write_dup_ = -1;
   bool write_armed_ = false;
 
-  bool reading_ = false;
-  bool connecting_ = false;         // from connect() to onConnected, handshake included
-  bool handshaking_ = false;
-  // While the handshake reads for itself: whether the owner has asked to read (readStart),
-  // so that reading stops after the handshake unless it did.
+  // Facts beside the state, each of its own:
+  bool reading_ = false;           // libuv's read is started
+  // kHandshaking: whether the owner has asked to read (readStart), so that reading stops
+  // after the handshake unless it did.
   bool owner_reads_ = false;
-  bool lingering_ = false;
-  bool closing_ = false;
   bool above_ = false;             // crossed the high watermark, not yet back to low
-  bool local_read_ = false;
+  bool local_read_ = false;        // local_ holds getsockname's answer
 
   uint32_t writes_ = 0;
   size_t high_ = kHighWatermark;

@@ -196,7 +196,7 @@ void BackendAttempt::take(Pick p) noexcept {
   if (in_rotation_) cluster_->rotation.advancePast(env_->index(), p.host);
 }
 
-UpstreamConn* BackendAttempt::connect(UpstreamOwner* owner, Pooling pooling, int* err) noexcept {
+UpstreamConn* BackendAttempt::connect(ConnectionOwner& owner, Pooling pooling, int* err) noexcept {
   UpstreamPool& pool = env_->upstreams();
   if (pooling == Pooling::kReuseIdle) {
     if (UpstreamConn* c = pool.take(*backend_, owner)) return c;

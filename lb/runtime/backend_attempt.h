@@ -127,11 +127,11 @@ class BackendAttempt {
   // counted, no retry spent.
   void pickSameAgain() noexcept;
 
-  // Loop thread. A connection to the picked host for `owner`: with Pooling::kReuseIdle a
-  // pooled idle connection when there is one (UpstreamConn::reused(); it is connected), else
-  // a new one (owner->onUpstreamConnect follows, UV_ETIMEDOUT after timeouts.connect).
-  // nullptr with *err when not even a connect could start.
-  UpstreamConn* connect(UpstreamOwner* owner, Pooling pooling, int* err) noexcept;
+  // Loop thread. A connection to the picked host, its Connection owned by `owner`: with
+  // Pooling::kReuseIdle a pooled idle connection when there is one (UpstreamConn::reused();
+  // it is connected), else a new one (the owner's onConnected follows, UV_ETIMEDOUT after
+  // timeouts.connect). nullptr with *err when not even a connect could start.
+  UpstreamConn* connect(ConnectionOwner& owner, Pooling pooling, int* err) noexcept;
 
   // Loop thread. Gives back the live unit, if held. Idempotent. backend() stays readable.
   void release() noexcept;

@@ -96,8 +96,9 @@ void Listener::onConnection(uv_stream_t* server, int status) {
 
 namespace {
 
-// What a TLS listener's accept puts under the new connection (Connection::setAcceptTransport),
-// so that no protocol's session knows TLS is there.
+// What a TLS listener's accept puts under the new connection (the AcceptTransport its
+// protocol's accept hands to Connection::accept), so that no protocol's session knows TLS is
+// there.
 struct TlsAccept {
   const ListenerSnapshot* listener;
   unsigned worker;
@@ -122,10 +123,9 @@ void Listener::accept() noexcept {
   const Admission admission = admitConnection(ls, env_.index());
   const TlsAccept tls{&ls, env_.index()};
   const AcceptTransport transport{makeTlsTransport, const_cast<TlsAccept*>(&tls)};
-  if (ls.tls != nullptr) Connection::setAcceptTransport(&transport);
   env_.protocols()[static_cast<size_t>(protocol_)](env_, reinterpret_cast<uv_stream_t*>(&tcp_),
+                                                   ls.tls != nullptr ? &transport : nullptr,
                                                    snap, index_, admission);
-  Connection::setAcceptTransport(nullptr);
 }
 
 Admission admitConnection(const ListenerSnapshot& ls, unsigned worker) noexcept {

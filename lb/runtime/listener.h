@@ -1,7 +1,8 @@
 // One listening socket of one worker. Every worker binds its own socket to the same address
 // with SO_REUSEPORT, so the kernel spreads new connections across workers with no shared
 // accept lock. At accept, the listener applies limits.max_connections (the same for every
-// protocol) and hands the connection to its protocol's accept function (ProtocolTable).
+// protocol) and hands the connection to its protocol's accept function (ProtocolTable), with
+// the transport to put under it as an argument (a TLS listener's; none: plain).
 #pragma once
 
 #include <uv.h>

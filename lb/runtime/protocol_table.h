@@ -14,6 +14,7 @@
 namespace lb {
 
 class WorkerEnv;
+struct AcceptTransport;
 struct Snapshot;
 
 // What the listener decided before handing a connection over.
@@ -28,8 +29,10 @@ enum class Admission : uint8_t {
 
 // Loop thread. Accepts one pending connection from `server` for listener `listener` (an index
 // into snapshot->listeners) and starts serving it on `env`'s worker; the session links itself
-// into env, counts itself in env.noteAccepted() and frees itself.
-using AcceptFn = void (*)(WorkerEnv& env, uv_stream_t* server,
+// into env, counts itself in env.noteAccepted() and frees itself. `transport` is what the
+// listener puts under the connection (a TLS listener's; null: plain): the session hands it
+// to Connection::accept and never looks inside, so no protocol names TLS.
+using AcceptFn = void (*)(WorkerEnv& env, uv_stream_t* server, const AcceptTransport* transport,
                           const std::shared_ptr<const Snapshot>& snapshot, uint32_t listener,
                           Admission admission);
 

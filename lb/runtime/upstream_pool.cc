@@ -3,39 +3,58 @@
 #include <algorithm>
 #include <cstring>
 
+#include "lb/core/log.h"
 #include "lb/routing/snapshot.h"
 #include "lb/tls/tls_transport.h"
 
 namespace lb {
 
-UpstreamConn::UpstreamConn(UpstreamPool* pool, std::shared_ptr<BackendState> state,
+const char* upstreamStateName(UpstreamState s) noexcept {
+  switch (s) {
+    case UpstreamState::kDialled: return "dialled";
+    case UpstreamState::kReused: return "reused";
+    case UpstreamState::kIdle: return "idle";
+    case UpstreamState::kClosing: return "closing";
+  }
+  return "?";
+}
+
+UpstreamConn::UpstreamConn(UpstreamPool* pool, std::shared_ptr<BackendState> backend,
                            const sockaddr* addr, socklen_t len, bool poolable)
     : pool_(pool),
-      state_(std::move(state)),
+      backend_(std::move(backend)),
       address_len_(len),
       conn_(*this, pool->loop_),
       poolable_(poolable) {
   memcpy(&address_, addr, len);
-  state_->per_worker[pool_->worker_].connections.add(1);
+  backend_->per_worker[pool_->worker_].connections.add(1);
 }
 
-UpstreamConn::~UpstreamConn() { state_->per_worker[pool_->worker_].connections.add(-1); }
+UpstreamConn::~UpstreamConn() { backend_->per_worker[pool_->worker_].connections.add(-1); }
+
+void UpstreamConn::enter(UpstreamState next) noexcept {
+  LB_DEBUG("upstream %s: %s -> %s", backend_->name.c_str(), upstreamStateName(state_),
+           upstreamStateName(next));
+  state_ = next;
+}
 
 int UpstreamConn::startRead() noexcept { return conn_.readStart(); }
 
 void UpstreamConn::stopRead() noexcept {
-  if (!closing_) conn_.readStop();
+  if (state_ != UpstreamState::kClosing) conn_.readStop();
 }
 
+// From here the connection's callbacks are the UpstreamConn's: writes still queued come back
+// cancelled and are dropped, and its onClosed frees it, whatever became of the session.
 void UpstreamConn::close() noexcept {
-  if (closing_) return;
-  closing_ = true;
-  owner_ = nullptr;
-  if (idle_) pool_->remove(this);
+  if (state_ == UpstreamState::kClosing) return;
+  if (state_ == UpstreamState::kIdle) pool_->remove(this);
+  enter(UpstreamState::kClosing);
+  conn_.setOwner(*this);
   conn_.close();
 }
 
-void UpstreamConn::onClosed() noexcept { delete this; }
+void UpstreamConn::onClosed(Connection&) noexcept { delete this; }
 
 int UpstreamConn::write(const char* p, size_t n) noexcept {
   uv_buf_t b = uv_buf_init(const_cast<char*>(p), static_cast<unsigned>(n));
@@ -49,57 +68,22 @@ int UpstreamConn::write(const uv_buf_t* bufs, unsigned n, size_t* now) noexcept 
   const ssize_t w = conn_.write(&write_, bufs, n);
   if (w < 0) return static_cast<int>(w);
   *now = static_cast<size_t>(w);
-  if (static_cast<size_t>(w) == total) return 0;
-  writing_ = true;
-  return 1;
+  return static_cast<size_t>(w) == total ? 0 : 1;
 }
 
-void UpstreamConn::onWritten(ConnectionWrite*, int status) noexcept {
-  writing_ = false;
-  if (status == UV_ECANCELED || closing_) return;
-  if (owner_ != nullptr) owner_->onUpstreamWrite(status);
-}
-
-void UpstreamConn::onShutdown(int status) noexcept {
-  if (owner_ != nullptr) owner_->onUpstreamShutdown(status);
-}
-
-// A refused connect, or the connect timeout (the owner closes the connection, which cancels
-// the connect).
-void UpstreamConn::onConnected(int status) noexcept {
-  if (owner_ != nullptr) owner_->onUpstreamConnect(status);
-}
-
-void UpstreamConn::onAlloc(uv_buf_t* buf) noexcept {
-  if (owner_ != nullptr) {
-    owner_->onUpstreamAlloc(buf);
-    return;
-  }
-  // Idle in the pool: whatever arrives ends the connection, so a few bytes of scratch do.
+// The idle watch. Whatever arrives ends the connection, so a few bytes of scratch do.
+void UpstreamConn::onAlloc(Connection&, uv_buf_t* buf) noexcept {
   static thread_local char scratch[64];
   *buf = uv_buf_init(scratch, sizeof scratch);
 }
 
-void UpstreamConn::onRead(char* p, size_t n) noexcept {
-  if (owner_ != nullptr) {
-    const uv_buf_t b = uv_buf_init(p, static_cast<unsigned>(n));
-    owner_->onUpstreamRead(static_cast<ssize_t>(n), &b);
-    return;
-  }
-  if (n != 0) close();   // idle: unasked bytes end it
+void UpstreamConn::onRead(Connection&, char*, size_t n) noexcept {
+  if (n != 0) close();   // unasked bytes end it
 }
 
-void UpstreamConn::onEof() noexcept { onError(UV_EOF); }
+void UpstreamConn::onEof(Connection&) noexcept { close(); }
 
-// The buffer of this read came back already (onRead(p, 0)): the owner sees none here.
-void UpstreamConn::onError(int status) noexcept {
-  if (owner_ == nullptr) {
-    close();   // idle: EOF or an error ends it
-    return;
-  }
-  const uv_buf_t b = uv_buf_init(nullptr, 0);
-  owner_->onUpstreamRead(status, &b);
-}
+void UpstreamConn::onError(Connection&, int) noexcept { close(); }
 
 UpstreamPool::~UpstreamPool() = default;
 
@@ -111,23 +95,22 @@ UpstreamPool::Bucket& UpstreamPool::bucket(BackendState* backend) {
   return buckets_.back();
 }
 
-UpstreamConn* UpstreamPool::take(const BackendSnapshot& backend, UpstreamOwner* owner) noexcept {
+UpstreamConn* UpstreamPool::take(const BackendSnapshot& backend, ConnectionOwner& owner) noexcept {
   for (auto& b : buckets_) {
     if (b.backend != backend.state.get()) continue;
     while (!b.idle.empty()) {
       UpstreamConn* c = b.idle.back();
       b.idle.pop_back();
-      c->idle_ = false;
       // A reload may have moved the backend to another address: never reuse across that.
       if (c->address_len_ != backend.address_len ||
           memcmp(&c->address_, &backend.address, backend.address_len) != 0) {
-        c->close();
+        c->close();   // out of the list already: remove() finds nothing
         continue;
       }
       // Read interest stays on: from here the new owner takes whatever arrives (nothing can
       // before it writes its request, as the callbacks only run on a later loop turn).
-      c->reused_ = true;
-      c->owner_ = owner;
+      c->enter(UpstreamState::kReused);
+      c->conn_.setOwner(owner);
       return c;
     }
     return nullptr;
@@ -135,7 +118,7 @@ UpstreamConn* UpstreamPool::take(const BackendSnapshot& backend, UpstreamOwner* 
   return nullptr;
 }
 
-UpstreamConn* UpstreamPool::connect(const BackendSnapshot& backend, UpstreamOwner* owner,
+UpstreamConn* UpstreamPool::connect(const BackendSnapshot& backend, ConnectionOwner& owner,
                                     uint64_t timeout_ms, bool poolable, int* err) noexcept {
   auto* c = new (std::nothrow) UpstreamConn(this, backend.state,
                                             reinterpret_cast<const sockaddr*>(&backend.address),
@@ -144,7 +127,7 @@ UpstreamConn* UpstreamPool::connect(const BackendSnapshot& backend, UpstreamOwne
     *err = UV_ENOMEM;
     return nullptr;
   }
-  c->owner_ = owner;
+  c->conn_.setOwner(owner);   // kDialled from the start
   c->conn_.setNoDelay();
   const auto* addr = reinterpret_cast<const sockaddr*>(&c->address_);
   Transport* tls = nullptr;
@@ -169,8 +152,9 @@ UpstreamConn* UpstreamPool::connect(const BackendSnapshot& backend, UpstreamOwne
 }
 
 void UpstreamPool::put(UpstreamConn* c) noexcept {
-  if (c->closing_) return;
-  c->owner_ = nullptr;
+  if (c->state_ == UpstreamState::kClosing) return;
+  c->conn_.setOwner(*c);
+  c->conn_.readIntoPool(nullptr);   // the idle watch reads into its scratch
   if (!c->poolable_ || draining_) {
     c->close();
     return;
@@ -184,18 +168,17 @@ void UpstreamPool::put(UpstreamConn* c) noexcept {
     c->close();
     return;
   }
-  // Watch the idle socket: EOF or stray bytes drop it (onRead with no owner). Usually reading
-  // is on already and this costs nothing.
+  // Watch the idle socket: EOF or stray bytes drop it (the UpstreamConn's own onRead).
+  // Usually reading is on already and this costs nothing.
   if (c->startRead() != 0) {
     c->close();
     return;
   }
-  c->idle_ = true;
+  c->enter(UpstreamState::kIdle);
   b->idle.push_back(c);
 }
 
 void UpstreamPool::remove(UpstreamConn* c) noexcept {
-  c->idle_ = false;
   for (auto& b : buckets_) {
     if (b.backend != c->state()) continue;
     auto it = std::find(b.idle.begin(), b.idle.end(), c);

@@ -107,7 +107,7 @@ class ProxyLoop {
   static void onConnection(uv_stream_t* server, int status) {
     auto* self = static_cast<ProxyLoop*>(server->data);
     if (status == 0)
-      self->accept_(self->env_, server, self->snap_, 0,
+      self->accept_(self->env_, server, nullptr, self->snap_, 0,
                     admitConnection(self->snap_->listeners[0], 0));
   }
   static void onAsync(uv_async_t* a) {

@@ -61,12 +61,12 @@ template <class Protocol>
 class CacheProtocolSession : public CacheSession {
  public:
   // A ProtocolTable accept function.
-  static void accept(WorkerEnv& env, uv_stream_t* server,
+  static void accept(WorkerEnv& env, uv_stream_t* server, const AcceptTransport* transport,
                      const std::shared_ptr<const Snapshot>& snapshot, uint32_t listener,
                      Admission admission) noexcept {
     auto* s = new (std::nothrow) Protocol(env, snapshot, listener);
     if (s == nullptr) return;
-    if (s->acceptFrom(server)) s->start(admission);
+    if (s->acceptFrom(server, transport)) s->start(admission);
   }
 
  protected:

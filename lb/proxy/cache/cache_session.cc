@@ -53,8 +53,8 @@ CacheSession::CacheSession(WorkerEnv& env, const std::shared_ptr<const Snapshot>
 
 CacheSession::~CacheSession() { env_.unlink(this); }
 
-bool CacheSession::acceptFrom(uv_stream_t* server) noexcept {
-  if (conn_.accept(server) == 0) return true;
+bool CacheSession::acceptFrom(uv_stream_t* server, const AcceptTransport* transport) noexcept {
+  if (conn_.accept(server, transport) == 0) return true;
   state_ = State::kClosed;
   conn_.close();
   return false;
@@ -427,7 +427,7 @@ void CacheSession::writeOut() noexcept {
   }
 }
 
-void CacheSession::onWritten(ConnectionWrite* w, int status) noexcept {
+void CacheSession::onWritten(Connection&, ConnectionWrite* w, int status) noexcept {
   if (state_ == State::kClosed) return;
   if (status < 0) {
     closeNow(CacheOutcome::kClientReset);
@@ -452,7 +452,7 @@ void CacheSession::endWritten() noexcept {
 }
 
 // The client closed after reading lb's last answer, or the linger time passed.
-void CacheSession::onLingerDone() noexcept { closeNow(outcome_); }
+void CacheSession::onLingerDone(Connection&) noexcept { closeNow(outcome_); }
 
 // Reading stopped at a limit: with room again, parse what is buffered, then read more.
 void CacheSession::maybeResume() noexcept {
@@ -466,7 +466,7 @@ void CacheSession::maybeResume() noexcept {
 
 // timeouts.idle: a client with nothing in flight and nothing read for that long is closed.
 // The timer runs once per idle period rather than being restarted on every read.
-void CacheSession::onTimer() noexcept {
+void CacheSession::onTimer(Connection&) noexcept {
   if (state_ == State::kClosed || state_ == State::kLingering) return;
   const uint64_t idle = static_cast<uint64_t>(listener_->config->timeouts.idle.count());
   const uint64_t now = uv_now(env_.loop());
@@ -513,7 +513,7 @@ void CacheSession::closeNow(CacheOutcome outcome) noexcept {
 }
 
 // The connection's last callback is back: nothing of libuv's refers to this session now.
-void CacheSession::onClosed() noexcept { delete this; }
+void CacheSession::onClosed(Connection&) noexcept { delete this; }
 
 void CacheSession::logRecord() noexcept {
   AccessLog* log = env_.accessLog();

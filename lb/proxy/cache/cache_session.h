@@ -122,9 +122,9 @@ class CacheSession : public Session,
   virtual std::string_view tooLargeReply() const noexcept = 0;
 
   // The protocol's accept function: acceptFrom takes the pending connection from `server`
-  // (false when another worker took it or the client is gone: the session then frees
-  // itself quietly), start serves it.
-  bool acceptFrom(uv_stream_t* server) noexcept;
+  // with the listener's `transport` under it (false when another worker took it or the
+  // client is gone: the session then frees itself quietly), start serves it.
+  bool acceptFrom(uv_stream_t* server, const AcceptTransport* transport) noexcept;
   void start(Admission admission) noexcept;
 
   // --- For parse(): commands --------------------------------------------------------
@@ -237,15 +237,16 @@ class CacheSession : public Session,
   void logRecord() noexcept;
   void dirty() noexcept;
 
-  // ConnectionOwner: the client's socket (reads in cache_session_input.cc).
-  void onAlloc(uv_buf_t* buf) noexcept override;
-  void onRead(char* p, size_t n) noexcept override;
-  void onEof() noexcept override;
-  void onError(int status) noexcept override;
-  void onWritten(ConnectionWrite* w, int status) noexcept override;
-  void onTimer() noexcept override;
-  void onLingerDone() noexcept override;
-  void onClosed() noexcept override;
+  // ConnectionOwner: the client's socket, its only one (reads in cache_session_input.cc;
+  // the backends' are the ServerConnections').
+  void onAlloc(Connection& c, uv_buf_t* buf) noexcept override;
+  void onRead(Connection& c, char* p, size_t n) noexcept override;
+  void onEof(Connection& c) noexcept override;
+  void onError(Connection& c, int status) noexcept override;
+  void onWritten(Connection& c, ConnectionWrite* w, int status) noexcept override;
+  void onTimer(Connection& c) noexcept override;
+  void onLingerDone(Connection& c) noexcept override;
+  void onClosed(Connection& c) noexcept override;
 
   WorkerEnv& env_;
   CacheWorker& cache_;

@@ -27,7 +27,7 @@ void CacheSession::readStart() noexcept {
 void CacheSession::readStop() noexcept { conn_.readStop(); }
 
 // Reads land after the unparsed bytes (lingering, the connection drops them itself).
-void CacheSession::onAlloc(uv_buf_t* buf) noexcept {
+void CacheSession::onAlloc(Connection&, uv_buf_t* buf) noexcept {
   if (in_ == nullptr) {
     in_ = env_.buffers().get();
     in_cap_ = BufferPool::kBlockSize;
@@ -80,7 +80,7 @@ void CacheSession::releaseInput() noexcept {
   in_pooled_ = false;
 }
 
-void CacheSession::onRead(char*, size_t n) noexcept {
+void CacheSession::onRead(Connection&, char*, size_t n) noexcept {
   if (state_ != State::kServing && state_ != State::kFinishing) return;
   if (n == 0) {
     // A read that found nothing (EAGAIN) after onAlloc took a block: an idle client keeps none.
@@ -93,14 +93,14 @@ void CacheSession::onRead(char*, size_t n) noexcept {
 }
 
 // The client sent all it will: answer what it sent, then close.
-void CacheSession::onEof() noexcept {
+void CacheSession::onEof(Connection&) noexcept {
   if (state_ != State::kServing && state_ != State::kFinishing) return;
   eof_ = true;
   if (in_ != nullptr && in_pos_ == in_len_) releaseInput();
   finish(CacheOutcome::kOk);
 }
 
-void CacheSession::onError(int status) noexcept {
+void CacheSession::onError(Connection&, int status) noexcept {
   if (state_ != State::kServing && state_ != State::kFinishing) return;
   if (status == UV_ENOBUFS)
     tooLarge();   // the buffer is at its limit and the command at its start is not whole

@@ -37,7 +37,7 @@ void ServerConnection::connect(uint64_t timeout_ms) noexcept {
   int err = 0;
   state_ = State::kConnecting;
   tracking_epoch_ = 0;   // a new connection: the server tracks nothing for it yet
-  conn_ = worker_.env().upstreams().connect(group_.target, this, timeout_ms, false, &err);
+  conn_ = worker_.env().upstreams().connect(group_.target, *this, timeout_ms, false, &err);
   if (conn_ == nullptr) {
     // Not even a connect could start (out of descriptors). The fragments pushed this turn
     // fail from the timer, not from inside the session's parse; until then the server stays
@@ -71,10 +71,10 @@ void ServerConnection::push(CacheFragment* f) noexcept {
 void ServerConnection::armTimer(uint64_t deadline_ms) noexcept {
   const uint64_t now = uv_now(worker_.env().loop());
   timer_at_ = deadline_ms > now ? deadline_ms : now;
-  uv_timer_start(&timer_, onTimer, timer_at_ - now, 0);
+  uv_timer_start(&timer_, onTimerFired, timer_at_ - now, 0);
 }
 
-void ServerConnection::onUpstreamConnect(int status) noexcept {
+void ServerConnection::onConnected(Connection&, int status) noexcept {
   if (state_ != State::kConnecting) return;
   if (status != 0) {
     char text[160];
@@ -98,7 +98,7 @@ void ServerConnection::onUpstreamConnect(int status) noexcept {
 }
 
 // Writes the chain kMaxWriteBuffers blocks at a time until the socket stops taking it whole
-// (a remainder is queued and onUpstreamWrite goes on from there) or nothing is left: a chain
+// (a remainder is queued and onWritten goes on from there) or nothing is left: a chain
 // longer than one writev (a value of megabytes) never waits for a callback that no queued
 // write would make.
 void ServerConnection::flush() noexcept {
@@ -123,8 +123,9 @@ void ServerConnection::flush() noexcept {
   }
 }
 
-// Only the current connection's write calls back (UpstreamConn::close silences it).
-void ServerConnection::onUpstreamWrite(int status) noexcept {
+// Only the current connection's write calls back (UpstreamConn::close takes the connection
+// back, cancelled writes and all).
+void ServerConnection::onWritten(Connection&, ConnectionWrite*, int status) noexcept {
   writing_ = false;
   if (state_ != State::kReady) return;
   if (status < 0) {
@@ -138,7 +139,7 @@ void ServerConnection::onUpstreamWrite(int status) noexcept {
   flush();
 }
 
-void ServerConnection::onUpstreamAlloc(uv_buf_t* buf) noexcept {
+void ServerConnection::onAlloc(Connection&, uv_buf_t* buf) noexcept {
   if (in_ == nullptr) {
     in_ = worker_.env().buffers().get();
     in_cap_ = BufferPool::kBlockSize;
@@ -178,29 +179,33 @@ void ServerConnection::releaseBuffer() noexcept {
   in_pooled_ = false;
 }
 
-void ServerConnection::onUpstreamRead(ssize_t n, const uv_buf_t*) noexcept {
-  if (state_ != State::kReady) return;
-  if (n == 0) return;
-  if (n < 0) {
-    char text[160];
-    if (n == UV_EOF)
-      snprintf(text, sizeof text, "backend %s closed the connection", name());
-    else if (n == UV_ENOBUFS)
-      snprintf(text, sizeof text, "backend %s: reply larger than %zu bytes", name(),
-               kMaxReplyBytes);
-    else
-      snprintf(text, sizeof text, "backend %s: connection failed: %s", name(),
-               sysErrorText(static_cast<int>(n)));
-    // A reply over lb's own limit is not the backend failing.
-    if (n == UV_ENOBUFS)
-      fail(CacheErrorReason::kBackendFailed, text);
-    else
-      backendFailed(BackendFailure::kConnectReset, text);
-    return;
-  }
-  in_len_ += static_cast<size_t>(n);
+void ServerConnection::onRead(Connection&, char*, size_t n) noexcept {
+  if (state_ != State::kReady || n == 0) return;
+  in_len_ += n;
   stats_.bytes_rx.add(static_cast<uint64_t>(n));
   readReplies();
+}
+
+void ServerConnection::onEof(Connection&) noexcept { readFailed(UV_EOF); }
+
+void ServerConnection::onError(Connection&, int status) noexcept { readFailed(status); }
+
+void ServerConnection::readFailed(int status) noexcept {
+  if (state_ != State::kReady) return;
+  char text[160];
+  if (status == UV_EOF)
+    snprintf(text, sizeof text, "backend %s closed the connection", name());
+  else if (status == UV_ENOBUFS)
+    snprintf(text, sizeof text, "backend %s: reply larger than %zu bytes", name(),
+             kMaxReplyBytes);
+  else
+    snprintf(text, sizeof text, "backend %s: connection failed: %s", name(),
+             sysErrorText(status));
+  // A reply over lb's own limit is not the backend failing.
+  if (status == UV_ENOBUFS)
+    fail(CacheErrorReason::kBackendFailed, text);
+  else
+    backendFailed(BackendFailure::kConnectReset, text);
 }
 
 // Every complete reply in the buffer goes to the fragment at the head of the FIFO. What is
@@ -279,7 +284,9 @@ void ServerConnection::settleLive() noexcept {
   live_release_ = 0;
 }
 
-void ServerConnection::onTimer(uv_timer_t* t) { static_cast<ServerConnection*>(t->data)->handleTimer(); }
+void ServerConnection::onTimerFired(uv_timer_t* t) {
+  static_cast<ServerConnection*>(t->data)->handleTimer();
+}
 
 // Answers every fragment past its deadline with a timeout (it stays queued, detached, for
 // its late reply), closes a connection whose oldest fragment has waited twice its timeout,
@@ -376,10 +383,10 @@ void ServerConnection::close() noexcept {
   if (state_ == State::kClosed) return;
   fail(CacheErrorReason::kBackendFailed, "lb is stopping", true);
   uv_timer_stop(&timer_);
-  uv_close(reinterpret_cast<uv_handle_t*>(&timer_), onClosed);
+  uv_close(reinterpret_cast<uv_handle_t*>(&timer_), onTimerClosed);
 }
 
-void ServerConnection::onClosed(uv_handle_t* h) {
+void ServerConnection::onTimerClosed(uv_handle_t* h) {
   auto* s = static_cast<ServerConnection*>(h->data);
   --s->pending_;
   s->maybeFree();

@@ -14,6 +14,8 @@
 // - Writes: commands are copied into one ByteChain as sessions dispatch them; the worker's
 //   flush list writes the chain once per loop turn (UpstreamConn::write: as much as the
 //   socket takes now, the rest queued on its Connection).
+// - Its events come as every connection's do: it owns its UpstreamConn's Connection
+//   (ConnectionOwner) from the connect to the close.
 // - Reads: into one buffer; the protocol's framer says where each reply ends; each goes to
 //   its fragment's session in FIFO order.
 // - Live load: each queued fragment holds one unit of its backend's live load (what bounded
@@ -81,7 +83,7 @@ class ServerConnectionHost {
   ~ServerConnectionHost() = default;
 };
 
-class ServerConnection final : public UpstreamOwner, public Flushable {
+class ServerConnection final : public Flushable, private ConnectionOwner {
  public:
   ServerConnection(ServerConnectionHost& worker, ServerGroup& group) noexcept;
   ServerConnection(const ServerConnection&) = delete;
@@ -108,11 +110,6 @@ class ServerConnection final : public UpstreamOwner, public Flushable {
 
   // Flushable: write the chain.
   void flush() noexcept override;
-  // UpstreamOwner.
-  void onUpstreamConnect(int status) noexcept override;
-  void onUpstreamAlloc(uv_buf_t* buf) noexcept override;
-  void onUpstreamRead(ssize_t n, const uv_buf_t* buf) noexcept override;
-  void onUpstreamWrite(int status) noexcept override;
 
   // Reads into a pool block; a reply larger than one grows the buffer (heap) up to this.
   static constexpr size_t kMaxReplyBytes = size_t{1} << 30;
@@ -121,6 +118,18 @@ class ServerConnection final : public UpstreamOwner, public Flushable {
   enum class State : uint8_t { kIdle, kConnecting, kReady, kClosed };
 
   ~ServerConnection();
+
+  // ConnectionOwner: the backend's connection (conn_'s), its only one.
+  void onConnected(Connection& c, int status) noexcept override;
+  void onAlloc(Connection& c, uv_buf_t* buf) noexcept override;
+  void onRead(Connection& c, char* p, size_t n) noexcept override;
+  void onEof(Connection& c) noexcept override;
+  void onError(Connection& c, int status) noexcept override;
+  void onWritten(Connection& c, ConnectionWrite* w, int status) noexcept override;
+  // Never comes: a closed UpstreamConn takes its connection's last callbacks and frees
+  // itself.
+  void onClosed(Connection&) noexcept override {}
+
   void connect(uint64_t timeout_ms) noexcept;
   // Every queued fragment fails with `text`; the connection closes; back to kIdle (or
   // kClosed when `for_good`).
@@ -128,6 +137,8 @@ class ServerConnection final : public UpstreamOwner, public Flushable {
   // The connection broke as `kind` says: one outlier failure of the backend when commands
   // waited on it (an idle connection the server closed is not one), then fail().
   void backendFailed(BackendFailure kind, const char* text) noexcept;
+  // The read side ended: EOF, an error, or a reply past kMaxReplyBytes (UV_ENOBUFS).
+  void readFailed(int status) noexcept;
   void readReplies() noexcept;
   void deliver(const char* p, size_t n) noexcept;
   void releaseBuffer() noexcept;
@@ -139,8 +150,8 @@ class ServerConnection final : public UpstreamOwner, public Flushable {
   void closeIfRetiredAndEmpty() noexcept;
   const char* name() const noexcept;
 
-  static void onTimer(uv_timer_t* t);
-  static void onClosed(uv_handle_t* h);
+  static void onTimerFired(uv_timer_t* t);
+  static void onTimerClosed(uv_handle_t* h);
 
   ServerConnectionHost& worker_;
   ServerGroup& group_;

@@ -16,12 +16,12 @@ namespace {
 constexpr uint64_t kLingerMs = 1000;
 }  // namespace
 
-void HttpSession::accept(WorkerEnv* worker, uv_stream_t* server,
+void HttpSession::accept(WorkerEnv* worker, uv_stream_t* server, const AcceptTransport* transport,
                          const std::shared_ptr<const Snapshot>& snap, const ListenerSnapshot* ls,
                          Admission admission) {
   auto* s = new (std::nothrow) HttpSession(worker, snap, ls);
   if (s == nullptr) return;
-  if (s->client_.accept(server) != 0) {
+  if (s->client_.accept(server, transport) != 0) {
     s->closeAll();
     return;
   }
@@ -72,14 +72,74 @@ void HttpSession::start(Admission admission) noexcept {
   setDownReading(true);
 }
 
+// ---- both connections' events ------------------------------------------------------------
+// Each goes to its side's handler: the client's below, the backend's in
+// http_session_upstream.cc.
+
+void HttpSession::onConnected(Connection& c, int status) noexcept {
+  if (!isClient(c)) handleUpConnect(status);
+}
+
+void HttpSession::onAlloc(Connection& c, uv_buf_t* buf) noexcept {
+  if (isClient(c))
+    allocDown(buf);
+  else
+    allocUp(buf);
+}
+
+void HttpSession::onRead(Connection& c, char*, size_t n) noexcept {
+  if (isClient(c))
+    handleDownRead(static_cast<ssize_t>(n));
+  else
+    handleUpRead(static_cast<ssize_t>(n));
+}
+
+void HttpSession::onEof(Connection& c) noexcept {
+  if (isClient(c))
+    handleDownRead(UV_EOF);
+  else
+    handleUpRead(UV_EOF);
+}
+
+void HttpSession::onError(Connection& c, int status) noexcept {
+  if (isClient(c))
+    handleDownRead(status);
+  else
+    handleUpRead(status);
+}
+
+void HttpSession::onWritten(Connection& c, ConnectionWrite*, int status) noexcept {
+  if (!isClient(c)) {
+    handleUpWrite(status);
+    return;
+  }
+  io_.down_writing = false;
+  if (state_ == State::kClosed) return;
+  handleDownWrite(status);
+}
+
+void HttpSession::onTimer(Connection&) noexcept {
+  if (state_ != State::kClosed) handleTimer();
+}
+
+// The lingering close ended: the client read lb's answer and closed, or 1 s passed.
+void HttpSession::onLingerDone(Connection&) noexcept { closeAll(); }
+
+// The client's connection's last callback is back: nothing of libuv's refers to this session
+// now.
+void HttpSession::onClosed(Connection&) noexcept {
+  stopBodyPump();   // stopped already (closeAll): nothing of it refers to this session
+  delete this;
+}
+
 // ---- the client's connection ------------------------------------------------------------
 
-void HttpSession::onAlloc(uv_buf_t* buf) noexcept {
+void HttpSession::allocDown(uv_buf_t* buf) noexcept {
   if (in_.buf == nullptr) {
     in_.buf = worker_->buffers().get();
     in_.len = in_.pos = 0;
   }
-  // A request head is read in kHeadRead pieces, as a response's (onUpstreamAlloc): body
+  // A request head is read in kHeadRead pieces, as a response's (allocUp): body
   // bytes read with it are copied, the rest of a large body may be spliced. A body in large
   // chunks is read up to the next chunk's first bytes (chunkedReadCap).
   size_t room = BufferPool::kBlockSize - in_.len;
@@ -88,29 +148,6 @@ void HttpSession::onAlloc(uv_buf_t* buf) noexcept {
       spliceable())
     room = chunkedReadCap(ex_->req, room);
   *buf = uv_buf_init(in_.buf + in_.len, static_cast<unsigned>(room));
-}
-
-void HttpSession::onRead(char*, size_t n) noexcept { handleDownRead(static_cast<ssize_t>(n)); }
-void HttpSession::onEof() noexcept { handleDownRead(UV_EOF); }
-void HttpSession::onError(int status) noexcept { handleDownRead(status); }
-
-void HttpSession::onWritten(ConnectionWrite*, int status) noexcept {
-  io_.down_writing = false;
-  if (state_ == State::kClosed) return;
-  handleDownWrite(status);
-}
-
-void HttpSession::onTimer() noexcept {
-  if (state_ != State::kClosed) handleTimer();
-}
-
-// The lingering close ended: the client read lb's answer and closed, or 1 s passed.
-void HttpSession::onLingerDone() noexcept { closeAll(); }
-
-// The connection's last callback is back: nothing of libuv's refers to this session now.
-void HttpSession::onClosed() noexcept {
-  stopBodyPump();   // stopped already (closeAll): nothing of it refers to this session
-  delete this;
 }
 
 // ---- reading from the client -------------------------------------------------------------
@@ -126,7 +163,7 @@ void HttpSession::setDownReading(bool on) noexcept {
 void HttpSession::handleDownRead(ssize_t n) noexcept {
   if (state_ == State::kClosed) return;
   if (n == 0) {
-    // libuv took a block from onDownAlloc and the read found nothing (EAGAIN): a connection
+    // libuv took a block from allocDown and the read found nothing (EAGAIN): a connection
     // waiting for its request must not keep it.
     if ((state_ == State::kIdle || state_ == State::kHead) && in_.len == 0) releaseBlock(&in_);
     return;

@@ -104,9 +104,15 @@
 // (request heads, keys, request bodies, keep-alive), http_session_upstream.cc (pick, connect,
 // retry, the response), http_session_tunnel.cc (after a 101).
 //
-// Lifetime: owns the client's Connection (lb/net/connection.h: socket, timer, lingering
-// close) and the UpstreamConn and the HttpExchange while it uses them; neither copied nor
-// moved; deletes itself when the connection reports its last callback (onClosed).
+// Both sockets speak the one dialect (lb/net/connection.h): the session is the owner of the
+// client's Connection and of the backend's while it holds the UpstreamConn, and hears both
+// through one set of ConnectionOwner callbacks, each telling the sides apart by the
+// connection it names and going on to the client's handler (http_session.cc) or the
+// backend's (http_session_upstream.cc).
+//
+// Lifetime: owns the client's Connection (socket, timer, lingering close) and the
+// UpstreamConn and the HttpExchange while it uses them; neither copied nor moved; deletes
+// itself when the client's connection reports its last callback (onClosed).
 #pragma once
 
 #include <uv.h>
@@ -128,13 +134,13 @@
 namespace lb {
 
 class HttpSession final : public Session,
-                          public UpstreamOwner,
                           private ConnectionOwner,
                           private SplicePumpOwner {
  public:
-  // Loop thread. Accepts one connection from `server` and starts serving it (with a 503 when
-  // the listener's Admission says it is over limits.max_connections).
-  static void accept(WorkerEnv* worker, uv_stream_t* server,
+  // Loop thread. Accepts one connection from `server`, with the listener's `transport` under
+  // it (null: plain), and starts serving it (with a 503 when the listener's Admission says it
+  // is over limits.max_connections).
+  static void accept(WorkerEnv* worker, uv_stream_t* server, const AcceptTransport* transport,
                      const std::shared_ptr<const Snapshot>& snap, const ListenerSnapshot* ls,
                      Admission admission);
   HttpSession(const HttpSession&) = delete;
@@ -145,11 +151,6 @@ class HttpSession final : public Session,
   // Active checks took `backend` down: an exchange still waiting for its answer from it
   // moves on (http_session_upstream.cc).
   void backendDown(const BackendState& backend) noexcept override;
-
-  void onUpstreamConnect(int status) noexcept override;
-  void onUpstreamAlloc(uv_buf_t* buf) noexcept override;
-  void onUpstreamRead(ssize_t n, const uv_buf_t* buf) noexcept override;
-  void onUpstreamWrite(int status) noexcept override;
 
  private:
   enum class State : uint8_t {
@@ -183,18 +184,24 @@ class HttpSession final : public Session,
               const ListenerSnapshot* ls);
   ~HttpSession();
 
-  // ConnectionOwner: the client's socket.
-  void onAlloc(uv_buf_t* buf) noexcept override;
-  void onRead(char* p, size_t n) noexcept override;
-  void onEof() noexcept override;
-  void onError(int status) noexcept override;
-  void onWritten(ConnectionWrite* w, int status) noexcept override;
-  void onTimer() noexcept override;
-  void onLingerDone() noexcept override;
-  void onClosed() noexcept override;
+  // ConnectionOwner, both sides (http_session.cc): the client's connection (client_) and
+  // the backend's (up_'s), told apart by the connection each callback names. Only the
+  // backend's connects; only the client's times out, lingers and closes here (a closed
+  // UpstreamConn takes its connection's last callbacks).
+  void onConnected(Connection& c, int status) noexcept override;
+  void onAlloc(Connection& c, uv_buf_t* buf) noexcept override;
+  void onRead(Connection& c, char* p, size_t n) noexcept override;
+  void onEof(Connection& c) noexcept override;
+  void onError(Connection& c, int status) noexcept override;
+  void onWritten(Connection& c, ConnectionWrite* w, int status) noexcept override;
+  void onTimer(Connection& c) noexcept override;
+  void onLingerDone(Connection& c) noexcept override;
+  void onClosed(Connection& c) noexcept override;
+  bool isClient(const Connection& c) const noexcept { return &c == &client_; }
 
   // The connection (http_session.cc).
   void start(Admission admission) noexcept;
+  void allocDown(uv_buf_t* buf) noexcept;
   void handleDownRead(ssize_t n) noexcept;
   void handleClientEof() noexcept;
   void handleDownWrite(int status) noexcept;
@@ -226,6 +233,11 @@ class HttpSession final : public Session,
 
   // The backend side of an exchange (http_session_upstream.cc).
   void connectUpstream(Pooling pooling) noexcept;
+  void handleUpConnect(int status) noexcept;
+  void allocUp(uv_buf_t* buf) noexcept;
+  // Bytes read (n > 0), the buffer back empty (0), or EOF/an error (< 0).
+  void handleUpRead(ssize_t n) noexcept;
+  void handleUpWrite(int status) noexcept;
   void sendRequestHead() noexcept;
   void afterRequestHeadWritten() noexcept;
   void upstreamFailed(bool connect_failure) noexcept;
@@ -284,7 +296,7 @@ class HttpSession final : public Session,
   // kHeadRead, a 64 KiB object leaves about 48 KiB to move, and splicing that cost 0.82-0.86
   // of HAProxy's CPU per request where copying it cost 0.96-1.18 (128 KiB alike).
   static constexpr uint64_t kSpliceMin = 32 * 1024;
-  // The most a read takes while a head is incomplete (onUpstreamAlloc): HAProxy's buffer
+  // The most a read takes while a head is incomplete (allocUp, allocDown): HAProxy's buffer
   // size, enough for nearly every head in one read.
   static constexpr size_t kHeadRead = 16 * 1024;
   // How much the next read of a chunked body may take: a body in chunks of kSpliceMin or

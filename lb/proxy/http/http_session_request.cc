@@ -148,7 +148,7 @@ bool HttpSession::deriveKey() noexcept {
 }
 
 // RequestPhase kBody: passes the body's bytes up as they arrive, with their own framing, one
-// write at a time (a queued write stops reading from the client until onUpstreamWrite). At
+// write at a time (a queued write stops reading from the client until handleUpWrite). At
 // the end of the request, kDone: reading goes on only to see the client leave.
 void HttpSession::pumpRequest() noexcept {
   while (state_ == State::kExchange && ex_->request == RequestPhase::kBody && up_ != nullptr &&
@@ -180,7 +180,7 @@ void HttpSession::pumpRequest() noexcept {
       }
       if (w == 1) {
         setDownReading(false);
-        return;   // onUpstreamWrite resumes
+        return;   // handleUpWrite resumes
       }
     }
     if (ex_->request == RequestPhase::kDone) break;

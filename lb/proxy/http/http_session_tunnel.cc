@@ -31,7 +31,7 @@ void HttpSession::pumpTunnel() noexcept {
         closeAll();
         return;
       }
-      if (w == 1) setDownReading(false);   // onUpstreamWrite resumes
+      if (w == 1) setDownReading(false);   // handleUpWrite resumes
     }
     if (!up_->writing() && !pump_open_) {
       if (in_.buf != nullptr) in_.len = in_.pos = 0;
@@ -104,7 +104,7 @@ void HttpSession::onTunnelPumpDone(SplicePump& p, int status) noexcept {
 }
 
 // One side sent EOF (or its read failed). Close now, or once the write carrying that side's
-// last bytes to the other side completes (onUpstreamWrite, handleDownWrite). A second EOF
+// last bytes to the other side completes (handleUpWrite, handleDownWrite). A second EOF
 // while waiting closes at once.
 void HttpSession::endTunnel(TunnelPhase ended) noexcept {
   if (tunnel_ != TunnelPhase::kOpen) {

@@ -14,8 +14,8 @@ namespace lb {
 
 // Gets a connection to the host attempt_ picked: a pooled one (unless `pooling` asks for a
 // new one) goes straight to kExchange, a new one through kConnecting. The connect timeout
-// (timeouts.connect) is the connection's own: it reports UV_ETIMEDOUT through
-// onUpstreamConnect, so the session's timer rests meanwhile.
+// (timeouts.connect) is the connection's own: it reports UV_ETIMEDOUT through onConnected
+// (handleUpConnect), so the session's timer rests meanwhile.
 void HttpSession::connectUpstream(Pooling pooling) noexcept {
   state_ = State::kConnecting;   // until a connection to the backend is ready
   Route& route = ex_->route;
@@ -26,7 +26,7 @@ void HttpSession::connectUpstream(Pooling pooling) noexcept {
   ex_->response = ResponsePhase::kAwaiting;
   ex_->resp.reset();
   int err = 0;
-  up_ = attempt_.connect(this, pooling, &err);
+  up_ = attempt_.connect(*this, pooling, &err);
   if (up_ == nullptr) {
     LB_DEBUG("http: connect %s: %s", route.backend->config->address.c_str(), sysErrorText(err));
     attempt_.reportConnectFailure(err);
@@ -40,7 +40,7 @@ void HttpSession::connectUpstream(Pooling pooling) noexcept {
   client_.stopTimer();
 }
 
-void HttpSession::onUpstreamConnect(int status) noexcept {
+void HttpSession::handleUpConnect(int status) noexcept {
   if (state_ != State::kConnecting) return;
   if (status < 0) {
     LB_DEBUG("http: connect %s: %s", ex_->route.backend->config->address.c_str(),
@@ -119,7 +119,7 @@ void HttpSession::afterRequestHeadWritten() noexcept {
   pumpRequest();
 }
 
-void HttpSession::onUpstreamWrite(int status) noexcept {
+void HttpSession::handleUpWrite(int status) noexcept {
   switch (state_) {
     case State::kExchange:
       if (status < 0) {
@@ -205,7 +205,7 @@ void HttpSession::setUpReading(bool on) noexcept {
   }
 }
 
-void HttpSession::onUpstreamAlloc(uv_buf_t* buf) noexcept {
+void HttpSession::allocUp(uv_buf_t* buf) noexcept {
   if (upin_.buf == nullptr) {
     upin_.buf = worker_->buffers().get();
     upin_.len = upin_.pos = 0;
@@ -223,7 +223,7 @@ void HttpSession::onUpstreamAlloc(uv_buf_t* buf) noexcept {
   *buf = uv_buf_init(upin_.buf + upin_.len, static_cast<unsigned>(room));
 }
 
-void HttpSession::onUpstreamRead(ssize_t n, const uv_buf_t*) noexcept {
+void HttpSession::handleUpRead(ssize_t n) noexcept {
   if (state_ == State::kClosed || n == 0) return;
   if (n == UV_ENOBUFS) {   // the block is full: wait until it drains (never spin on it)
     setUpReading(false);

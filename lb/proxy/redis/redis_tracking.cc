@@ -68,11 +68,11 @@ void RedisTracker::connect() noexcept {
   step_ = 0;
   in_.clear();
   int err = 0;
-  conn_ = env_.upstreams().connect(target_, this, kConnectTimeoutMs, false, &err);
+  conn_ = env_.upstreams().connect(target_, *this, kConnectTimeoutMs, false, &err);
   if (conn_ == nullptr) down("cannot start a connection");
 }
 
-void RedisTracker::onUpstreamConnect(int status) noexcept {
+void RedisTracker::onConnected(Connection&, int status) noexcept {
   if (state_ != State::kConnecting) return;
   if (status < 0) {
     down("connect failed");
@@ -82,23 +82,27 @@ void RedisTracker::onUpstreamConnect(int status) noexcept {
     down("write failed");
 }
 
-void RedisTracker::onUpstreamWrite(int status) noexcept {
+void RedisTracker::onWritten(Connection&, ConnectionWrite*, int status) noexcept {
   if (status < 0 && (state_ == State::kConnecting || state_ == State::kUp)) down("write failed");
 }
 
-void RedisTracker::onUpstreamAlloc(uv_buf_t* buf) noexcept {
+void RedisTracker::onAlloc(Connection&, uv_buf_t* buf) noexcept {
   buf->base = read_buf_;
   buf->len = sizeof read_buf_;
 }
 
-void RedisTracker::onUpstreamRead(ssize_t n, const uv_buf_t* buf) noexcept {
+void RedisTracker::onEof(Connection&) noexcept {
+  if (state_ == State::kConnecting || state_ == State::kUp) down("the server closed it");
+}
+
+void RedisTracker::onError(Connection&, int) noexcept {
+  if (state_ == State::kConnecting || state_ == State::kUp) down("read failed");
+}
+
+void RedisTracker::onRead(Connection&, char* p, size_t n) noexcept {
   if (state_ == State::kClosed || state_ == State::kDown) return;
-  if (n < 0) {
-    down(n == UV_EOF ? "the server closed it" : "read failed");
-    return;
-  }
   try {
-    in_.append(buf->base, static_cast<size_t>(n));
+    in_.append(p, n);
   } catch (...) {
     down("out of memory");
     return;
@@ -194,11 +198,11 @@ void RedisTracker::down(const char* why) noexcept {
     conn_->close();
     conn_ = nullptr;
   }
-  uv_timer_start(&timer_, onTimer, backoff_ms_, 0);
+  uv_timer_start(&timer_, onTimerFired, backoff_ms_, 0);
   backoff_ms_ = backoff_ms_ * 2 > kMaxBackoffMs ? kMaxBackoffMs : backoff_ms_ * 2;
 }
 
-void RedisTracker::onTimer(uv_timer_t* t) {
+void RedisTracker::onTimerFired(uv_timer_t* t) {
   auto* self = static_cast<RedisTracker*>(t->data);
   if (self->state_ == State::kDown) self->connect();
 }
@@ -212,9 +216,9 @@ void RedisTracker::close() noexcept {
     conn_ = nullptr;
   }
   uv_timer_stop(&timer_);
-  uv_close(reinterpret_cast<uv_handle_t*>(&timer_), onClosed);
+  uv_close(reinterpret_cast<uv_handle_t*>(&timer_), onTimerClosed);
 }
 
-void RedisTracker::onClosed(uv_handle_t* h) { delete static_cast<RedisTracker*>(h->data); }
+void RedisTracker::onTimerClosed(uv_handle_t* h) { delete static_cast<RedisTracker*>(h->data); }
 
 }  // namespace lb

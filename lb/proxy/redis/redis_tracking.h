@@ -31,7 +31,7 @@
 
 namespace lb {
 
-class RedisTracker final : public NearTracker, private UpstreamOwner {
+class RedisTracker final : public NearTracker, private ConnectionOwner {
  public:
   // `ok_reply_kind`: the framing hint of a +OK reply (redis::kOkReply, from the wire that
   // makes trackers: redis_replies.h includes this file, not the other way round).
@@ -56,12 +56,17 @@ class RedisTracker final : public NearTracker, private UpstreamOwner {
   void onMessage(const char* p, size_t n) noexcept;
   void flush() noexcept;
 
-  void onUpstreamConnect(int status) noexcept override;
-  void onUpstreamAlloc(uv_buf_t* buf) noexcept override;
-  void onUpstreamRead(ssize_t n, const uv_buf_t* buf) noexcept override;
-  void onUpstreamWrite(int status) noexcept override;
-  static void onTimer(uv_timer_t* t);
-  static void onClosed(uv_handle_t* h);
+  // ConnectionOwner: the tracking connection (conn_'s), its only one.
+  void onConnected(Connection& c, int status) noexcept override;
+  void onAlloc(Connection& c, uv_buf_t* buf) noexcept override;
+  void onRead(Connection& c, char* p, size_t n) noexcept override;
+  void onEof(Connection& c) noexcept override;
+  void onError(Connection& c, int status) noexcept override;
+  void onWritten(Connection& c, ConnectionWrite* w, int status) noexcept override;
+  // Never comes: a closed UpstreamConn takes its connection's last callbacks.
+  void onClosed(Connection&) noexcept override {}
+  static void onTimerFired(uv_timer_t* t);
+  static void onTimerClosed(uv_handle_t* h);
 
   WorkerEnv& env_;
   BackendSnapshot target_;

@@ -56,13 +56,13 @@ TcpSession::TcpSession(WorkerEnv& env, const std::shared_ptr<const Snapshot>& sn
 
 TcpSession::~TcpSession() { env_.unlink(this); }
 
-void TcpSession::accept(WorkerEnv& env, uv_stream_t* server,
+void TcpSession::accept(WorkerEnv& env, uv_stream_t* server, const AcceptTransport* transport,
                         const std::shared_ptr<const Snapshot>& snapshot, uint32_t listener,
                         Admission admission) noexcept {
   auto* s = new (std::nothrow) TcpSession(env, snapshot, listener);
   if (s == nullptr) return;
   s->start_ns_ = uv_hrtime();
-  if (s->client_.accept(server) != 0) {
+  if (s->client_.accept(server, transport) != 0) {
     // Another worker took it (SO_REUSEPORT wakeups) or the client is gone: no line to log.
     s->state_ = State::kClosing;
     s->client_.close();
@@ -95,7 +95,7 @@ void TcpSession::start(Admission admission) noexcept {
 
 // The client's TLS handshake has ended; its first plaintext stays with the transport until
 // piping starts reading again.
-void TcpSession::onEstablished() noexcept {
+void TcpSession::onEstablished(Connection&) noexcept {
   if (state_ != State::kHandshaking) return;
   client_.readStop();
   client_.stopTimer();
@@ -134,19 +134,23 @@ bool TcpSession::computeKey() noexcept {
   return true;
 }
 
-// A new connection to the host attempt_ picked; never a pooled one, never pooled after.
+// A new connection to the host attempt_ picked; never a pooled one, never pooled after. It
+// reads into pool blocks after the write header, as the client's does.
 void TcpSession::connectPicked() noexcept {
   int err = 0;
-  conn_ = attempt_.connect(this, Pooling::kNever, &err);
+  conn_ = attempt_.connect(*this, Pooling::kNever, &err);
   if (conn_ == nullptr) {
     LB_DEBUG("tcp %s: connect to %s failed at once: %s", listener_.config->name.c_str(),
              attempt_.backend()->config->name.c_str(), sysErrorText(err));
     attempt_.reportConnectFailure(err);
     failAttempt();
+    return;
   }
+  conn_->connection().readIntoPool(&env_.buffers(), kHeader);
 }
 
-void TcpSession::onUpstreamConnect(int status) noexcept {
+// Only the backend's connection connects.
+void TcpSession::onConnected(Connection&, int status) noexcept {
   if (state_ != State::kConnecting) return;
   if (status != 0) {
     LB_DEBUG("tcp %s: connect to %s failed: %s", listener_.config->name.c_str(),
@@ -242,7 +246,7 @@ void TcpSession::onPumpDone(SplicePump& p, int status) noexcept {
 
 void TcpSession::startReading(Side& side) noexcept {
   side.reading = true;
-  side.conn->readStart();   // the backend's: onUpstreamAlloc / onUpstreamRead
+  side.conn->readStart();
 }
 
 void TcpSession::stopReading(Side& side) noexcept {
@@ -250,7 +254,7 @@ void TcpSession::stopReading(Side& side) noexcept {
   side.conn->readStop();
 }
 
-void TcpSession::onTimer() noexcept {
+void TcpSession::onTimer(Connection&) noexcept {
   if (state_ == State::kHandshaking) {
     close(TcpOutcome::kTlsHandshake);
     return;
@@ -267,46 +271,14 @@ void TcpSession::onTimer() noexcept {
   client_.startTimer(idle - quiet);
 }
 
-void TcpSession::allocBlock(uv_buf_t* buf) noexcept {
-  char* block = env_.buffers().get();
-  *buf = uv_buf_init(block + kHeader, static_cast<unsigned>(BufferPool::kBlockSize - kHeader));
-}
-
-void TcpSession::onUpstreamAlloc(uv_buf_t* buf) noexcept { allocBlock(buf); }
-
-// The client's bytes, in a pool block that is ours now.
-void TcpSession::onRead(char* p, size_t n) noexcept {
-  handleRead(down_, static_cast<ssize_t>(n), p);
-}
-void TcpSession::onEof() noexcept { handleRead(down_, UV_EOF, nullptr); }
-void TcpSession::onError(int status) noexcept { handleRead(down_, status, nullptr); }
-
-// The backend's: the buffer of a read that ends in EOF or an error came back first, empty.
-void TcpSession::onUpstreamRead(ssize_t n, const uv_buf_t* buf) noexcept {
-  handleRead(up_, n, buf->base);
-}
-
-void TcpSession::handleRead(Side& from, ssize_t n, char* base) noexcept {
-  char* block = base != nullptr ? base - kHeader : nullptr;
-  if (state_ == State::kHandshaking) {   // only the handshake's end (an error, EOF) comes here
+// Either side's bytes, n > 0 of them at p, in a pool block that is ours now; relayed in it.
+void TcpSession::onRead(Connection& c, char* p, size_t n) noexcept {
+  char* block = p - kHeader;
+  if (state_ != State::kPiping) {   // nothing is relayed outside kPiping
     env_.buffers().put(block);
-    if (n < 0) close(TcpOutcome::kTlsHandshake);
     return;
   }
-  if (n <= 0 || state_ != State::kPiping) {
-    env_.buffers().put(block);
-    if (n == 0 || state_ != State::kPiping) return;
-    if (n == UV_EOF) {
-      stopReading(from);
-      ended(from);
-      return;
-    }
-    // The backend reset the connection before it sent a byte: counted like a reset connect.
-    if (&from == &up_ && up_.bytes_read == 0)
-      attempt_.reportFailure(BackendFailure::kConnectReset);
-    close(&from == &down_ ? TcpOutcome::kClientReset : TcpOutcome::kBackendReset);
-    return;
-  }
+  Side& from = sideOf(c);
   last_activity_ms_ = uv_now(env_.loop());
   from.bytes_read += static_cast<uint64_t>(n);
   if (&from == &down_)
@@ -319,7 +291,7 @@ void TcpSession::handleRead(Side& from, ssize_t n, char* base) noexcept {
   op->session = this;
   op->to = &to;
   if (&to == &up_) op->w.done = onUpWritten;
-  uv_buf_t out = uv_buf_init(base, static_cast<unsigned>(n));
+  uv_buf_t out = uv_buf_init(p, static_cast<unsigned>(n));
   // Queued whole (no uv_try_write first): libuv writes at once what the socket takes.
   if (to.conn->write(&op->w, &out, 1, /*try_first=*/false) < 0) {
     env_.buffers().put(block);
@@ -334,7 +306,32 @@ void TcpSession::handleRead(Side& from, ssize_t n, char* base) noexcept {
   }
 }
 
-void TcpSession::onWritten(ConnectionWrite* w, int status) noexcept {
+// A side will send no more: the other side hears so once its bytes are out. During a TLS
+// client's handshake it is the handshake's end.
+void TcpSession::onEof(Connection& c) noexcept {
+  if (state_ == State::kHandshaking) {
+    close(TcpOutcome::kTlsHandshake);
+    return;
+  }
+  if (state_ != State::kPiping) return;
+  Side& from = sideOf(c);
+  stopReading(from);
+  ended(from);
+}
+
+void TcpSession::onError(Connection& c, int) noexcept {
+  if (state_ == State::kHandshaking) {   // a failed handshake, or the client left it
+    close(TcpOutcome::kTlsHandshake);
+    return;
+  }
+  if (state_ != State::kPiping) return;
+  Side& from = sideOf(c);
+  // The backend reset the connection before it sent a byte: counted like a reset connect.
+  if (&from == &up_ && up_.bytes_read == 0) attempt_.reportFailure(BackendFailure::kConnectReset);
+  close(&from == &down_ ? TcpOutcome::kClientReset : TcpOutcome::kBackendReset);
+}
+
+void TcpSession::onWritten(Connection&, ConnectionWrite* w, int status) noexcept {
   handleWrite(reinterpret_cast<WriteOp*>(w), status);
 }
 
@@ -364,8 +361,9 @@ void TcpSession::resumeIfDrained(Side& reader, Side& writer) noexcept {
   startReading(reader);
 }
 
-void TcpSession::onShutdown(int status) noexcept { handleShutdown(down_, status); }
-void TcpSession::onUpstreamShutdown(int status) noexcept { handleShutdown(up_, status); }
+void TcpSession::onShutdown(Connection& c, int status) noexcept {
+  handleShutdown(sideOf(c), status);
+}
 
 // `from` sent EOF: it will send no more, and the other side hears so once every byte before
 // it is out (the shutdown queues behind pending writes).
@@ -400,7 +398,7 @@ void TcpSession::maybeFinish() noexcept {
   if (down_.eof && up_.eof && down_.shut_done && up_.shut_done) close(TcpOutcome::kOk);
 }
 
-void TcpSession::onClosed() noexcept {
+void TcpSession::onClosed(Connection&) noexcept {
   client_closed_ = true;
   maybeFree();
 }

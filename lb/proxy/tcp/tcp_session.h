@@ -23,10 +23,15 @@
 // so that a client of a frozen backend gets a closed connection within the checks' time
 // rather than waiting on it for timeouts.idle, and its next connection goes elsewhere.
 //
-// Lifetime: owns the client's Connection (lb/net/connection.h: the socket and the idle
-// timer) and (while it has one) the UpstreamConn; neither copied nor moved. It deletes
-// itself once the client connection has closed (onClosed) and every write it queued on the
-// backend's connection has called back (up_writes_: each carries one of its pool blocks).
+// Both sockets speak the one dialect (lb/net/connection.h): the session owns the client's
+// Connection and, while it holds it, the backend's (the UpstreamConn's), and hears both
+// through one set of ConnectionOwner callbacks, each naming its side. Both read into pool
+// blocks after the write header, so a read is relayed in the block it arrived in.
+//
+// Lifetime: owns the client's Connection (the socket and the idle timer) and (while it has
+// one) the UpstreamConn; neither copied nor moved. It deletes itself once the client
+// connection has closed (onClosed) and every write it queued on the backend's connection
+// has called back (up_writes_: each carries one of its pool blocks).
 #pragma once
 
 #include <uv.h>
@@ -64,7 +69,6 @@ enum class TcpOutcome : uint8_t {
 const char* tcpOutcomeName(TcpOutcome o) noexcept;
 
 class TcpSession final : public Session,
-                         public UpstreamOwner,
                          private ConnectionOwner,
                          private SplicePumpOwner {
  public:
@@ -73,7 +77,7 @@ class TcpSession final : public Session,
   // listener `listener` (an index into Snapshot::listeners; its protocol must be tcp). The
   // session holds the snapshot until it ends, so a reload never changes a connection's
   // backend or timeouts. Nothing to clean up when the accept fails; the session frees itself.
-  static void accept(WorkerEnv& env, uv_stream_t* server,
+  static void accept(WorkerEnv& env, uv_stream_t* server, const AcceptTransport* transport,
                      const std::shared_ptr<const Snapshot>& snapshot, uint32_t listener,
                      Admission admission) noexcept;
 
@@ -89,14 +93,6 @@ class TcpSession final : public Session,
   void abort() noexcept override { close(TcpOutcome::kDraining); }
   void drain() noexcept override {}
   void backendDown(const BackendState& backend) noexcept override;
-
-  // UpstreamOwner: the backend side's connect, reads and shutdown. Its writes are queued on
-  // the connection with their own completion (many at once), so onUpstreamWrite never comes.
-  void onUpstreamConnect(int status) noexcept override;
-  void onUpstreamAlloc(uv_buf_t* buf) noexcept override;
-  void onUpstreamRead(ssize_t n, const uv_buf_t* buf) noexcept override;
-  void onUpstreamWrite(int) noexcept override {}
-  void onUpstreamShutdown(int status) noexcept override;
 
   // Pipe watermarks: bytes queued for one side beyond which the other side stops reading
   // (each side's Connection's defaults).
@@ -133,8 +129,6 @@ class TcpSession final : public Session,
   void startPiping() noexcept;
   void startReading(Side& side) noexcept;
   void stopReading(Side& side) noexcept;
-  void allocBlock(uv_buf_t* buf) noexcept;
-  void handleRead(Side& from, ssize_t n, char* base) noexcept;
   void handleWrite(WriteOp* op, int status) noexcept;
   void ended(Side& from) noexcept;
   void handleShutdown(Side& side, int status) noexcept;
@@ -143,16 +137,22 @@ class TcpSession final : public Session,
   void maybeFree() noexcept;   // the client connection closed and no backend write is out
   void finishRecord() noexcept;
   Side& other(Side& s) noexcept { return &s == &down_ ? up_ : down_; }
+  // The side whose connection `c` is: the client's, or else the backend's.
+  Side& sideOf(const Connection& c) noexcept { return &c == &client_ ? down_ : up_; }
 
-  // ConnectionOwner: the client's side (reads into pool blocks after the write header).
-  void onEstablished() noexcept override;
-  void onRead(char* p, size_t n) noexcept override;
-  void onEof() noexcept override;
-  void onError(int status) noexcept override;
-  void onWritten(ConnectionWrite* w, int status) noexcept override;
-  void onShutdown(int status) noexcept override;
-  void onTimer() noexcept override;
-  void onClosed() noexcept override;
+  // ConnectionOwner, both sides: the client's connection and the backend's. Only the
+  // backend's connects; only the client's opens (a TLS listener's handshake), times out and
+  // closes here (a closed UpstreamConn takes its connection's last callbacks). Writes to the
+  // backend carry their own completion (onUpWritten), so onWritten is the client's.
+  void onConnected(Connection& c, int status) noexcept override;
+  void onEstablished(Connection& c) noexcept override;
+  void onRead(Connection& c, char* p, size_t n) noexcept override;
+  void onEof(Connection& c) noexcept override;
+  void onError(Connection& c, int status) noexcept override;
+  void onWritten(Connection& c, ConnectionWrite* w, int status) noexcept override;
+  void onShutdown(Connection& c, int status) noexcept override;
+  void onTimer(Connection& c) noexcept override;
+  void onClosed(Connection& c) noexcept override;
   static void onUpWritten(ConnectionWrite* w, int status) noexcept;
 
   // SplicePumpOwner: pump_up_ moves the client's bytes to the backend, pump_down_ the

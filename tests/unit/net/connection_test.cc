@@ -10,14 +10,23 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <functional>
+#include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
 
+#include "lb/core/log.h"
+#include "lb/tls/tls_client_context.h"
+#include "lb/tls/tls_context.h"
+#include "lb/tls/tls_transport.h"
 #include "tests/support/tcp_test_servers.h"
+#include "tests/support/tls_certs.h"
 
 namespace lb {
 namespace {
@@ -49,28 +58,29 @@ int dial(uint16_t port, int rcvbuf = 0) {
 struct Owner final : ConnectionOwner {
   explicit Owner(uv_loop_t* loop) : conn(*this, loop) {}
 
-  void onConnected(int status) noexcept override {
+  void onConnected(Connection&, int status) noexcept override {
     connected.push_back(status);
     if (on_connected) on_connected(status);
   }
-  void onRead(char* p, size_t n) noexcept override {
+  void onEstablished(Connection&) noexcept override { ++established; }
+  void onRead(Connection&, char* p, size_t n) noexcept override {
     if (n > 0) {
       got.append(p, n);
       if (pool != nullptr) pool->put(p);
     }
     if (on_read) on_read();
   }
-  void onEof() noexcept override { ++eofs; }
-  void onError(int status) noexcept override { errors.push_back(status); }
-  void onWritten(ConnectionWrite* w, int status) noexcept override {
+  void onEof(Connection&) noexcept override { ++eofs; }
+  void onError(Connection&, int status) noexcept override { errors.push_back(status); }
+  void onWritten(Connection&, ConnectionWrite* w, int status) noexcept override {
     (void)w;
     written.push_back(status);
   }
-  void onDrained() noexcept override { ++drained; }
-  void onShutdown(int status) noexcept override { shutdowns.push_back(status); }
-  void onTimer() noexcept override { ++timers; }
-  void onLingerDone() noexcept override { ++lingers; }
-  void onClosed() noexcept override {
+  void onDrained(Connection&) noexcept override { ++drained; }
+  void onShutdown(Connection&, int status) noexcept override { shutdowns.push_back(status); }
+  void onTimer(Connection&) noexcept override { ++timers; }
+  void onLingerDone(Connection&) noexcept override { ++lingers; }
+  void onClosed(Connection&) noexcept override {
     ++closed;
     closed_after_writes = written.size();
   }
@@ -81,7 +91,7 @@ struct Owner final : ConnectionOwner {
   std::function<void()> on_read;
   std::vector<int> connected, errors, written, shutdowns;
   std::string got;
-  int eofs = 0, drained = 0, timers = 0, lingers = 0, closed = 0;
+  int eofs = 0, drained = 0, timers = 0, lingers = 0, closed = 0, established = 0;
   size_t closed_after_writes = 0;
 };
 
@@ -135,7 +145,7 @@ class ConnectionTest : public ::testing::Test {
     fds_.push_back(fd);
     EXPECT_TRUE(runUntil([&] { return incoming_ > 0; }));
     --incoming_;
-    EXPECT_EQ(o.conn.accept(stream()), 0);
+    EXPECT_EQ(o.conn.accept(stream(), nullptr), 0);
     if (rcvbuf > 0) {   // and lb's side sends through a small buffer too
       int size = rcvbuf;
       uv_send_buffer_size(reinterpret_cast<uv_handle_t*>(o.conn.tcp()), &size);
@@ -210,16 +220,16 @@ TEST_F(ConnectionTest, OwnerBuffersOfZeroLengthAreEnobufs) {
 TEST_F(ConnectionTest, EofGivesTheOwnersBufferBackFirst) {
   struct BufferOwner final : ConnectionOwner {
     explicit BufferOwner(uv_loop_t* loop) : conn(*this, loop) {}
-    void onAlloc(uv_buf_t* buf) noexcept override {
+    void onAlloc(Connection&, uv_buf_t* buf) noexcept override {
       ++allocs;
       *buf = uv_buf_init(space, sizeof space);
     }
-    void onRead(char* p, size_t n) noexcept override {
+    void onRead(Connection&, char* p, size_t n) noexcept override {
       if (n == 0 && p == space) ++returned;
     }
-    void onEof() noexcept override { returned_before_eof = returned; ++eofs; }
-    void onError(int) noexcept override {}
-    void onClosed() noexcept override { ++closed; }
+    void onEof(Connection&) noexcept override { returned_before_eof = returned; ++eofs; }
+    void onError(Connection&, int) noexcept override {}
+    void onClosed(Connection&) noexcept override { ++closed; }
     Connection conn;
     char space[64];
     int allocs = 0, returned = 0, returned_before_eof = -1, eofs = 0, closed = 0;
@@ -229,7 +239,7 @@ TEST_F(ConnectionTest, EofGivesTheOwnersBufferBackFirst) {
   fds_.push_back(fd);
   ASSERT_TRUE(runUntil([&] { return incoming_ > 0; }));
   --incoming_;
-  ASSERT_EQ(o.conn.accept(stream()), 0);
+  ASSERT_EQ(o.conn.accept(stream(), nullptr), 0);
   o.conn.readStart();
   ::shutdown(fd, SHUT_WR);
   ASSERT_TRUE(runUntil([&] { return o.eofs == 1; }));
@@ -530,7 +540,7 @@ class ConnectHandshakeTest : public ConnectionTest {
     ASSERT_EQ(o.conn.connect(reinterpret_cast<sockaddr*>(&a), timeout_ms, &t), 0);
     ASSERT_TRUE(runUntil([&] { return incoming_ > 0; }));
     --incoming_;
-    ASSERT_EQ(server.conn.accept(stream()), 0);
+    ASSERT_EQ(server.conn.accept(stream(), nullptr), 0);
     server.conn.readIntoPool(&pool_);
     server.pool = &pool_;
     ASSERT_EQ(server.conn.readStart(), 0);
@@ -623,6 +633,292 @@ TEST_F(ConnectHandshakeTest, CloseMidHandshakeCallsOnlyOnClosed) {
   EXPECT_EQ(t.released, 1);
   server.conn.close();
   ASSERT_TRUE(runUntil([&] { return server.closed == 1; }));
+}
+
+// --- The lifecycle, one state at a time ------------------------------------------------------
+
+TEST(ConnStateTest, EveryStateHasANameOfItsOwn) {
+  std::set<std::string> names;
+  for (ConnState st : {ConnState::kNew, ConnState::kConnecting, ConnState::kHandshaking,
+                       ConnState::kAccepting, ConnState::kOpen, ConnState::kFailed,
+                       ConnState::kLingering, ConnState::kClosing}) {
+    EXPECT_STRNE(connStateName(st), "?");
+    names.insert(connStateName(st));
+  }
+  EXPECT_EQ(names.size(), 8u);
+}
+
+TEST_F(ConnectionTest, AConnectGoesConnectingThenOpen) {
+  Owner o(&loop_), server(&loop_);
+  EXPECT_EQ(o.conn.state(), ConnState::kNew);
+  sockaddr_in a = loopback(port_);
+  ASSERT_EQ(o.conn.connect(reinterpret_cast<sockaddr*>(&a), 5000), 0);
+  EXPECT_EQ(o.conn.state(), ConnState::kConnecting);
+  ASSERT_TRUE(runUntil([&] { return o.connected.size() == 1 && incoming_ > 0; }));
+  EXPECT_EQ(o.connected[0], 0);
+  EXPECT_EQ(o.conn.state(), ConnState::kOpen);
+  --incoming_;
+  ASSERT_EQ(server.conn.accept(stream(), nullptr), 0);
+  EXPECT_EQ(server.conn.state(), ConnState::kOpen);
+  o.conn.close();
+  EXPECT_EQ(o.conn.state(), ConnState::kClosing);
+  server.conn.close();
+  ASSERT_TRUE(runUntil([&] { return o.closed == 1 && server.closed == 1; }));
+}
+
+TEST_F(ConnectionTest, ARefusedConnectIsFailedUntilTheOwnerCloses) {
+  Owner o(&loop_);
+  sockaddr_in a = loopback(test::closedPort());
+  ASSERT_EQ(o.conn.connect(reinterpret_cast<sockaddr*>(&a), 5000), 0);
+  ASSERT_TRUE(runUntil([&] { return o.connected.size() == 1; }));
+  EXPECT_LT(o.connected[0], 0);
+  EXPECT_EQ(o.conn.state(), ConnState::kFailed);
+  EXPECT_FALSE(o.conn.connecting());
+  o.conn.close();
+  ASSERT_TRUE(runUntil([&] { return o.closed == 1; }));
+}
+
+TEST_F(ConnectionTest, ALingerEndsInClosingWhenThePeerCloses) {
+  Owner o(&loop_);
+  o.conn.readIntoPool(&pool_);
+  o.pool = &pool_;
+  int fd = acceptInto(o);
+  o.conn.lingerClose(5000);
+  EXPECT_EQ(o.conn.state(), ConnState::kLingering);
+  EXPECT_TRUE(o.conn.lingering());
+  ::shutdown(fd, SHUT_WR);
+  ASSERT_TRUE(runUntil([&] { return o.closed == 1; }));
+  EXPECT_EQ(o.lingers, 1);
+  EXPECT_EQ(o.conn.state(), ConnState::kClosing);
+}
+
+// Each change of state is one debug line with both states' names, whatever the owner.
+TEST_F(ConnectionTest, StateChangesAreLoggedByName) {
+  setLogLevel(LogLevel::kDebug);
+  testing::internal::CaptureStderr();
+  Owner o(&loop_);
+  o.conn.readIntoPool(&pool_);
+  o.pool = &pool_;
+  acceptInto(o);
+  o.conn.lingerClose(5000);
+  o.conn.close();
+  const bool closed = runUntil([&] { return o.closed == 1; });
+  const std::string log = testing::internal::GetCapturedStderr();
+  setLogLevel(LogLevel::kInfo);
+  ASSERT_TRUE(closed);
+  EXPECT_NE(log.find(": new -> open\n"), std::string::npos) << log;
+  EXPECT_NE(log.find(": open -> lingering\n"), std::string::npos) << log;
+  EXPECT_NE(log.find(": lingering -> closing\n"), std::string::npos) << log;
+}
+
+// --- The transport is accept's argument ---------------------------------------------------------
+
+TEST_F(ConnectionTest, AnAcceptWithNoTransportIsPlainAndOpen) {
+  Owner o(&loop_);
+  acceptInto(o);
+  EXPECT_TRUE(o.conn.plain());
+  EXPECT_TRUE(o.conn.open());
+  EXPECT_EQ(o.conn.state(), ConnState::kOpen);
+  o.conn.close();
+  ASSERT_TRUE(runUntil([&] { return o.closed == 1; }));
+  EXPECT_EQ(o.established, 0);   // a plain connection is open from the start
+}
+
+// An accept side's opening, as a TLS listener's: nothing reaches the owner until the client
+// has sent "HI\n"; then Connection::established(), and bytes pass through.
+class ScriptedOpening final : public Transport {
+ public:
+  void allocRead(Connection& c, uv_buf_t* buf) noexcept override {
+    if (!done_) {
+      *buf = uv_buf_init(scratch_, sizeof scratch_);
+      return;
+    }
+    c.ownerBuffer(buf);
+  }
+  void readDone(Connection& c, ssize_t n, const uv_buf_t* buf) noexcept override {
+    if (done_ || n < 0) {
+      uv_buf_t none = uv_buf_init(nullptr, 0);
+      c.deliver(n, done_ ? buf : &none);
+      return;
+    }
+    heard_.append(buf->base, static_cast<size_t>(n));
+    if (heard_ == "HI\n") {
+      done_ = true;
+      c.established();
+    }
+  }
+  int tryWrite(Connection& c, const uv_buf_t* bufs, unsigned n) noexcept override {
+    return uv_try_write(c.stream(), bufs, n);
+  }
+  int queueWrite(Connection& c, uv_write_t* req, const uv_buf_t* bufs, unsigned n,
+                 uv_write_cb cb) noexcept override {
+    return uv_write(req, c.stream(), bufs, n, cb);
+  }
+  int shutdown(Connection& c, uv_shutdown_t* req, uv_shutdown_cb cb) noexcept override {
+    return uv_shutdown(req, c.stream(), cb);
+  }
+  size_t queued(Connection& c) noexcept override { return c.stream()->write_queue_size; }
+  bool established() const noexcept override { return done_; }
+  void release(Connection&) noexcept override { ++released; }
+
+  // An AcceptTransport's make: this transport, for the connection being accepted.
+  static Transport* make(void* ctx, Connection& c) noexcept {
+    auto* t = static_cast<ScriptedOpening*>(ctx);
+    t->made_for = &c;
+    return t;
+  }
+
+  Connection* made_for = nullptr;
+  int released = 0;
+
+ private:
+  char scratch_[64];
+  std::string heard_;
+  bool done_ = false;
+};
+
+TEST_F(ConnectionTest, AcceptPutsTheTransportItIsGivenUnderTheConnection) {
+  Owner o(&loop_);
+  o.conn.readIntoPool(&pool_);
+  o.pool = &pool_;
+  ScriptedOpening t;
+  const AcceptTransport transport{ScriptedOpening::make, &t};
+  int fd = dial(port_);
+  ASSERT_GE(fd, 0);
+  fds_.push_back(fd);
+  ASSERT_TRUE(runUntil([&] { return incoming_ > 0; }));
+  --incoming_;
+  ASSERT_EQ(o.conn.accept(stream(), &transport), 0);
+  EXPECT_EQ(t.made_for, &o.conn);
+  EXPECT_EQ(o.conn.transport(), &t);
+  EXPECT_FALSE(o.conn.plain());
+  EXPECT_FALSE(o.conn.open());
+  EXPECT_EQ(o.conn.state(), ConnState::kAccepting);
+  ASSERT_EQ(o.conn.readStart(), 0);   // the opening runs on the owner's reads
+  ASSERT_EQ(::write(fd, "HI\n", 3), 3);
+  ASSERT_TRUE(runUntil([&] { return o.established == 1; }));
+  EXPECT_EQ(o.conn.state(), ConnState::kOpen);
+  EXPECT_TRUE(o.got.empty());   // the opening's bytes were the transport's
+  ASSERT_EQ(::write(fd, "data", 4), 4);
+  ASSERT_TRUE(runUntil([&] { return o.got == "data"; }));
+  o.conn.close();
+  ASSERT_TRUE(runUntil([&] { return o.closed == 1; }));
+  EXPECT_EQ(t.released, 1);
+}
+
+TEST_F(ConnectionTest, AnAcceptWhoseTransportCannotBeMadeFails) {
+  Owner o(&loop_);
+  const AcceptTransport none{[](void*, Connection&) noexcept -> Transport* { return nullptr; },
+                             nullptr};
+  int fd = dial(port_);
+  ASSERT_GE(fd, 0);
+  fds_.push_back(fd);
+  ASSERT_TRUE(runUntil([&] { return incoming_ > 0; }));
+  --incoming_;
+  EXPECT_EQ(o.conn.accept(stream(), &none), UV_ENOMEM);
+  EXPECT_EQ(o.conn.state(), ConnState::kNew);
+  EXPECT_TRUE(o.conn.plain());
+  o.conn.close();
+  ASSERT_TRUE(runUntil([&] { return o.closed == 1; }));
+}
+
+// A TLS listener's transport, handed to accept as a listener hands it to its protocol: the
+// accepted side opens (onEstablished) once lb's own connect side has handshaken with it, and
+// both owners see plaintext in the same dialect as a plain connection's.
+class TlsAcceptTest : public ConnectionTest {
+ protected:
+  void SetUp() override {
+    ConnectionTest::SetUp();
+    std::string tmpl = "/tmp/lb_conn_tls_XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
+    dir_ = tmpl;
+    test::TlsCa ca(dir_);
+    ASSERT_TRUE(ca.ok()) << ca.error();
+    test::TlsCert leaf = ca.issue("a", {"a.test"});
+    ASSERT_TRUE(leaf.ok) << leaf.error;
+    TlsServerOptions server;
+    server.certificates.push_back({leaf.cert, leaf.key});
+    std::vector<TlsBuildError> server_errors;
+    server_ = TlsServerContext::build(server, &server_errors);
+    ASSERT_NE(server_, nullptr);
+    TlsClientOptions client;
+    client.ca = ca.certPath();
+    client.server_name = "a.test";
+    client.label = "test";
+    std::vector<TlsClientBuildError> client_errors;
+    client_ = TlsClientContext::build(client, 1, &client_errors);
+    ASSERT_NE(client_, nullptr);
+  }
+  void TearDown() override {
+    ConnectionTest::TearDown();
+    std::error_code ec;
+    if (!dir_.empty()) std::filesystem::remove_all(dir_, ec);
+  }
+
+  static Transport* makeTls(void* ctx, Connection&) noexcept {
+    auto* self = static_cast<TlsAcceptTest*>(ctx);
+    return TlsTransport::accept(self->server_, self->server_stats_, false);
+  }
+
+  std::string dir_;
+  std::shared_ptr<const TlsServerContext> server_;
+  std::shared_ptr<const TlsClientContext> client_;
+  std::shared_ptr<TlsWorkerStats> server_stats_ = std::make_shared<TlsWorkerStats>();
+  std::shared_ptr<TlsWorkerStats> client_stats_ = std::make_shared<TlsWorkerStats>();
+};
+
+TEST_F(TlsAcceptTest, TheListenersTransportArgumentHandshakesUnderTheOwner) {
+  Owner client(&loop_), server(&loop_);
+  client.conn.readIntoPool(&pool_);
+  client.pool = &pool_;
+  server.conn.readIntoPool(&pool_);
+  server.pool = &pool_;
+  sockaddr_in a = loopback(port_);
+  Transport* tls = TlsTransport::connect(client_, client_stats_, 0,
+                                         reinterpret_cast<sockaddr*>(&a));
+  ASSERT_NE(tls, nullptr);
+  ASSERT_EQ(client.conn.connect(reinterpret_cast<sockaddr*>(&a), 5000, tls), 0);
+  ASSERT_TRUE(runUntil([&] { return incoming_ > 0; }));
+  --incoming_;
+  const AcceptTransport transport{makeTls, this};
+  ASSERT_EQ(server.conn.accept(stream(), &transport), 0);
+  EXPECT_FALSE(server.conn.plain());
+  EXPECT_EQ(server.conn.state(), ConnState::kAccepting);
+  ASSERT_EQ(server.conn.readStart(), 0);
+  ASSERT_TRUE(runUntil([&] { return server.established == 1 && client.connected.size() == 1; }));
+  EXPECT_EQ(client.connected[0], 0);
+  EXPECT_EQ(server.conn.state(), ConnState::kOpen);
+  EXPECT_EQ(client.conn.state(), ConnState::kOpen);
+  uv_buf_t b = uv_buf_init(const_cast<char*>("ping"), 4);
+  ConnectionWrite w;
+  ASSERT_GE(client.conn.write(&w, &b, 1), 0);
+  ASSERT_TRUE(runUntil([&] { return server.got == "ping"; }));
+  client.conn.close();
+  server.conn.close();
+  ASSERT_TRUE(runUntil([&] { return client.closed == 1 && server.closed == 1; }));
+}
+
+// --- One owner after another --------------------------------------------------------------
+
+TEST_F(ConnectionTest, SetOwnerHandsTheNextCallbacksToTheNewOwner) {
+  Owner first(&loop_), second(&loop_);
+  first.conn.readIntoPool(&pool_);
+  first.pool = &pool_;
+  second.pool = &pool_;
+  int fd = acceptInto(first);
+  ASSERT_EQ(first.conn.readStart(), 0);
+  ASSERT_EQ(::write(fd, "one", 3), 3);
+  ASSERT_TRUE(runUntil([&] { return first.got == "one"; }));
+  first.conn.setOwner(second);
+  EXPECT_EQ(&first.conn.owner(), &second);
+  ASSERT_EQ(::write(fd, "two", 3), 3);
+  ASSERT_TRUE(runUntil([&] { return second.got == "two"; }));
+  EXPECT_EQ(first.got, "one");
+  first.conn.close();
+  ASSERT_TRUE(runUntil([&] { return second.closed == 1; }));
+  EXPECT_EQ(first.closed, 0);
+  second.conn.close();   // its own, never opened
+  ASSERT_TRUE(runUntil([&] { return second.closed == 2; }));
 }
 
 }  // namespace

@@ -81,9 +81,10 @@ std::shared_ptr<Snapshot> makeSnapshot(uint16_t backend_port) {
   return snap;
 }
 
-void acceptHttp(WorkerEnv& env, uv_stream_t* server, const std::shared_ptr<const Snapshot>& snap,
-                uint32_t listener, Admission admission) {
-  HttpSession::accept(&env, server, snap, &snap->listeners[listener], admission);
+void acceptHttp(WorkerEnv& env, uv_stream_t* server, const AcceptTransport* transport,
+                const std::shared_ptr<const Snapshot>& snap, uint32_t listener,
+                Admission admission) {
+  HttpSession::accept(&env, server, transport, snap, &snap->listeners[listener], admission);
 }
 
 // Exchanges the worker's pool has handed out / keeps cached. Loop thread, or after stop.
