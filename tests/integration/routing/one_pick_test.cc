@@ -7,7 +7,8 @@
 // The key is chosen so that its owner is the host that goes down: the agreement is then about
 // the walk past it, not the owner everyone agrees on anyway. Requests go one at a time, so
 // no host carries live load when a request is picked and the bounded and spread steps have
-// one answer.
+// one answer. Health takes two failed checks of 200 ms to mark a host down: the killed one
+// fails both at once, and a loaded machine does not take a healthy host down mid-test.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -97,7 +98,7 @@ TEST(OnePickTest, HttpRingHotkeysAndTheRequestPathNameOneHost) {
       "hash = [ { header = \"x-key\" } ]\n"
       "[clusters.c]\nselector = \"ring_hash\"\nhash_balance_factor = 150\n"
       "hot_keys = { threshold = 0.05, hold = \"30s\", spread = 2 }\n"
-      "health = { interval = \"100ms\", timeout = \"50ms\", fall = 1, rise = 1 }\n" +
+      "health = { interval = \"200ms\", timeout = \"200ms\", fall = 2, rise = 1 }\n" +
           h.backendsToml(names),
       &why))
       << why;
@@ -138,8 +139,8 @@ class OnePickRedisTest : public ::testing::Test {
     ASSERT_TRUE(fleet_.start("",
                              "hash_balance_factor = 150\n"
                              "hot_keys = { threshold = 0.05, hold = \"30s\" }\n"
-                             "health = { type = \"redis\", interval = \"100ms\", "
-                             "timeout = \"50ms\", fall = 1, rise = 1 }"))
+                             "health = { type = \"redis\", interval = \"200ms\", "
+                             "timeout = \"200ms\", fall = 2, rise = 1 }"))
         << fleet_.output();
   }
   void TearDown() override { EXPECT_EQ(fleet_.lb().process().stop(), 0) << fleet_.output(); }
