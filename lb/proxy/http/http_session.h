@@ -222,7 +222,16 @@ class HttpSession final : public Session,
   bool deriveKey() noexcept;
   void pumpRequest() noexcept;
   void nextRequest() noexcept;
-  bool followSnapshot() noexcept;
+  // Moves the connection to the worker's newest snapshot, so that each request is routed by
+  // the membership current when its head is read (a keep-alive connection opened before a
+  // reload or an etcd revision routes as a new one does). False when the newest snapshot has
+  // no listener of this name: the connection stays where it is. Twice a request (its head,
+  // the move to the next): inline, for the usual answer, "already on it".
+  bool followSnapshot() noexcept {
+    const Snapshot* current = worker_->snapshot().get();
+    return current == nullptr || current == snap_.get() || moveToSnapshot();
+  }
+  bool moveToSnapshot() noexcept;
 
   // The backend side of an exchange (http_session_upstream.cc).
   void connectUpstream(Pooling pooling) noexcept;
