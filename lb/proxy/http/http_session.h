@@ -312,7 +312,12 @@ class HttpSession final : public Session,
   }
   bool spliceResponseBody() noexcept;
   bool spliceRequestBody() noexcept;
-  void stopBodyPump() noexcept;
+  // Stops whichever pump is open. Every request passes here (releaseUpstream), almost always
+  // with none open: that answer is inline.
+  void stopBodyPump() noexcept {
+    if (pump_open_ || tunnel_pump_open_) stopPumps();
+  }
+  void stopPumps() noexcept;
   void onPumpRead(SplicePump& p, size_t n) noexcept override;
   void onPumpDone(SplicePump& p, int status) noexcept override;
   SplicePump body_pump_;
