@@ -348,8 +348,8 @@ void HttpSession::releaseBlock(Block* b) noexcept {
 
 bool HttpSession::acquireExchange() noexcept {
   if (ex_ != nullptr) return true;
-  HttpExchangePool* pool = HttpExchangePool::of(*worker_);
-  ex_ = pool != nullptr ? pool->exchanges().get() : nullptr;
+  if (exchanges_ == nullptr) exchanges_ = HttpExchangePool::of(*worker_);
+  ex_ = exchanges_ != nullptr ? exchanges_->exchanges().get() : nullptr;
   if (ex_ == nullptr) return false;
   ex_->reset();
   ex_->req.reset();
@@ -360,7 +360,7 @@ bool HttpSession::acquireExchange() noexcept {
 // and the states that release it (kIdle, kLingering, kClosed) never read it.
 void HttpSession::releaseExchange() noexcept {
   if (ex_ == nullptr) return;
-  HttpExchangePool::of(*worker_)->exchanges().put(ex_);   // the pool exists: ex_ came from it
+  exchanges_->exchanges().put(ex_);   // set: ex_ came from it
   ex_ = nullptr;
 }
 

@@ -284,6 +284,10 @@ class HttpSession final : public Session,
   // byte (or when lb answers before one), given back when the connection goes idle, lingers
   // or closes. Null in kIdle and in kHead before the first byte.
   HttpExchange* ex_ = nullptr;
+  // The worker's HttpExchangePool, found on the first acquireExchange (a worker's services
+  // live as long as it does, so the pointer stays good): a request takes and gives back its
+  // exchange without looking the service up each time.
+  HttpExchangePool* exchanges_ = nullptr;
 
   // A Content-Length body of at least kSpliceMin bytes, a response's or a request's, moves
   // with splice(2), and so does a chunk's data of that size (http_session_splice.cc); the
