@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # lb's own CPU per small keyed HTTP request, for two or more builds side by side, rounds
-# alternating between them so that a noisy neighbour hurts each alike; optionally a perf
-# profile of each build under the same load.
+# alternating between them (each round starting one build further on) so that a noisy
+# neighbour hurts each alike; optionally a perf profile of each build under the same load.
 #
 #   2 lb-origin backends, one lb per build (workers = 1, ring_hash over `hash = [ { header =
 #   "x-key" } ]`, its access log on by default, as bench/compare.sh configures lb), each
@@ -81,8 +81,11 @@ echo
 echo "| round | build | requests | req/s | errors | lb CPU µs/req user/sys | lb CPU µs/req |"
 echo "|---|---|---|---|---|---|---|"
 declare -A all=()
+n_labels=${#labels[@]}
 for r in $(seq "$rounds"); do
-  for label in "${labels[@]}"; do
+  # Each round starts one build further on (a b c, b c a, ...): none always runs first.
+  for k in $(seq 0 $((n_labels - 1))); do
+    label=${labels[$(((r - 1 + k) % n_labels))]}
     cpu0=$(cpu_ticks "${lb_pid[$label]}")
     out=$(load "$label")
     cpu1=$(cpu_ticks "${lb_pid[$label]}")
