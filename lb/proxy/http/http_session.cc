@@ -291,13 +291,16 @@ void HttpSession::lingerClose() noexcept {
   }
   // A shutdown that cannot start (the client is gone) still lingers, as it always has: the
   // read that sees the reset ends it.
+  timer_due_ = 0;   // the connection's own from here
   client_.lingerClose(kLingerMs);
 }
 
 void HttpSession::handleTimer() noexcept {
+  timer_due_ = 0;   // it fired
   uint64_t now = uv_now(worker_->loop());
   if (now < deadline_) {   // activity since the timer was set: wait out the rest
     client_.startTimer(deadline_ - now);
+    timer_due_ = deadline_;
     return;
   }
   switch (state_) {
@@ -335,7 +338,9 @@ void HttpSession::handleTimer() noexcept {
 void HttpSession::armTimer(uint64_t ms) noexcept {
   if (state_ == State::kClosed) return;
   deadline_ = uv_now(worker_->loop()) + ms;
+  if (timer_due_ != 0 && timer_due_ <= deadline_) return;   // it fires by then: handleTimer
   client_.startTimer(ms);
+  timer_due_ = deadline_;
 }
 
 void HttpSession::touch(uint64_t ms) noexcept { deadline_ = uv_now(worker_->loop()) + ms; }

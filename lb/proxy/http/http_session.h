@@ -263,6 +263,13 @@ class HttpSession final : public Session,
   Connection client_;            // the client's socket; its timer is the phase's deadline
   ConnectionWrite down_write_;
   uint64_t deadline_ = 0;        // uv_now() at which the timer's phase expires
+  // When the timer the session last started on client_ is due, 0 when none is known to be
+  // running (never started, fired, stopped, or taken by the lingering close). armTimer leaves
+  // a running timer due no later than the new deadline as it is: it fires early and
+  // handleTimer starts it again for the rest, as after touch(). A keep-alive request arms the
+  // timer three times (header, response, idle), which otherwise cost three removals from and
+  // insertions into libuv's timer heap a request.
+  uint64_t timer_due_ = 0;
 
   Block in_;                     // client bytes: the request head, body, pipelined requests
   Block upin_;                   // backend bytes
