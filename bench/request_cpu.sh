@@ -7,7 +7,10 @@
 #   "x-key" } ]`, its access log on by default, as bench/compare.sh configures lb), each
 #   driven in turn by `wrk -t1 -c32 -d6s -s bench/zipf.lua` (X-Key from a Zipf distribution
 #   over 10,000 keys, compare.sh's load). CPU: utime + stime of the lb process from
-#   /proc/PID/stat around each run, over wrk's request count.
+#   /proc/PID/stat around each run, over wrk's request count; and the same for the two
+#   origins together, which serve the same requests whichever lb is measured: lb/origins,
+#   lb's CPU per request over theirs in the same round, takes out much of what the machine's
+#   other load does to both (as compare.sh's lb/HAProxy ratio does).
 #
 # Usage: bench/request_cpu.sh LABEL=BUILD_DIR [LABEL=BUILD_DIR ...]
 #   e.g. bench/request_cpu.sh old=/work/wt-old/build new=build
@@ -37,13 +40,18 @@ for arg in "$@"; do
 done
 
 # The origins: the first build's lb-origin (the same two backends for every lb).
-origin_ports=()
+origin_ports=(); origin_pids=()
 for name in a b; do
   p=$(free_port); origin_ports+=("$p")
   "${build_of[${labels[0]}]}/lb-origin" --listen "127.0.0.1:$p" --name "$name" \
     >"$work/origin.$name.log" 2>&1 &
-  pids+=($!)
+  pids+=($!); origin_pids+=($!)
 done
+origins_cpu() {   # both origins' ticks, "user sys"
+  local a b
+  a=$(cpu_ticks "${origin_pids[0]}"); b=$(cpu_ticks "${origin_pids[1]}")
+  awk -v a="$a" -v b="$b" 'BEGIN { split(a, x, " "); split(b, y, " "); print x[1] + y[1], x[2] + y[2] }'
+}
 for p in "${origin_ports[@]}"; do wait_port "$p"; done
 
 for label in "${labels[@]}"; do
@@ -78,17 +86,17 @@ load() {   # label -> wrk's output
 echo "$(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "wrk -t$threads -c$conns -d$duration -s bench/zipf.lua; lb workers = 1, 2 lb-origin backends"
 echo
-echo "| round | build | requests | req/s | errors | lb CPU µs/req user/sys | lb CPU µs/req |"
-echo "|---|---|---|---|---|---|---|"
-declare -A all=()
+echo "| round | build | requests | req/s | errors | lb CPU µs/req user/sys | lb CPU µs/req | origins' CPU µs/req | lb/origins |"
+echo "|---|---|---|---|---|---|---|---|---|"
+declare -A all=() ratio=()
 n_labels=${#labels[@]}
 for r in $(seq "$rounds"); do
   # Each round starts one build further on (a b c, b c a, ...): none always runs first.
   for k in $(seq 0 $((n_labels - 1))); do
     label=${labels[$(((r - 1 + k) % n_labels))]}
-    cpu0=$(cpu_ticks "${lb_pid[$label]}")
+    cpu0=$(cpu_ticks "${lb_pid[$label]}"); o0=$(origins_cpu)
     out=$(load "$label")
-    cpu1=$(cpu_ticks "${lb_pid[$label]}")
+    cpu1=$(cpu_ticks "${lb_pid[$label]}"); o1=$(origins_cpu)
     reqs=$(awk '/requests in/ {print $1}' <<<"$out")
     rps=$(awk '/Requests\/sec/ {print $2}' <<<"$out")
     errors=$(grep -E "Socket errors|Non-2xx" <<<"$out" | tr -s ' ' | paste -sd';' || true)
@@ -96,14 +104,17 @@ for r in $(seq "$rounds"); do
     split=$(awk -v a="$cpu0" -v b="$cpu1" -v n="$reqs" -v hz="$(getconf CLK_TCK)" 'BEGIN {
       split(a, x, " "); split(b, y, " "); if (n == 0) { print "-"; exit }
       printf "%.1f/%.1f", (y[1] - x[1]) * 1e6 / hz / n, (y[2] - x[2]) * 1e6 / hz / n }')
-    all[$label]+="$us "
-    echo "| $r | $label | $reqs | $rps | ${errors:-0} | $split | $us |"
+    ous=$(cpu_us_per_request "$o0" "$o1" "$reqs")
+    rel=$(awk -v a="$us" -v b="$ous" 'BEGIN { if (b + 0 > 0) printf "%.3f", a / b; else print "-" }')
+    all[$label]+="$us "; ratio[$label]+="$rel "
+    echo "| $r | $label | $reqs | $rps | ${errors:-0} | $split | $us | $ous | $rel |"
   done
 done
 echo
 for label in "${labels[@]}"; do
   # shellcheck disable=SC2086
-  echo "$label: median $(printf '%s\n' ${all[$label]} | sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }') µs/req (rounds: ${all[$label]% })"
+  median() { printf '%s\n' "$@" | sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
+  echo "$label: median $(median ${all[$label]}) µs/req (rounds: ${all[$label]% }); lb/origins median $(median ${ratio[$label]}) (rounds: ${ratio[$label]% })"
 done
 
 if [[ -n $perf_dir ]]; then
