@@ -7,6 +7,9 @@ file: the top functions. With two or more: side by side, the largest moves from 
 file first, and the totals.
 
 usage: bench/callgrind_per_request.py FILE.callgrind [FILE.callgrind ...] [--top N] [--min IR]
+                                      [--group NAME=REGEX ...]
+With --group, functions are summed into the named groups (the first whose regex matches the
+function's name, searched; the rest into "other") and the table shows the groups.
 """
 import argparse
 import collections
@@ -66,8 +69,18 @@ def main():
     ap.add_argument("files", nargs="+")
     ap.add_argument("--top", type=int, default=40)
     ap.add_argument("--min", type=float, default=1.5, help="Ir/req of change below which a row is left out")
+    ap.add_argument("--group", action="append", default=[], help="NAME=REGEX")
     a = ap.parse_args()
     runs = [per_request(p) for p in a.files]
+    if a.group:
+        groups = [(g.split("=", 1)[0], re.compile(g.split("=", 1)[1])) for g in a.group]
+        summed_runs = []
+        for costs, requests in runs:
+            summed = collections.Counter()
+            for f, v in costs.items():
+                summed[next((n for n, rx in groups if rx.search(f)), "other")] += v
+            summed_runs.append((dict(summed), requests))
+        runs = summed_runs
     labels = [os.path.basename(p).removesuffix(".callgrind") for p in a.files]
     totals = [sum(r[0].values()) for r in runs]
     get = lambda i, f: runs[i][0].get(f, 0.0)
@@ -80,14 +93,14 @@ def main():
         print(f"| **all** ({runs[0][1]} requests) | **{totals[0]:.0f}** |")
         return
     last = len(runs) - 1
-    rows = sorted(funcs, key=lambda f: -abs(get(last, f) - get(0, f)))
+    rows = sorted(funcs, key=lambda f: -abs(get(last, f) - get(0, f)) if f != "other" else 0)
     print("| function | " + " | ".join(f"{l} Ir/req" for l in labels) + f" | {labels[last]} - {labels[0]} |")
     print("|---|" + "---|" * (len(runs) + 1))
     shown = 0
     for f in rows:
         d = get(last, f) - get(0, f)
-        if abs(d) < a.min:
-            break
+        if abs(d) < a.min and f != "other":
+            continue
         print(f"| {f[:100]} | " + " | ".join(f"{get(i, f):.1f}" for i in range(len(runs))) + f" | {d:+.1f} |")
         shown += 1
         if shown >= a.top:

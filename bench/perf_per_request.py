@@ -7,6 +7,9 @@ CPU time its samples stand for (perf's period, ns of cpu-clock) over the request
 markdown table, builds side by side, the symbols that moved most first.
 
 usage: bench/perf_per_request.py PERF_DIR LABEL [LABEL ...] [--top N] [--min NS]
+                                   [--group NAME=REGEX ...]
+With --group, symbols are summed into the named groups (the first whose regex matches the
+symbol, searched; the rest by dso) and the table shows the groups instead of symbols.
 """
 import argparse
 import collections
@@ -48,8 +51,18 @@ def main():
     ap.add_argument("labels", nargs="+")
     ap.add_argument("--top", type=int, default=40)
     ap.add_argument("--min", type=float, default=20.0, help="ns/req below which a row is left out")
+    ap.add_argument("--group", action="append", default=[], help="NAME=REGEX")
     a = ap.parse_args()
     data = {l: load(a.perf_dir, l) for l in a.labels}
+    if a.group:
+        groups = [(g.split("=", 1)[0], re.compile(g.split("=", 1)[1])) for g in a.group]
+        for l in a.labels:
+            per_sym, dso_of, requests = data[l]
+            summed = collections.Counter()
+            for sym, v in per_sym.items():
+                name = next((n for n, rx in groups if rx.search(sym)), None)
+                summed[name or f"other in {os.path.basename(dso_of[sym])}"] += v
+            data[l] = (dict(summed), {k: "" for k in summed}, requests)
     syms = set()
     dso_of = {}
     for l in a.labels:
@@ -66,7 +79,7 @@ def main():
     for s in rows:
         if max(get(l, s) for l in a.labels) < a.min:
             continue
-        print(f"| {s[:90]} | {os.path.basename(dso_of[s])} | " +
+        print(f"| {s[:90]} | {os.path.basename(dso_of.get(s, ''))} | " +
               " | ".join(f"{get(l, s):.0f}" for l in a.labels) +
               f" | {get(last, s) - get(first, s):+.0f} |")
         shown += 1

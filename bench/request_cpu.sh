@@ -15,6 +15,10 @@
 # Usage: bench/request_cpu.sh LABEL=BUILD_DIR [LABEL=BUILD_DIR ...]
 #   e.g. bench/request_cpu.sh old=/work/wt-old/build new=build
 # Env: ROUNDS (3), DURATION (6s), CONNS (32), THREADS (1), ZIPF_KEYS (10000),
+#   SYSCALLS=1  each round also counts lb's syscalls with `perf stat` on the syscalls:
+#             tracepoints (read, write, writev, epoll_wait) and adds them per request: a loop
+#             that drains its events sooner sleeps in epoll_wait more often, which costs system
+#             time without a change in what each request asks of the kernel.
 #   PERF_DIR  when set, after the rounds PERF_ROUNDS (3) more alternating wrk runs per build,
 #             each under `perf record -F PERF_FREQ (4000) -g -p <lb pid>`, write
 #             PERF_DIR/LABEL.ROUND.data and .requests; bench/perf_per_request.py PERF_DIR
@@ -78,6 +82,8 @@ TOML
 done
 for label in "${labels[@]}"; do wait_port "${lb_port[$label]}"; done
 
+syscalls=${SYSCALLS:-}
+sc_events=syscalls:sys_enter_read,syscalls:sys_enter_write,syscalls:sys_enter_writev,syscalls:sys_enter_epoll_wait
 load() {   # label -> wrk's output
   ZIPF_KEYS=${ZIPF_KEYS:-10000} wrk -t"$threads" -c"$conns" -d"$duration" \
     -s "$here/zipf.lua" "http://127.0.0.1:${lb_port[$1]}/"
@@ -86,17 +92,34 @@ load() {   # label -> wrk's output
 echo "$(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "wrk -t$threads -c$conns -d$duration -s bench/zipf.lua; lb workers = 1, 2 lb-origin backends"
 echo
-echo "| round | build | requests | req/s | errors | lb CPU µs/req user/sys | lb CPU µs/req | origins' CPU µs/req | lb/origins |"
-echo "|---|---|---|---|---|---|---|---|---|"
+if [[ -n $syscalls ]]; then
+  echo "| round | build | requests | req/s | errors | lb CPU µs/req user/sys | lb CPU µs/req | origins' CPU µs/req | lb/origins | syscalls/req | epoll_wait/req |"
+  echo "|---|---|---|---|---|---|---|---|---|---|---|"
+else
+  echo "| round | build | requests | req/s | errors | lb CPU µs/req user/sys | lb CPU µs/req | origins' CPU µs/req | lb/origins |"
+  echo "|---|---|---|---|---|---|---|---|---|"
+fi
 declare -A all=() ratio=()
 n_labels=${#labels[@]}
 for r in $(seq "$rounds"); do
   # Each round starts one build further on (a b c, b c a, ...): none always runs first.
   for k in $(seq 0 $((n_labels - 1))); do
     label=${labels[$(((r - 1 + k) % n_labels))]}
+    if [[ -n $syscalls ]]; then
+      perf stat -x, -e "$sc_events" -p "${lb_pid[$label]}" -o "$work/stat.$label" &
+      sp=$!
+      sleep 0.2
+    fi
     cpu0=$(cpu_ticks "${lb_pid[$label]}"); o0=$(origins_cpu)
     out=$(load "$label")
     cpu1=$(cpu_ticks "${lb_pid[$label]}"); o1=$(origins_cpu)
+    sc=""
+    if [[ -n $syscalls ]]; then
+      kill -INT "$sp"; wait "$sp" 2>/dev/null || true
+      sc=$(awk -F, -v n="$(awk '/requests in/ {print $1}' <<<"$out")" '
+        $3 ~ /sys_enter/ { t += $1; if ($3 ~ /epoll_wait/) e += $1 }
+        END { printf " %.3f | %.3f |", t / n, e / n }' "$work/stat.$label")
+    fi
     reqs=$(awk '/requests in/ {print $1}' <<<"$out")
     rps=$(awk '/Requests\/sec/ {print $2}' <<<"$out")
     errors=$(grep -E "Socket errors|Non-2xx" <<<"$out" | tr -s ' ' | paste -sd';' || true)
@@ -107,7 +130,7 @@ for r in $(seq "$rounds"); do
     ous=$(cpu_us_per_request "$o0" "$o1" "$reqs")
     rel=$(awk -v a="$us" -v b="$ous" 'BEGIN { if (b + 0 > 0) printf "%.3f", a / b; else print "-" }')
     all[$label]+="$us "; ratio[$label]+="$rel "
-    echo "| $r | $label | $reqs | $rps | ${errors:-0} | $split | $us | $ous | $rel |"
+    echo "| $r | $label | $reqs | $rps | ${errors:-0} | $split | $us | $ous | $rel |$sc"
   done
 done
 echo
