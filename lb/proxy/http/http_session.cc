@@ -328,13 +328,16 @@ void HttpSession::lingerClose() noexcept {
   }
   // A shutdown that cannot start (the client is gone) still lingers, as it always has: the
   // read that sees the reset ends it.
+  timer_due_ = 0;   // the connection's own from here
   client_.lingerClose(kLingerMs);
 }
 
 void HttpSession::handleTimer() noexcept {
+  timer_due_ = 0;   // it fired
   uint64_t now = uv_now(worker_->loop());
   if (now < deadline_) {   // activity since the timer was set: wait out the rest
     client_.startTimer(deadline_ - now);
+    timer_due_ = deadline_;
     return;
   }
   switch (state_) {
@@ -372,7 +375,9 @@ void HttpSession::handleTimer() noexcept {
 void HttpSession::armTimer(uint64_t ms) noexcept {
   if (state_ == State::kClosed) return;
   deadline_ = uv_now(worker_->loop()) + ms;
+  if (timer_due_ != 0 && timer_due_ <= deadline_) return;   // it fires by then: handleTimer
   client_.startTimer(ms);
+  timer_due_ = deadline_;
 }
 
 void HttpSession::touch(uint64_t ms) noexcept { deadline_ = uv_now(worker_->loop()) + ms; }
@@ -385,8 +390,8 @@ void HttpSession::releaseBlock(Block* b) noexcept {
 
 bool HttpSession::acquireExchange() noexcept {
   if (ex_ != nullptr) return true;
-  HttpExchangePool* pool = HttpExchangePool::of(*worker_);
-  ex_ = pool != nullptr ? pool->exchanges().get() : nullptr;
+  if (exchanges_ == nullptr) exchanges_ = HttpExchangePool::of(*worker_);
+  ex_ = exchanges_ != nullptr ? exchanges_->exchanges().get() : nullptr;
   if (ex_ == nullptr) return false;
   ex_->reset();
   ex_->req.reset();
@@ -397,7 +402,7 @@ bool HttpSession::acquireExchange() noexcept {
 // and the states that release it (kIdle, kLingering, kClosed) never read it.
 void HttpSession::releaseExchange() noexcept {
   if (ex_ == nullptr) return;
-  HttpExchangePool::of(*worker_)->exchanges().put(ex_);   // the pool exists: ex_ came from it
+  exchanges_->exchanges().put(ex_);   // set: ex_ came from it
   ex_ = nullptr;
 }
 

@@ -229,7 +229,16 @@ class HttpSession final : public Session,
   bool deriveKey() noexcept;
   void pumpRequest() noexcept;
   void nextRequest() noexcept;
-  bool followSnapshot() noexcept;
+  // Moves the connection to the worker's newest snapshot, so that each request is routed by
+  // the membership current when its head is read (a keep-alive connection opened before a
+  // reload or an etcd revision routes as a new one does). False when the newest snapshot has
+  // no listener of this name: the connection stays where it is. Twice a request (its head,
+  // the move to the next): inline, for the usual answer, "already on it".
+  bool followSnapshot() noexcept {
+    const Snapshot* current = worker_->snapshot().get();
+    return current == nullptr || current == snap_.get() || moveToSnapshot();
+  }
+  bool moveToSnapshot() noexcept;
 
   // The backend side of an exchange (http_session_upstream.cc).
   void connectUpstream(Pooling pooling) noexcept;
@@ -266,6 +275,13 @@ class HttpSession final : public Session,
   Connection client_;            // the client's socket; its timer is the phase's deadline
   ConnectionWrite down_write_;
   uint64_t deadline_ = 0;        // uv_now() at which the timer's phase expires
+  // When the timer the session last started on client_ is due, 0 when none is known to be
+  // running (never started, fired, stopped, or taken by the lingering close). armTimer leaves
+  // a running timer due no later than the new deadline as it is: it fires early and
+  // handleTimer starts it again for the rest, as after touch(). A keep-alive request arms the
+  // timer three times (header, response, idle), which otherwise cost three removals from and
+  // insertions into libuv's timer heap a request.
+  uint64_t timer_due_ = 0;
 
   Block in_;                     // client bytes: the request head, body, pipelined requests
   Block upin_;                   // backend bytes
@@ -287,6 +303,10 @@ class HttpSession final : public Session,
   // byte (or when lb answers before one), given back when the connection goes idle, lingers
   // or closes. Null in kIdle and in kHead before the first byte.
   HttpExchange* ex_ = nullptr;
+  // The worker's HttpExchangePool, found on the first acquireExchange (a worker's services
+  // live as long as it does, so the pointer stays good): a request takes and gives back its
+  // exchange without looking the service up each time.
+  HttpExchangePool* exchanges_ = nullptr;
 
   // A Content-Length body of at least kSpliceMin bytes, a response's or a request's, moves
   // with splice(2), and so does a chunk's data of that size (http_session_splice.cc); the
@@ -315,7 +335,12 @@ class HttpSession final : public Session,
   }
   bool spliceResponseBody() noexcept;
   bool spliceRequestBody() noexcept;
-  void stopBodyPump() noexcept;
+  // Stops whichever pump is open. Every request passes here (releaseUpstream), almost always
+  // with none open: that answer is inline.
+  void stopBodyPump() noexcept {
+    if (pump_open_ || tunnel_pump_open_) stopPumps();
+  }
+  void stopPumps() noexcept;
   void onPumpRead(SplicePump& p, size_t n) noexcept override;
   void onPumpDone(SplicePump& p, int status) noexcept override;
   SplicePump body_pump_;

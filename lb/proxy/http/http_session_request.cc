@@ -201,15 +201,9 @@ void HttpSession::pumpRequest() noexcept {
   }
 }
 
-// After a complete exchange with keep-alive: kIdle, or kHead at once when the next request's
-// bytes are already here.
-// Moves the connection to the worker's newest snapshot, so that each request is routed by
-// the membership current when its head is read (a keep-alive connection opened before a
-// reload or an etcd revision routes as a new one does). False when the newest snapshot has
-// no listener of this name: the connection stays where it is.
-bool HttpSession::followSnapshot() noexcept {
+// followSnapshot's move, when the worker has a snapshot newer than the connection's.
+bool HttpSession::moveToSnapshot() noexcept {
   const auto& current = worker_->snapshot();
-  if (current == nullptr || current.get() == snap_.get()) return true;
   const ListenerSnapshot* ls = current->findListener(lst_->config->name);
   if (ls == nullptr) return false;
   snap_ = current;
@@ -219,6 +213,8 @@ bool HttpSession::followSnapshot() noexcept {
   return true;
 }
 
+// After a complete exchange with keep-alive: kIdle, or kHead at once when the next request's
+// bytes are already here.
 void HttpSession::nextRequest() noexcept {
   // Pipelined bytes move to the front: the next head is parsed from offset 0.
   if (in_.buf != nullptr) {

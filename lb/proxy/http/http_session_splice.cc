@@ -53,7 +53,7 @@ bool HttpSession::spliceRequestBody() noexcept {
   return true;
 }
 
-void HttpSession::stopBodyPump() noexcept {
+void HttpSession::stopPumps() noexcept {
   if (tunnel_pump_open_) {
     tunnel_pump_open_ = false;
     tunnel_pump_.stop();

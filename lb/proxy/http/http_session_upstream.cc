@@ -38,6 +38,7 @@ void HttpSession::connectUpstream(Pooling pooling) noexcept {
     return;
   }
   client_.stopTimer();
+  timer_due_ = 0;
 }
 
 void HttpSession::handleUpConnect(int status) noexcept {
