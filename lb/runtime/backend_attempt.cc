@@ -60,10 +60,12 @@ bool CommandPicks::pickForKey(uint64_t hash, uint32_t* host) noexcept {
   const CommandLoads loads(*c.loads, held_.data(), held_units_);
   PickContext ctx;
   ctx.reserve = Reserve::kYes;
-  ctx.loads = &loads;
+  // Only bounded loads weigh the command's own units; the health walk reads the cluster's
+  // view directly, as every other pick does.
+  if (c.bounded) ctx.loads = &loads;
   Pick p;
   if (!c.pick(hash, ctx, &p)) return false;
-  p.reserved = loads.took();
+  p.reserved = loads.took();   // false unless the bounded step reserved through `loads`
   take(p);
   *host = p.host;
   return true;
