@@ -24,12 +24,14 @@ SANLD := -fsanitize=address,undefined
 else
 BUILD ?= build
 OPT := -O2 -g
-TEST_OPT := -O0 -g
+TEST_OPT := -O0 -g1
 SANLD :=
 endif
 # The test programs themselves (tests/) build at -O0: their code is assertions and set-up, the
 # code under test is liblb.a at OPT, and gtest's macros make optimizing a test file 3-4 times
 # slower than compiling it (25 s against 7 s for one integration test file on this machine).
+# -g1 (line tables) for them: a failure's backtrace names file:line, and the test files,
+# most of the build, compile faster than with full debug information.
 
 DEB_PACKAGES := build-essential pkg-config libuv1-dev node-llhttp libtomlplusplus-dev \
   prometheus-cpp-dev libxxhash-dev zlib1g-dev libgtest-dev libgmock-dev libbenchmark-dev \

@@ -3,13 +3,14 @@
 # over all of them. A binary (or shard) that crashes or times out before writing its report
 # counts as one failure, so a broken binary can never read as green.
 #
-# integration_tests runs as LB_TEST_SHARDS (default 3) gtest shards side by side: its tests
-# spend most of their time waiting on real processes and timeouts, not on the CPU, and each
-# test starts its own processes on ports of its own (port 0 or a free one), so shards do not
-# share anything. Each shard's output is printed whole when it ends, in shard order.
+# integration_tests runs as LB_TEST_SHARDS (default 4) gtest shards side by side, and beside
+# unit_tests: its tests spend most of their time waiting on real processes and timeouts, not
+# on the CPU, and each test starts its own processes on ports of its own (port 0 or a free
+# one), so the processes share nothing. Each one's output is printed whole when it ends, in
+# start order.
 set -u
 build=${1:-build}
-shards=${LB_TEST_SHARDS:-3}
+shards=${LB_TEST_SHARDS:-4}
 passed=0; failed=0; status=0
 report_dir=$(mktemp -d)
 trap 'rm -rf "$report_dir"' EXIT
@@ -40,27 +41,31 @@ run() {   # BIN XML [env...]: the binary under the per-binary timeout
     ${GTEST_ARGS:-}
 }
 
+# Every binary starts at once: unit_tests as one process, integration_tests as its shards;
+# outputs are printed whole, in that order, as each ends.
+names=(); pids=(); xmls=(); logs=()
+start() {   # NAME XML LOG [env...]
+  local name=$1 xml=$2 log=$3; shift 3
+  run "$bin" "$xml" "$@" >"$log" 2>&1 &
+  names+=("$name"); xmls+=("$xml"); logs+=("$log"); pids+=($!)
+}
 for bin in "$build"/tests/*_tests; do
   [ -x "$bin" ] || continue
   name=$(basename "$bin")
   if [ "$name" != integration_tests ] || [ "$shards" -le 1 ]; then
-    echo "=== $name"
-    run "$bin" "$report_dir/$name.xml"
-    tally "$name" "$report_dir/$name.xml" $?
+    start "$name" "$report_dir/$name.xml" "$report_dir/$name.log"
     continue
   fi
-  pids=()
   for i in $(seq 0 $((shards - 1))); do
-    run "$bin" "$report_dir/$name.$i.xml" GTEST_TOTAL_SHARDS="$shards" GTEST_SHARD_INDEX="$i" \
-      >"$report_dir/$name.$i.log" 2>&1 &
-    pids+=($!)
+    start "$name, shard $((i + 1)) of $shards" "$report_dir/$name.$i.xml" \
+      "$report_dir/$name.$i.log" GTEST_TOTAL_SHARDS="$shards" GTEST_SHARD_INDEX="$i"
   done
-  for i in $(seq 0 $((shards - 1))); do
-    wait "${pids[$i]}"; rc=$?
-    echo "=== $name, shard $((i + 1)) of $shards"
-    cat "$report_dir/$name.$i.log"
-    tally "$name shard $((i + 1))" "$report_dir/$name.$i.xml" "$rc"
-  done
+done
+for i in "${!pids[@]}"; do
+  wait "${pids[$i]}"; rc=$?
+  echo "=== ${names[$i]}"
+  cat "${logs[$i]}"
+  tally "${names[$i]}" "${xmls[$i]}" "$rc"
 done
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ] && [ "$status" -eq 0 ]
