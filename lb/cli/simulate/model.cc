@@ -47,10 +47,22 @@ struct Action {
   bool value = false;   // reach: reachable
 };
 
+// A key's moment in a handover ramp, in [0, 1): the key moves once elapsed / window passes
+// it. From the key's hash through SplitMix64's finalizer (Steele, Lea and Flood, OOPSLA 2014),
+// so that it does not follow the table's use of the same hash and every proxy agrees on it.
+double rampMoment(uint64_t hash) {
+  uint64_t z = hash + 0x9e3779b97f4a7c15ULL;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  z ^= z >> 31;
+  return static_cast<double>(z >> 11) * 0x1.0p-53;
+}
+
 class Run {
  public:
-  Run(const SimScenario& s, const SimSelector& sel, uint32_t factor)
-      : s_(s), sel_(sel), factor_(factor), rng_(s.seed * 0x9e3779b97f4a7c15ULL + 7) {}
+  Run(const SimScenario& s, const SimSelector& sel, uint32_t factor, SimHandover handover)
+      : s_(s), sel_(sel), factor_(factor), handover_(handover),
+        rng_(s.seed * 0x9e3779b97f4a7c15ULL + 7) {}
 
   std::optional<SimResult> go(std::string& error);
 
@@ -58,6 +70,8 @@ class Run {
   bool build(Ring& ring, const std::vector<uint32_t>& ids, std::string& error) const;
   uint32_t route(const Ring& ring, uint32_t key, bool count_retry);
   uint32_t ownerOf(const Ring& ring, uint32_t key) const;
+  uint32_t previousOwner(const Ring& ring, uint32_t proxy, uint32_t key, uint32_t now,
+                         double t, double& since);
   void request(double t);
   void apply(const Action& a);
   void setUp();
@@ -65,6 +79,7 @@ class Run {
   const SimScenario& s_;
   const SimSelector& sel_;
   uint32_t factor_;
+  SimHandover handover_;
   SimRng rng_;
   std::unique_ptr<SimWorkload> work_;
   std::unique_ptr<LruFleet> fleet_;
@@ -76,6 +91,8 @@ class Run {
   std::vector<uint8_t> on_new_;        // per proxy
   uint32_t proxies_on_new_ = 0;
   std::vector<uint8_t> reachable_, marked_, passes_, fails_;
+  std::vector<uint8_t> in_new_;        // per server: a member of the new membership
+  std::vector<double> back_at_;        // per server: when health last brought it back up
   std::vector<uint32_t> watched_;      // servers whose health may change
   std::vector<uint64_t> load_;
   std::vector<uint32_t> window_;
@@ -86,7 +103,7 @@ class Run {
   double writes_ = 0;
   // Per-step counters.
   uint64_t reads_ = 0, hits_ = 0, misses_ = 0, misdirected_ = 0, stale_ = 0, retries_ = 0,
-           total_ = 0;
+           total_ = 0, handover_reads_ = 0;
   std::vector<uint64_t> served_;
   uint32_t before_n_ = 0, after_n_ = 0;
   double last_change_ = 0;
@@ -139,6 +156,28 @@ uint32_t Run::route(const Ring& ring, uint32_t key, bool count_retry) {
   return g;
 }
 
+// The key's owner before the change whose handover window holds `t`, when it differs from
+// its owner now; LruFleet::kNone when there is none. A change is a new membership (this
+// proxy's switch to it starts the window) or a server health brought back up (its keys come
+// back to it from the host that served them while it was down). `since` is the window's
+// start.
+uint32_t Run::previousOwner(const Ring& ring, uint32_t proxy, uint32_t key, uint32_t now,
+                            double t, double& since) {
+  const double w = s_.handover_window_s;
+  if (handover_ == SimHandover::kOff || w <= 0) return LruFleet::kNone;
+  uint32_t p = LruFleet::kNone;
+  if (&ring == &new_ && t >= switch_at_[proxy] && t < switch_at_[proxy] + w) {
+    since = switch_at_[proxy];
+    p = route(old_, key, false);
+  } else if (t >= back_at_[now] && t < back_at_[now] + w) {
+    since = back_at_[now];
+    marked_[now] = 0;
+    p = route(ring, key, false);
+    marked_[now] = 1;
+  }
+  return p != now ? p : LruFleet::kNone;
+}
+
 void Run::request(double t) {
   while (next_action_ < actions_.size() && actions_[next_action_].t <= t)
     apply(actions_[next_action_++]);
@@ -152,7 +191,16 @@ void Run::request(double t) {
     ring = &new_;
   }
   const bool write = writes_ > 0 && rng_.uniform() < writes_;
-  const uint32_t g = route(*ring, k, true);
+  uint32_t g = route(*ring, k, true);
+  double since = 0;
+  uint32_t prev = previousOwner(*ring, proxy, k, g, t, since);
+  // The ramp holds a moved key at its previous owner until its moment, unless that owner is
+  // leaving the fleet (no key is routed to a leaving server).
+  if (handover_ == SimHandover::kRamp && prev != LruFleet::kNone) {
+    if (in_new_[prev] && rampMoment(hashes_[k]) >= (t - since) / s_.handover_window_s)
+      g = prev;
+    prev = LruFleet::kNone;
+  }
   ++served_[g];
   ++total_;
   if (factor_ > 0) {
@@ -164,12 +212,23 @@ void Run::request(double t) {
   }
   if (write) {
     // Cache-aside: the writer updates the database and deletes the key where it routes.
+    // Through lb a write also deletes at the previous owner, so that a later handover read
+    // cannot copy a value older than it.
     ++version_[k];
     fleet_->erase(g, k);
+    if (prev != LruFleet::kNone) fleet_->erase(prev, k);
     return;
   }
   ++reads_;
-  const uint32_t v = fleet_->touch(g, k);
+  uint32_t v = fleet_->touch(g, k);
+  if (v == LruFleet::kNone && prev != LruFleet::kNone && reachable_[prev]) {
+    // Read-through: the previous owner answers, and its value is copied to the new owner.
+    v = fleet_->touch(prev, k);
+    if (v != LruFleet::kNone) {
+      ++handover_reads_;
+      fleet_->fill(g, k, v);
+    }
+  }
   if (v == LruFleet::kNone) {
     ++misses_;
     fleet_->fill(g, k, version_[k]);
@@ -206,7 +265,10 @@ void Run::apply(const Action& a) {
         if (reachable_[id]) {
           fails_[id] = 0;
           if (passes_[id] < 255) ++passes_[id];
-          if (!marked_[id] && passes_[id] >= s_.rise) marked_[id] = 1;
+          if (!marked_[id] && passes_[id] >= s_.rise) {
+            marked_[id] = 1;
+            back_at_[id] = a.t;
+          }
         } else {
           passes_[id] = 0;
           if (fails_[id] < 255) ++fails_[id];
@@ -223,6 +285,8 @@ std::optional<SimResult> Run::go(std::string& error) {
   SimResult r;
   r.selector = sel_.name;
   r.balance_factor = factor_;
+  r.handover = handover_;
+  r.handover_window_s = handover_ == SimHandover::kOff ? 0 : s_.handover_window_s;
   writes_ = s_.writes;
 
   // Spatial sampling: simulate about samples_per_step requests a step, with every server's
@@ -300,6 +364,9 @@ std::optional<SimResult> Run::go(std::string& error) {
   marked_.assign(servers, 1);
   passes_.assign(servers, static_cast<uint8_t>(std::min<uint32_t>(255, s_.rise)));
   fails_.assign(servers, 0);
+  back_at_.assign(servers, -1e300);
+  in_new_.assign(servers, 0);
+  for (const uint32_t id : change ? new_ids : old_ids) in_new_[id] = 1;
   load_.assign(servers, 0);
   served_.assign(servers, 0);
   window_.assign(std::max<size_t>(64, size_t{16} * servers), 0);
@@ -322,7 +389,9 @@ std::optional<SimResult> Run::go(std::string& error) {
       actions_.push_back({Action::Kind::kSwitch, switch_at_[j], j});
     }
     last_change_ = event_t_ + over;
-    for (const uint32_t id : removed) actions_.push_back({Action::Kind::kClear, last_change_, id});
+    // A removed server is stopped at once, or, with a handover, leaves at the window's end.
+    const double stop = last_change_ + (handover_ != SimHandover::kOff ? s_.handover_window_s : 0);
+    for (const uint32_t id : removed) actions_.push_back({Action::Kind::kClear, stop, id});
   }
   std::vector<uint32_t> failed;
   for (const auto& e : s_.events) {
@@ -387,7 +456,7 @@ std::optional<SimResult> Run::go(std::string& error) {
   const double scale = 1 / mass / s_.step_s;
   for (uint64_t i = 0; i < steps; ++i) {
     const double t0 = static_cast<double>(i) * s_.step_s;
-    reads_ = hits_ = misses_ = misdirected_ = stale_ = retries_ = total_ = 0;
+    reads_ = hits_ = misses_ = misdirected_ = stale_ = retries_ = total_ = handover_reads_ = 0;
     std::fill(served_.begin(), served_.end(), 0);
     for (uint64_t j = 0; j < per_step; ++j) {
       const double t = t0 + s_.step_s * static_cast<double>(j) / static_cast<double>(per_step);
@@ -409,11 +478,13 @@ std::optional<SimResult> Run::go(std::string& error) {
     p.misdirected_reads_per_s = static_cast<double>(misdirected_) * scale;
     p.stale_reads_per_s = static_cast<double>(stale_) * scale;
     p.retries_per_s = static_cast<double>(retries_) * scale;
+    p.handover_reads_per_s = static_cast<double>(handover_reads_) * scale;
     const Ring& now = proxies_on_new_ > 0 ? new_ : old_;
     for (const uint32_t id : now.ids) p.servers += reachable_[id] && marked_[id];
     r.timeline.push_back(p);
     r.misdirected_reads += p.misdirected_reads_per_s * s_.step_s;
     r.stale_reads += p.stale_reads_per_s * s_.step_s;
+    r.handover_reads += p.handover_reads_per_s * s_.step_s;
     if (misdirected_ > 0) r.split_brain_s += s_.step_s;
     if (t0 + s_.step_s <= event_t_ + 1e-9) {
       before_reads += static_cast<double>(reads_);
@@ -490,8 +561,9 @@ std::optional<SimResult> Run::go(std::string& error) {
 }  // namespace
 
 std::optional<SimResult> simulateSelector(const SimScenario& scenario, const SimSelector& sel,
-                                          uint32_t balance_factor, std::string& error) {
-  Run run(scenario, sel, balance_factor);
+                                          uint32_t balance_factor, std::string& error,
+                                          SimHandover handover) {
+  Run run(scenario, sel, balance_factor, handover);
   return run.go(error);
 }
 

@@ -14,6 +14,15 @@
 
 namespace lb {
 
+// How a run hands keys over after a change of owners (docs/analyze.md, "Handover"): the
+// table before the change serves on beside the new one for the scenario's handover window.
+enum class SimHandover : uint8_t {
+  kOff,          // moved keys go to their new owner at once and arrive there cold
+  kReadThrough,  // cache protocols: a read that misses at the new owner is answered by the
+                 // previous one, and the value copied to the new owner; writes delete at both
+  kRamp,         // HTTP and TCP: each moved key moves at a moment of its own in the window
+};
+
 struct SimPoint {
   double t = 0;
   double hit_ratio = 0;
@@ -22,12 +31,15 @@ struct SimPoint {
   double misdirected_reads_per_s = 0;
   double stale_reads_per_s = 0;
   double retries_per_s = 0;            // requests to an unreachable server still marked up
+  double handover_reads_per_s = 0;     // misses at a new owner answered by the previous one
   uint32_t servers = 0;                // usable servers at the step's end
 };
 
 struct SimResult {
   std::string selector;
   uint32_t balance_factor = 0;         // bounded loads' factor (percent), 0 = off
+  SimHandover handover = SimHandover::kOff;
+  double handover_window_s = 0;
   uint32_t servers_before = 0, servers_after = 0;
   double hit_ratio_before = 0;
   double hit_ratio_after_event = 0;     // over the first after_window_s after the event
@@ -41,6 +53,7 @@ struct SimResult {
   double misdirected_reads = 0;        // total over the run (scaled to the real rate)
   double split_brain_s = 0;            // time with misdirected reads
   double stale_reads = 0;
+  double handover_reads = 0;           // total over the run (scaled to the real rate)
   // Sampling: the fraction of keys simulated, requests simulated per step, and the standard
   // error of one step's hit ratio at the steady-state ratio.
   double key_rate = 1;
@@ -57,9 +70,11 @@ struct SimSelector {
   SelectorOptions options;
 };
 
-// Runs the scenario for one selector, bounded loads at `balance_factor` percent (0: off).
-// nullopt with `error` set when a table cannot be built.
+// Runs the scenario for one selector, bounded loads at `balance_factor` percent (0: off),
+// keys handed over as `handover` says for the scenario's handover window. nullopt with
+// `error` set when a table cannot be built.
 std::optional<SimResult> simulateSelector(const SimScenario& scenario, const SimSelector& sel,
-                                          uint32_t balance_factor, std::string& error);
+                                          uint32_t balance_factor, std::string& error,
+                                          SimHandover handover = SimHandover::kOff);
 
 }  // namespace lb

@@ -44,6 +44,9 @@ struct SimScenario {
   double after_window_s = 0.05;        // "right after the event": this much simulated time
   uint32_t rise = 2, fall = 3;         // health hysteresis (lb's defaults)
   double check_interval_s = 2;         // lb's default health-check interval
+  // Handover (lb's `handover = { window }`): how long after a change of owners the previous
+  // table keeps serving moved keys. 0: the runs hand nothing over.
+  double handover_window_s = 0;
   uint64_t seed = 1;
 };
 

@@ -115,11 +115,16 @@ int runSimulate(int argc, char** argv) {
   for (const SelectorInfo* info : *selectors) {
     const SimSelector sel{std::string(info->name), info->build, info->key_hash,
                           options->selector_options};
-    // Plain, then with bounded loads when a factor is given.
+    // Plain, then with bounded loads when a factor is given; each without a handover, then
+    // with each kind of it when a window is given.
     for (const uint32_t factor : {0u, options->balance_factor}) {
-      auto r = simulateSelector(s, sel, factor, error);
-      if (!r) return fail(kExitUsage, error);
-      runs.push_back(std::move(*r));
+      for (const SimHandover h :
+           {SimHandover::kOff, SimHandover::kReadThrough, SimHandover::kRamp}) {
+        auto r = simulateSelector(s, sel, factor, error, h);
+        if (!r) return fail(kExitUsage, error);
+        runs.push_back(std::move(*r));
+        if (s.handover_window_s <= 0) break;
+      }
       if (options->balance_factor == 0) break;
     }
   }

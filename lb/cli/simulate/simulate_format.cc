@@ -44,7 +44,18 @@ std::string perSecond(double v) {
 }  // namespace
 
 std::string simRunName(const SimResult& r) {
-  return r.balance_factor ? r.selector + "+bounded" : r.selector;
+  std::string name = r.balance_factor ? r.selector + "+bounded" : r.selector;
+  if (r.handover != SimHandover::kOff) name += "+" + simHandoverName(r.handover);
+  return name;
+}
+
+std::string simHandoverName(SimHandover h) {
+  switch (h) {
+    case SimHandover::kReadThrough: return "read-through";
+    case SimHandover::kRamp: return "ramp";
+    case SimHandover::kOff: break;
+  }
+  return "off";
 }
 
 std::string simulateText(const SimScenario& s, std::span<const SimResult> runs) {
@@ -58,11 +69,14 @@ std::string simulateText(const SimScenario& s, std::span<const SimResult> runs) 
            fixed(100 * f.after_window_stderr, 2) + "\n";
   }
   char line[512];
-  snprintf(line, sizeof line, "%-20s %9s %8s %8s %8s %10s %10s %8s %8s %7s %9s %11s %9s\n",
+  // The name column fits the longest run's name ("ring_hash+bounded+read-through").
+  int w = 20;
+  for (const auto& r : runs) w = std::max(w, static_cast<int>(simRunName(r).size()));
+  snprintf(line, sizeof line, "%-*s %9s %8s %8s %8s %10s %10s %8s %8s %7s %9s %11s %9s\n", w,
            "selector", "servers", "hit", "hit", "hit", "db reads/s", "db reads/s", "busiest", "busiest",
            "keys", "recovery", "misdirected", "stale");
   out += line;
-  snprintf(line, sizeof line, "%-20s %9s %8s %8s %8s %10s %10s %8s %8s %7s %9s %11s %9s\n", "",
+  snprintf(line, sizeof line, "%-*s %9s %8s %8s %8s %10s %10s %8s %8s %7s %9s %11s %9s\n", w, "",
            "", "before", "after", "mean", "before", "peak", "before", "after", "moved", "", "reads",
            "reads");
   out += line;
@@ -70,7 +84,7 @@ std::string simulateText(const SimScenario& s, std::span<const SimResult> runs) 
     const std::string servers =
         std::to_string(r.servers_before) + "->" + std::to_string(r.servers_after);
     const std::string recovery = r.recovery_s ? fixed(*r.recovery_s, 1) + "s" : "never";
-    snprintf(line, sizeof line, "%-20s %9s %8s %8s %8s %10s %10s %8s %8s %7s %9s %11s %9s\n",
+    snprintf(line, sizeof line, "%-*s %9s %8s %8s %8s %10s %10s %8s %8s %7s %9s %11s %9s\n", w,
              simRunName(r).c_str(), servers.c_str(), pct(r.hit_ratio_before).c_str(),
              pct(r.hit_ratio_after_event).c_str(), pct(r.hit_ratio_mean_after).c_str(),
              perSecond(r.backend_reads_per_s_before).c_str(),
@@ -89,6 +103,8 @@ std::string simulateJson(std::span<const SimResult> runs) {
     out += i ? ",\n " : "";
     out += "{\"selector\": " + quoted(r.selector) +
            ", \"hash_balance_factor\": " + std::to_string(r.balance_factor) +
+           ", \"handover\": " + quoted(simHandoverName(r.handover)) +
+           ", \"handover_window_s\": " + num(r.handover_window_s) +
            ", \"servers_before\": " + std::to_string(r.servers_before) +
            ", \"servers_after\": " + std::to_string(r.servers_after) +
            ", \"hit_ratio_before\": " + num(r.hit_ratio_before) +
@@ -103,6 +119,7 @@ std::string simulateJson(std::span<const SimResult> runs) {
            ", \"misdirected_reads\": " + num(r.misdirected_reads) +
            ", \"split_brain_s\": " + num(r.split_brain_s) +
            ", \"stale_reads\": " + num(r.stale_reads) +
+           ", \"handover_reads\": " + num(r.handover_reads) +
            ", \"sampling\": {\"key_rate\": " + num(r.key_rate) +
            ", \"requests_per_step\": " + std::to_string(r.requests_per_step) +
            ", \"hit_ratio_stderr\": " + num(r.hit_ratio_stderr) +
@@ -116,6 +133,7 @@ std::string simulateJson(std::span<const SimResult> runs) {
              ", \"misdirected_reads_per_s\": " + num(p.misdirected_reads_per_s) +
              ", \"stale_reads_per_s\": " + num(p.stale_reads_per_s) +
              ", \"retries_per_s\": " + num(p.retries_per_s) +
+             ", \"handover_reads_per_s\": " + num(p.handover_reads_per_s) +
              ", \"servers\": " + std::to_string(p.servers) + "}";
     }
     out += "]}";

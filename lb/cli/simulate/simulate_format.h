@@ -9,8 +9,11 @@
 
 namespace lb {
 
-// A run's name in every output: the selector, "+bounded" with bounded loads on.
+// A run's name in every output: the selector, "+bounded" with bounded loads on, then
+// "+read-through" or "+ramp" with a handover.
 std::string simRunName(const SimResult& r);
+// "off", "read-through", "ramp".
+std::string simHandoverName(SimHandover h);
 
 std::string simulateText(const SimScenario& s, std::span<const SimResult> runs);
 std::string simulateJson(std::span<const SimResult> runs);

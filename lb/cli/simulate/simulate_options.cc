@@ -53,6 +53,7 @@ const char* simulateUsage() {
   return "usage: lb simulate [--selector all|NAME[,NAME]] [--servers N] [--keys K]\n"
          "                   [--popularity zipf:A|uniform|trace:FILE] [--capacity ITEMS]\n"
          "                   [--rate R] [--writes F] [--hash-balance-factor PCT]\n"
+         "                   [--handover WINDOW]\n"
          "                   [--event add:K[@T] | remove:K[@T] | fail:K[@T][,recover:D]\n"
          "                           | flap:K[@T][,period:D] | weight:I=W[@T] | rollout:P,D]...\n"
          "                   [--duration 60s] [--step 1s] [--samples N] [--rise N] [--fall N]\n"
@@ -61,6 +62,9 @@ const char* simulateUsage() {
          "         hit ratio, backend reads and the busiest server's share over time, per\n"
          "         selector (mod_n always included as the baseline), through a scale or\n"
          "         health event on a fleet of LRU caches (docs/analyze.md, lb simulate).\n"
+         "         --handover adds two runs per selector: +read-through (a miss at a key's\n"
+         "         new owner read from its previous one and copied) and +ramp (each moved\n"
+         "         key moves at its own moment in the window).\n"
          "         Defaults: 4 servers, 100000 uniform keys, capacity 95% of keys/servers,\n"
          "         1000000 requests/s, event add:1 at 10s, 100000 sampled requests a step.\n";
 }
@@ -145,7 +149,7 @@ std::optional<SimulateOptions> parseSimulateArgs(std::span<char* const> args, st
         "--selector", "--servers", "--keys", "--popularity", "--capacity", "--rate",
         "--writes", "--hash-balance-factor", "--event", "--duration", "--step", "--samples",
         "--rise", "--fall", "--check-interval", "--seed", "--format", "--plot", "--vnodes",
-        "--table-size"};
+        "--table-size", "--handover"};
     bool known = false;
     for (auto k : kWithValue) known = known || arg == k;
     if (!known) {
@@ -199,6 +203,13 @@ std::optional<SimulateOptions> parseSimulateArgs(std::span<char* const> args, st
       auto e = parseSimEvent(value, error);
       if (!e) return std::nullopt;
       s.events.push_back(*e);
+    } else if (arg == "--handover") {
+      if (!parseSeconds(value, x, error)) {
+        error = arg + ": " + error;
+        return std::nullopt;
+      }
+      if (x <= 0) return range("a window > 0");
+      s.handover_window_s = x;
     } else if (arg == "--duration" || arg == "--step" || arg == "--check-interval") {
       if (!parseSeconds(value, x, error)) {
         error = arg + ": " + error;

@@ -63,6 +63,42 @@ TEST(SimulateCliTest, FourToFiveReproducesTheTextbookFigures) {
   EXPECT_EQ(runSimulate(args).out, r.out);
 }
 
+// --handover WINDOW: each selector three times, without, with read-through and with the
+// ramp. Read-through keeps the hit ratio right after 4 -> 5 at 93% or more and the
+// database's peak within 1.2x of its rate before; so does the ramp's peak.
+TEST(SimulateCliTest, HandoverRunsEachSelectorWithoutReadThroughAndRamp) {
+  const std::vector<std::string> args = {
+      "--selector", "ring_hash", "--keys", "1000000", "--duration", "30s", "--samples", "40000",
+      "--handover", "60s", "--seed", "7", "--format", "json"};
+  const auto r = runSimulate(args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto doc = testjson::parse(r.out);
+  ASSERT_TRUE(doc) << r.out;
+  ASSERT_EQ(doc->items.size(), 3u);   // ring_hash without, with read-through, with the ramp
+  const Value* by[3] = {};
+  for (const auto& item : doc->items) {
+    if (item["selector"].text != "ring_hash") continue;
+    const std::string& h = item["handover"].text;
+    by[h == "off" ? 0 : h == "read-through" ? 1 : 2] = &item;
+  }
+  ASSERT_TRUE(by[0] && by[1] && by[2]) << r.out;
+  const Value &off = *by[0], &through = *by[1], &ramp = *by[2];
+  EXPECT_LT(off["hit_ratio_after_event"].number, 0.85);
+  EXPECT_GT(off["backend_reads_per_s_peak"].number, 3 * off["backend_reads_per_s_before"].number);
+  EXPECT_EQ(through["handover_window_s"].number, 60);
+  EXPECT_GE(through["hit_ratio_after_event"].number, 0.93);
+  EXPECT_LE(through["backend_reads_per_s_peak"].number,
+            1.2 * through["backend_reads_per_s_before"].number);
+  EXPECT_GT(through["handover_reads"].number, 0);
+  EXPECT_LE(ramp["backend_reads_per_s_peak"].number, 1.2 * ramp["backend_reads_per_s_before"].number);
+
+  std::vector<std::string> text(args.begin(), args.end() - 2);
+  const auto t = runSimulate(text);
+  ASSERT_EQ(t.exit_code, 0) << t.err;
+  EXPECT_NE(t.out.find("ring_hash+read-through"), std::string::npos) << t.out;
+  EXPECT_NE(t.out.find("ring_hash+ramp"), std::string::npos) << t.out;
+}
+
 TEST(SimulateCliTest, TextStatesTheSamplingAndItsError) {
   const auto r = runSimulate(kFourToFive);
   ASSERT_EQ(r.exit_code, 0) << r.err;

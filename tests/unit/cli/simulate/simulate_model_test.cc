@@ -63,9 +63,10 @@ SimSelector selector(const std::string& name) {
   return {name, s->build, s->key_hash, {}};
 }
 
-SimResult run(const SimScenario& s, const std::string& name, uint32_t factor = 0) {
+SimResult run(const SimScenario& s, const std::string& name, uint32_t factor = 0,
+              SimHandover handover = SimHandover::kOff) {
   std::string error;
-  auto r = simulateSelector(s, selector(name), factor, error);
+  auto r = simulateSelector(s, selector(name), factor, error, handover);
   EXPECT_TRUE(r) << error;
   return r ? *r : SimResult{};
 }
@@ -197,6 +198,94 @@ TEST(SimulateRollout, SplitFleetMisdirectsReadsForTheRolloutWindow) {
   EXPECT_EQ(at_once.split_brain_s, 0);
 }
 
+// 4 -> 5 on a ring with a 60 s handover: a moved key that misses at the new server is read
+// from its previous owner, so the hit ratio right after the change stays at the steady 95%
+// (within the window's 3-point tolerance) and the database sees no storm; without it, the
+// new server's fifth misses at once (the same run, the same seed).
+TEST(SimulateHandover, ReadThroughKeepsTheHitRatioAndTheDatabaseFlat) {
+  SimScenario s = textbook(4, add(1));
+  s.handover_window_s = 60;
+  const SimResult cold = run(s, "ring_hash");
+  const SimResult warm = run(s, "ring_hash", 0, SimHandover::kReadThrough);
+  EXPECT_EQ(cold.handover, SimHandover::kOff);
+  EXPECT_EQ(cold.handover_reads, 0);
+  EXPECT_LT(cold.hit_ratio_after_event, 0.85);
+  EXPECT_GE(warm.hit_ratio_after_event, 0.93);
+  EXPECT_LE(warm.backend_reads_per_s_peak, 1.2 * warm.backend_reads_per_s_before);
+  EXPECT_GT(cold.backend_reads_per_s_peak, 3 * cold.backend_reads_per_s_before);
+  EXPECT_GT(warm.handover_reads, 0);
+  EXPECT_NEAR(warm.keys_moved, cold.keys_moved, 1e-9);
+}
+
+// The same change with a 20 s ramp: a moved key moves at its own moment, so its cold miss
+// arrives then; the database's peak stays within 1.2x and by the window's end the ring has
+// settled (every moved key at its new owner, the hit ratio back).
+TEST(SimulateHandover, RampSpreadsTheColdMissesOverTheWindow) {
+  SimScenario s = textbook(4, add(1));
+  s.duration_s = 40;
+  s.handover_window_s = 20;
+  const SimResult r = run(s, "ring_hash", 0, SimHandover::kRamp);
+  EXPECT_LE(r.backend_reads_per_s_peak, 1.2 * r.backend_reads_per_s_before);
+  EXPECT_GE(r.hit_ratio_after_event, 0.93);
+  EXPECT_EQ(r.handover_reads, 0);
+  // Misses above the steady rate, spread over the window's steps rather than all in its first.
+  double first = 0, rest = 0;
+  for (const auto& p : r.timeline) {
+    const double extra = p.backend_reads_per_s - r.backend_reads_per_s_before;
+    if (p.t >= 10 && p.t < 11) first += extra;
+    if (p.t >= 11 && p.t < 30) rest += extra;
+  }
+  EXPECT_GT(rest, 5 * first);
+  EXPECT_GE(r.timeline.back().hit_ratio, r.hit_ratio_before - 0.01);
+}
+
+// A server removed (4 -> 3) stays as leaving through the window: its keys are read from it
+// and copied to their new owners instead of missing.
+TEST(SimulateHandover, ALeavingServerAnswersForItsKeys) {
+  SimEvent remove;
+  remove.kind = SimEvent::Kind::kRemove;
+  SimScenario s = textbook(4, remove);
+  s.handover_window_s = 60;
+  const SimResult cold = run(s, "ring_hash");
+  const SimResult warm = run(s, "ring_hash", 0, SimHandover::kReadThrough);
+  EXPECT_LT(cold.hit_ratio_after_event, 0.80);
+  EXPECT_GE(warm.hit_ratio_after_event, 0.90);
+}
+
+// A server crashes at 10 s and comes back empty 10 s later. When health brings it back, its
+// keys return to it: without a handover they all miss there at once; with one, the host that
+// served them meanwhile answers and the copies warm it.
+TEST(SimulateHandover, ARestartedServerIsWarmedFromTheHostThatServedItsKeys) {
+  SimEvent fail;
+  fail.kind = SimEvent::Kind::kFail;
+  fail.recover_s = 10;
+  SimScenario s = textbook(4, fail);
+  s.duration_s = 40;
+  s.handover_window_s = 60;
+  auto lowestAfterReturn = [](const SimResult& r) {
+    double low = 1;
+    for (const auto& p : r.timeline)
+      if (p.t >= 21) low = std::min(low, p.hit_ratio);
+    return low;
+  };
+  const SimResult cold = run(s, "ring_hash");
+  const SimResult warm = run(s, "ring_hash", 0, SimHandover::kReadThrough);
+  EXPECT_LT(lowestAfterReturn(cold), 0.85);
+  EXPECT_GE(lowestAfterReturn(warm), 0.93);
+  EXPECT_GT(warm.handover_reads, 0);
+}
+
+// With 5% writes a write deletes at the previous owner too, so a handover read never hands
+// out a value older than the last write: no stale read more than without a handover.
+TEST(SimulateHandover, WritesDuringTheWindowLeaveNoStaleCopies) {
+  SimScenario s = textbook(4, add(1));
+  s.writes = 0.05;
+  s.handover_window_s = 60;
+  const SimResult r = run(s, "ring_hash", 0, SimHandover::kReadThrough);
+  EXPECT_GT(r.handover_reads, 0);
+  EXPECT_EQ(r.stale_reads, 0);
+}
+
 TEST(SimulateOptions, ParsesEventsAndRejectsBadOnes) {
   std::string error;
   auto e = parseSimEvent("fail:2@5s,recover:30s", error);
@@ -229,6 +318,19 @@ TEST(SimulateOptions, ParsesEventsAndRejectsBadOnes) {
   for (auto& a : args) argv.push_back(a.data());
   EXPECT_FALSE(parseSimulateArgs(argv, error));
   EXPECT_NE(error.find("--rate"), std::string::npos);
+  args = {"--handover", "1m"};
+  argv.clear();
+  for (auto& a : args) argv.push_back(a.data());
+  o = parseSimulateArgs(argv, error);
+  ASSERT_TRUE(o) << error;
+  EXPECT_EQ(o->scenario.handover_window_s, 60);
+  for (const char* bad : {"0s", "soon"}) {
+    args = {"--handover", bad};
+    argv.clear();
+    for (auto& a : args) argv.push_back(a.data());
+    EXPECT_FALSE(parseSimulateArgs(argv, error)) << bad;
+    EXPECT_NE(error.find("--handover"), std::string::npos) << error;
+  }
 }
 
 }  // namespace
