@@ -12,11 +12,6 @@ namespace lb {
 
 // --- PlainTransport ----------------------------------------------------------------------
 
-PlainTransport& PlainTransport::instance() noexcept {
-  static PlainTransport plain;
-  return plain;
-}
-
 void PlainTransport::allocRead(Connection& c, uv_buf_t* buf) noexcept { c.ownerBuffer(buf); }
 
 void PlainTransport::readDone(Connection& c, ssize_t n, const uv_buf_t* buf) noexcept {
@@ -41,9 +36,6 @@ size_t PlainTransport::queued(Connection& c) noexcept { return c.stream()->write
 // --- Connection --------------------------------------------------------------------------
 
 namespace {
-// A write of more buffers than this is queued whole (owners write pool-block chains of at
-// most 32).
-constexpr unsigned kMaxBuffers = 64;
 // What a lingering connection reads is dropped: one scratch block per thread serves every
 // one of them (a read is copied out of the kernel and forgotten in one call). Nobody's
 // buffer: never the pool's, never an owner's.
@@ -112,12 +104,10 @@ int Connection::connect(const sockaddr* address, uint64_t timeout_ms,
   return 0;
 }
 
-const sockaddr* Connection::local() noexcept {
-  if (!local_read_) {
-    local_read_ = true;
-    int len = sizeof local_;
-    uv_tcp_getsockname(&tcp_, reinterpret_cast<sockaddr*>(&local_), &len);
-  }
+const sockaddr* Connection::readLocal() noexcept {
+  local_read_ = true;
+  int len = sizeof local_;
+  uv_tcp_getsockname(&tcp_, reinterpret_cast<sockaddr*>(&local_), &len);
   return reinterpret_cast<const sockaddr*>(&local_);
 }
 
@@ -186,7 +176,10 @@ void Connection::onAlloc(uv_handle_t* h, size_t, uv_buf_t* buf) {
     *buf = uv_buf_init(nullptr, 0);
     return;
   }
-  c->transport_->allocRead(*c, buf);
+  if (c->plain())   // the transport's own answer, without the virtual call
+    c->ownerBuffer(buf);
+  else
+    c->transport_->allocRead(*c, buf);
 }
 
 void Connection::ownerBuffer(uv_buf_t* buf) noexcept {
@@ -211,7 +204,10 @@ void Connection::onRead(uv_stream_t* s, ssize_t n, const uv_buf_t* buf) {
     c->ready_fn_(c->ready_ctx_);
     return;
   }
-  c->transport_->readDone(*c, n, buf);
+  if (c->plain())
+    c->deliver(n, buf);
+  else
+    c->transport_->readDone(*c, n, buf);
 }
 
 // --- Readiness for a splice pump ------------------------------------------------------------
@@ -292,8 +288,8 @@ void Connection::deliver(ssize_t n, const uv_buf_t* buf) noexcept {
 
 // --- Writing -----------------------------------------------------------------------------
 
-ssize_t Connection::write(ConnectionWrite* w, const uv_buf_t* bufs, unsigned n,
-                          bool try_first) noexcept {
+ssize_t Connection::writeRest(ConnectionWrite* w, const uv_buf_t* bufs, unsigned n,
+                              bool try_first, int tried) noexcept {
   if (closing()) return UV_ECANCELED;
   size_t total = 0;
   for (unsigned i = 0; i < n; ++i) total += bufs[i].len;
@@ -302,7 +298,7 @@ ssize_t Connection::write(ConnectionWrite* w, const uv_buf_t* bufs, unsigned n,
   const uv_buf_t* out = bufs;
   unsigned count = n;
   if (try_first && n <= kMaxBuffers) {
-    int t = transport_->tryWrite(*this, bufs, n);
+    int t = tried != kNotTried ? tried : transport_->tryWrite(*this, bufs, n);
     if (t == UV_EAGAIN) t = 0;
     if (t < 0) return t;
     done = static_cast<size_t>(t);
@@ -376,10 +372,6 @@ void Connection::onShutdownDone(uv_shutdown_t* req, int status) {
 }
 
 // --- Timer, linger, close ----------------------------------------------------------------
-
-void Connection::startTimer(uint64_t ms) noexcept {
-  if (!closing()) uv_timer_start(&timer_, onTimerFired, ms, 0);
-}
 
 void Connection::onTimerFired(uv_timer_t* t) {
   auto* c = static_cast<Connection*>(t->data);

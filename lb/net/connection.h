@@ -27,6 +27,7 @@
 #include <sys/socket.h>
 #include <uv.h>
 
+#include <climits>
 #include <cstddef>
 #include <cstdint>
 
@@ -174,7 +175,9 @@ class Connection {
   }
   const sockaddr* peer() const noexcept { return reinterpret_cast<const sockaddr*>(&peer_); }
   // Read once, on first use (getsockname), so an owner that never asks pays no syscall.
-  const sockaddr* local() noexcept;
+  const sockaddr* local() noexcept {
+    return local_read_ ? reinterpret_cast<const sockaddr*>(&local_) : readLocal();
+  }
 
   // --- Reading -----------------------------------------------------------------------
   // Reads go into blocks of `pool`, each starting `header` bytes in (room for the owner's
@@ -195,12 +198,30 @@ class Connection {
   // `w` (the buffers must stay valid until onWritten(w)). Returns the bytes written now (all
   // of them: nothing queued, w unused), or < 0 (nothing queued; the owner closes). Writes
   // queue behind each other in order; `w` must not be in flight already.
+  //
+  // A plain socket that takes the whole write at once (a small answer, most of the time)
+  // is served here, inline; the rest (a partial write, TLS, a queue) in writeRest.
   ssize_t write(ConnectionWrite* w, const uv_buf_t* bufs, unsigned n,
-                bool try_first = true) noexcept;
+                bool try_first = true) noexcept {
+    if (!try_first || n > kMaxBuffers || !plain() || closing())
+      return writeRest(w, bufs, n, try_first, kNotTried);
+    const int t = uv_try_write(stream(), bufs, n);
+    if (t > 0) {
+      size_t total = 0;
+      for (unsigned i = 0; i < n; ++i) total += bufs[i].len;
+      if (static_cast<size_t>(t) == total) {
+        bytes_written_ += total;
+        return t;
+      }
+    }
+    return writeRest(w, bufs, n, try_first, t);
+  }
   // Bytes queued and not yet on the socket (the transport's count): the owner stops
   // producing above the high watermark and hears onDrained once they are down to the low
   // one.
-  size_t queued() noexcept { return transport_->queued(*this); }
+  size_t queued() noexcept {
+    return plain() ? stream()->write_queue_size : transport_->queued(*this);
+  }
   bool aboveHigh() noexcept { return queued() > high_; }
   size_t lowWatermark() const noexcept { return low_; }
   // Writes queued and not yet called back (a write can be all on the socket and still wait
@@ -249,7 +270,9 @@ class Connection {
   ConnectionOwner& owner() const noexcept { return *owner_; }
 
   // --- Timer -------------------------------------------------------------------------
-  void startTimer(uint64_t ms) noexcept;
+  void startTimer(uint64_t ms) noexcept {
+    if (!closing()) uv_timer_start(&timer_, onTimerFired, ms, 0);
+  }
   void stopTimer() noexcept { uv_timer_stop(&timer_); }
 
   // --- Closing -----------------------------------------------------------------------
@@ -288,6 +311,14 @@ class Connection {
   static void onHandleClosed(uv_handle_t* h);
   static void onWritable(uv_poll_t* h, int status, int events);
 
+  // A write of more buffers than this is queued whole (owners write pool-block chains of at
+  // most 32).
+  static constexpr unsigned kMaxBuffers = 64;
+  static constexpr int kNotTried = INT_MIN;   // no uv_try_write result (never one of libuv's)
+  // write() past its fast path; `tried` is its uv_try_write's result, or kNotTried.
+  ssize_t writeRest(ConnectionWrite* w, const uv_buf_t* bufs, unsigned n, bool try_first,
+                    int tried) noexcept;
+  const sockaddr* readLocal() noexcept;
   void handleWrite(ConnectionWrite* w, int status) noexcept;
   void beginHandshake() noexcept;
   // The connect (and its handshake, if any) ended: the owner hears onConnected(status).

@@ -83,6 +83,9 @@ class Transport {
 // Bytes through as they are. The one instance every connection starts with.
 class PlainTransport final : public Transport {
  public:
+  constexpr PlainTransport() noexcept = default;
+  // The one instance (below), constant-initialized: no guard on the way to it, so that
+  // Connection::plain() is one pointer compare on the request path.
   static PlainTransport& instance() noexcept;
 
   void allocRead(Connection& c, uv_buf_t* buf) noexcept override;
@@ -95,5 +98,8 @@ class PlainTransport final : public Transport {
   // the socket takes whole never counts against the watermarks.
   size_t queued(Connection& c) noexcept override;
 };
+
+inline constinit PlainTransport plain_transport_instance;
+inline PlainTransport& PlainTransport::instance() noexcept { return plain_transport_instance; }
 
 }  // namespace lb
