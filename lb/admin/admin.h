@@ -14,7 +14,9 @@
 //              "revision" (the etcd mod_revision served; 0 from the file),"fingerprint" (16
 //              hex digits), and for a membership cluster "key","state","endpoint","watch_up",
 //              "last_sync" (RFC 3339 or null),"applied","rejected","last_rejected" (null, or
-//              {"revision","reason"})},"total_load","backends":[{"name","address" (as
+//              {"revision","reason"})},"handover" (null, or the open window: {"since",
+//              "until" (RFC 3339),"from_fingerprint","moved_ratio","ramp_ratio","leaving":
+//              [names]}),"total_load","backends":[{"name","address" (as
 //              configured),"resolved" (the IP:port connections go to),"weight","healthy",
 //              "load","cap" (null when bounded loads are off),"keyspace_share","health" (up,
 //              down, ejected),"reason" (null before any health event),"last_check" (null, or

@@ -158,6 +158,18 @@ std::vector<MetricFamily> collectSnapshotMetrics(const Snapshot& snap) {
                                     "backends and where keys go): instances showing the same "
                                     "number route every key alike; 0 with no backend.",
                                     MetricType::Gauge, nc);
+  MetricFamily handover_active = family("lb_handover_active",
+                                        "Seconds left in the cluster's handover window; 0 when "
+                                        "none is open.",
+                                        MetricType::Gauge, nc);
+  MetricFamily handover_moved = family("lb_handover_moved_ratio",
+                                       "Share of the key space whose owner changed at the open "
+                                       "handover window's change; 0 when none is open.",
+                                       MetricType::Gauge, nc);
+  MetricFamily handover_ramp = family("lb_handover_ramp_ratio",
+                                      "Share of the moved keys already served by their new "
+                                      "owner in the open window's ramp; 1 when none is open.",
+                                      MetricType::Gauge, nc);
   MetricFamily revision = family("lb_membership_revision",
                                  "The etcd mod_revision of the membership the cluster serves; 0 "
                                  "while it serves its file's backends.",
@@ -270,6 +282,18 @@ std::vector<MetricFamily> collectSnapshotMetrics(const Snapshot& snap) {
     const bool in_panic = c.state && c.state->panic.load(std::memory_order_relaxed);
     addGauge(panic, {{"cluster", cluster}}, in_panic ? 1 : 0);
     addGauge(fingerprint, {{"cluster", cluster}}, static_cast<double>(c.fingerprint));
+    if (c.config->handover) {
+      const int64_t now = wallClockMs();
+      const HandoverWindow* w = c.handover && now < c.handover->until_ms ? c.handover.get()
+                                                                          : nullptr;
+      // The membership window, or a backend's return window, whichever ends last.
+      int64_t until = w ? w->until_ms : 0;
+      if (c.state) until = std::max(until, c.state->returns_until_ms.load(std::memory_order_relaxed));
+      addGauge(handover_active, {{"cluster", cluster}},
+               until > now ? static_cast<double>(until - now) / 1000.0 : 0);
+      addGauge(handover_moved, {{"cluster", cluster}}, w ? w->moved_ratio : 0);
+      addGauge(handover_ramp, {{"cluster", cluster}}, w ? w->rampRatioAt(now) : 1);
+    }
     if (c.config->membership && c.state) {
       // Main-thread fields: /metrics is served on the main loop (lb/routing/membership_status.h).
       const MembershipStatus& m = c.state->membership;
@@ -403,7 +427,8 @@ std::vector<MetricFamily> collectSnapshotMetrics(const Snapshot& snap) {
   out.reserve(40);
   for (MetricFamily* f : {&active, &conns, &requests, &picks, &bytes, &latency, &healthy, &weight,
                           &share, &cap, &commands, &connect_failures, &checks, &transitions,
-                          &ejections, &panic, &fingerprint, &revision, &updates, &last_sync,
+                          &ejections, &panic, &fingerprint, &handover_active, &handover_moved,
+                          &handover_ramp, &revision, &updates, &last_sync,
                           &watch_up, &hot_active, &hot_share, &hot_detections, &hot_requests,
                           &near_items, &near_bytes, &near_invalidations, &down_conns,
                           &over_limit, &spliced, &down_requests, &errors, &cache_errors, &pipes})

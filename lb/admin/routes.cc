@@ -101,6 +101,35 @@ void appendFingerprint(std::string& o, uint64_t fingerprint) {
   o += '"';
 }
 
+// A cluster's "handover" of /backends: null, or the open window (lb/routing/handover.h):
+// since and until (RFC 3339), the previous table's fingerprint, the share of the key space
+// whose owner changed, the share of those already moved, and the backends leaving.
+void appendHandover(std::string& o, const ClusterSnapshot& c) {
+  o += ",\"handover\":";
+  const HandoverWindow* w = c.handover.get();
+  const int64_t now = wallClockMs();
+  if (w == nullptr || now >= w->until_ms) {
+    o += "null";
+    return;
+  }
+  o += "{\"since\":";
+  appendRfc3339(o, static_cast<double>(w->since_ms) / 1000.0);
+  o += ",\"until\":";
+  appendRfc3339(o, static_cast<double>(w->until_ms) / 1000.0);
+  o += ",\"from_fingerprint\":";
+  appendFingerprint(o, w->from_fingerprint);
+  o += ",\"moved_ratio\":";
+  appendNumber(o, w->moved_ratio);
+  o += ",\"ramp_ratio\":";
+  appendNumber(o, w->rampRatioAt(now));
+  o += ",\"leaving\":[";
+  for (size_t i = 0; i < w->leaving.size(); ++i) {
+    if (i) o += ',';
+    appendJsonString(o, w->leaving[i]);
+  }
+  o += "]}";
+}
+
 // A cluster's "membership" of /backends: where its backends came from, the revision and
 // fingerprint it serves, and for a membership cluster what its source is doing.
 void appendMembership(std::string& o, const ClusterSnapshot& c) {
@@ -241,6 +270,7 @@ AdminResponse backendsResponse(const Snapshot& snap) {
     o += ",\"panic\":";
     o += c.state && c.state->panic.load(std::memory_order_relaxed) ? "true" : "false";
     appendMembership(o, c);
+    appendHandover(o, c);
     o += ",\"total_load\":" + std::to_string(total) + ",\"backends\":[";
     for (uint32_t i = 0; i < c.backends.size(); ++i) {
       const BackendSnapshot& b = c.backends[i];

@@ -3,16 +3,11 @@
 #include <chrono>
 
 #include "lb/app/worker_group.h"
+#include "lb/core/duration.h"
 
 namespace lb {
 
 namespace {
-
-int64_t wallClockMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 HotKeyPolicy policyOf(const HotKeysConfig& c) {
   HotKeyPolicy p;

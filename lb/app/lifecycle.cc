@@ -160,7 +160,7 @@ void Lifecycle::finishReload(const std::string& text, AnsweredResolver resolver)
   // own tls files: the reload changes nothing, and the watch keeps its client.
   if (Errors tls = checkMembershipTls(config); !tls.empty()) return reloadFailed(tls);
   auto built = buildSnapshot(std::move(config), server_.registry(), generation_ + 1, &hosts,
-                             &origins);
+                             &origins, server_.snapshot().get());
   if (!built.ok()) return reloadFailed(built.errors());
   std::shared_ptr<const Snapshot> snap = built.value();
   // Every listener the workers would open must be bindable before anything changes: a
@@ -191,7 +191,7 @@ bool Lifecycle::applyConfig(Config config, const ResolvedHosts& hosts,
     return false;
   }
   auto built = buildSnapshot(std::move(config), server_.registry(), generation_ + 1, &hosts,
-                             &origins);
+                             &origins, server_.snapshot().get());
   if (!built.ok()) {
     *errors = built.errors();
     return false;

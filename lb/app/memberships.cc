@@ -355,11 +355,13 @@ void Memberships::onBuild(const std::string& cluster, const MembershipUpdate& u)
   for (std::string& n : namesOf(doc.value().backends))
     if (!known.count(n)) names.push_back(std::move(n));
   std::vector<BackendConfig> backends = std::move(doc.value().backends);
-  if (names.empty()) return finishApply(cluster, u.revision, u.document, std::move(backends), {});
+  const int64_t changed_at_ms = doc.value().changed_at_ms;
+  if (names.empty())
+    return finishApply(cluster, u.revision, changed_at_ms, std::move(backends), {});
   const int64_t revision = u.revision;
   e.batch = ResolveBatch::start(
       loop_, std::move(names), kResolveWait,
-      [this, cluster, revision, document = u.document, backends = std::move(backends)](
+      [this, cluster, revision, changed_at_ms, backends = std::move(backends)](
           const std::vector<std::string>& asked, const std::vector<ResolveAnswer>& answers) {
         auto it = entries_.find(cluster);
         if (it == entries_.end()) return;
@@ -371,13 +373,12 @@ void Memberships::onBuild(const std::string& cluster, const MembershipUpdate& u)
                               resolveErrorText(answers[i].status));
         ResolvedHosts resolved;
         for (size_t i = 0; i < asked.size(); ++i) resolved[asked[i]] = answers[i].address;
-        finishApply(cluster, revision, document, backends, resolved);
+        finishApply(cluster, revision, changed_at_ms, backends, resolved);
       });
 }
 
-void Memberships::finishApply(const std::string& cluster, int64_t revision, std::string document,
+void Memberships::finishApply(const std::string& cluster, int64_t revision, int64_t changed_at_ms,
                               std::vector<BackendConfig> backends, const ResolvedHosts& answers) {
-  (void)document;
   auto it = entries_.find(cluster);
   if (it == entries_.end() || stopped_ || lifecycle_ == nullptr) return;
   Entry& e = *it->second;
@@ -390,7 +391,7 @@ void Memberships::finishApply(const std::string& cluster, int64_t revision, std:
                          [&](const ClusterConfig& c) { return c.name == cluster; });
   if (cc == config.clusters.end()) return reject(e, revision, "the cluster is gone (reload)");
   cc->backends = backends;
-  origins[cluster] = {MembershipOrigin::kEtcd, revision};
+  origins[cluster] = {MembershipOrigin::kEtcd, revision, changed_at_ms};
   ResolvedHosts hosts = resolvedHostsOf(*snap);
   for (const auto& [name, address] : answers) hosts[name] = address;
   Errors errors;

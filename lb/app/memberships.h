@@ -84,7 +84,7 @@ class Memberships {
   void onChanged(const std::string& cluster);
   void onConfirmed(const std::string& cluster, int64_t revision);
   // The asynchronous half of judging: names answered, build and apply.
-  void finishApply(const std::string& cluster, int64_t revision, std::string document,
+  void finishApply(const std::string& cluster, int64_t revision, int64_t changed_at_ms,
                    std::vector<BackendConfig> backends, const ResolvedHosts& answers);
   void reject(Entry& e, int64_t revision, const std::string& reason, bool tell_source = true);
   void noteApplied(Entry& e, int64_t revision, const std::string& document, size_t backends,

@@ -186,6 +186,16 @@ struct HotKeysConfig {
   SourcePos pos;
 };
 
+// handover = { window, copy_ttl }: after a change of owners the previous table keeps serving
+// moved keys for `window` (lb/routing/handover.h). HTTP and TCP ramp each moved key over to
+// its new owner at its own moment of the window. copy_ttl is the read-through copies' TTL cap
+// (redis, memcached), which this version refuses by name until it is built.
+struct HandoverConfig {
+  Duration window{0};                 // 0: off
+  Duration copy_ttl{600000};
+  SourcePos pos;
+};
+
 struct ClusterConfig {
   std::string name;
   std::string selector = "ring_hash";
@@ -206,6 +216,7 @@ struct ClusterConfig {
   std::vector<BackendConfig> backends;
   std::optional<MembershipConfig> membership;   // absent: the backends above are the cluster's
   HotKeysConfig hot_keys;
+  std::optional<HandoverConfig> handover;   // absent: moved keys move at once
   ClusterTlsConfig tls;
   SourcePos pos;
 };

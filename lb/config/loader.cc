@@ -53,6 +53,10 @@ namespace {
 constexpr size_t kMaxFileBytes = 16 << 20;
 // Envoy's upper bound for a Maglev table; far beyond what any fleet needs.
 constexpr int64_t kMaxTableSize = 5000011;
+// handover.window: a day is far past any cache's refill; longer is a typo.
+constexpr Duration kMaxHandoverWindow{24LL * 3600 * 1000};
+// handover.copy_ttl: memcached reads an exptime over 30 days as a Unix time.
+constexpr Duration kMaxCopyTtl{30LL * 24 * 3600 * 1000};
 
 bool isPrime(int64_t n) {
   if (n < 2) return false;
@@ -385,6 +389,17 @@ void readCluster(WalkContext& ctx, const toml::key& key, const toml::node& node,
     readMembership(ctx, *mt, path + ".membership", &c->membership.emplace());
   if (const toml::table* ht = w.subtable("hot_keys"))
     readHotKeys(ctx, *ht, path + ".hot_keys", &c->hot_keys);
+  if (const toml::table* ht = w.subtable("handover")) {
+    TableWalker hw(ctx, *ht, path + ".handover");
+    HandoverConfig& h = c->handover.emplace();
+    h.pos = hw.pos();
+    if (hw.duration("window", Duration{0}, &h.window) && h.window > kMaxHandoverWindow)
+      hw.errorAt("window", "must be at most 24h, got " + formatDuration(h.window));
+    if (hw.duration("copy_ttl", Duration{1000}, &h.copy_ttl) && h.copy_ttl > kMaxCopyTtl)
+      hw.errorAt("copy_ttl", "must be at most 720h (30 days: memcached reads a longer "
+                             "exptime as a date), got " + formatDuration(h.copy_ttl));
+    hw.checkUnknownKeys();
+  }
   if (const toml::table* tt = w.subtable("tls")) readClusterTls(ctx, *tt, path + ".tls", &c->tls);
   // With a membership the file's backends are only the fallback, so they may be left out.
   if (const toml::array* a = w.array("backends", !t->contains("membership"))) {

@@ -163,6 +163,32 @@ void checkSpread(const Config& config, const ClusterConfig& c, const std::string
             "this cluster is one (listener '" + served_by + "\")");
 }
 
+// handover: HTTP and TCP listeners ramp moved keys over (lb/routing/handover.h). The redis
+// and memcached read-through (a miss at the new owner read from the previous one and copied)
+// is not built yet; rather than ramp cache keys over, which would split a key's reads and
+// writes between two servers for the window, a cache cluster with a handover is refused by
+// name, and so is copy_ttl, which only the read-through would use.
+void checkHandover(const Config& config, const ClusterConfig& c, const std::string& path,
+                   WalkContext& ctx) {
+  if (!c.handover) return;
+  const std::string hp = path + ".handover";
+  for (const auto& l : config.listeners) {
+    if (l.cluster != c.name) continue;
+    if (l.protocol != Protocol::kRedis && l.protocol != Protocol::kMemcached) continue;
+    ctx.error(ctx.positionOf(hp), hp,
+              "is not supported yet for redis and memcached listeners (listener '" + l.name +
+                  "' has protocol = \"" + protocolName(l.protocol) +
+                  "\"): their handover reads through to the previous owner, which this "
+                  "version does not do; HTTP and TCP listeners ramp keys over");
+    return;
+  }
+  const std::string tp = hp + ".copy_ttl";
+  if (ctx.written(tp))
+    ctx.error(ctx.positionOf(tp), tp,
+              "applies only to the redis and memcached read-through, which this version "
+              "does not do (HTTP and TCP listeners ramp keys over and copy nothing)");
+}
+
 // path and expect say what an HTTP check sends and accepts; on another type they would be
 // silently ignored.
 void checkHealth(const ClusterConfig& c, const std::string& path, WalkContext& ctx) {
@@ -248,6 +274,7 @@ void validateConfig(const Config& config, WalkContext& ctx) {
     checkSelector(c, path, ctx);
     checkHealth(c, path, ctx);
     checkSpread(config, c, path, ctx);
+    checkHandover(config, c, path, ctx);
   }
 }
 

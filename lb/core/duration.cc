@@ -1,5 +1,7 @@
 #include "lb/core/duration.h"
 
+#include <time.h>
+
 #include <cstdint>
 
 namespace lb {
@@ -85,6 +87,12 @@ std::string formatDuration(Duration d) {
     }
   }
   return out;
+}
+
+int64_t wallClockMs() noexcept {
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME_COARSE, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
 }
 
 }  // namespace lb

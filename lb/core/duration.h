@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -23,5 +24,9 @@ bool parseDuration(std::string_view text, Duration* out, std::string* error);
 
 // The shortest text parseDuration reads back as `d`: "0", "250ms", "1m30s", "2h".
 std::string formatDuration(Duration d);
+
+// Now on the wall clock, in milliseconds since the Unix epoch (CLOCK_REALTIME_COARSE: a few
+// milliseconds' resolution, and no system call, so the request path may ask).
+int64_t wallClockMs() noexcept;
 
 }  // namespace lb

@@ -213,6 +213,15 @@ void HealthTracker::publish(Backend& b, const std::string& reason) {
     b.usable = usable;
     b.state->healthy.store(usable, std::memory_order_relaxed);
     rec.transitions[usable ? 0 : 1].add();
+    if (usable && c.config->handover && c.config->handover->window.count() > 0) {
+      // A return is a change of owners: its keys come back to it over the handover window
+      // from the hosts that served them meanwhile (the pick's return step).
+      const int64_t now = wallClockMs();
+      b.state->returned_at_ms.store(now, std::memory_order_relaxed);
+      const int64_t until = now + c.config->handover->window.count();
+      if (c.state->returns_until_ms.load(std::memory_order_relaxed) < until)
+        c.state->returns_until_ms.store(until, std::memory_order_relaxed);
+    }
     if (usable)
       LB_INFO("backend %s up: %s (cluster %s)", b.state->name.c_str(), rec.reason.c_str(),
               c.state->name.c_str());

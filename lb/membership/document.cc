@@ -208,6 +208,7 @@ Result<MembershipDocument> parseMembershipDocument(std::string_view text, std::s
     }
     checkBackendList(cluster, doc.backends, {"backends", ""}, ctx);
   }
+  top.integer("changed_at_ms", 0, INT64_MAX, &doc.changed_at_ms);
   top.checkUnknownKeys();
   if (!ctx.errors.empty()) {
     std::stable_sort(ctx.errors.begin(), ctx.errors.end(), errorBefore);
@@ -216,7 +217,7 @@ Result<MembershipDocument> parseMembershipDocument(std::string_view text, std::s
   return doc;
 }
 
-std::string membershipJson(const std::vector<BackendConfig>& backends) {
+std::string membershipJson(const std::vector<BackendConfig>& backends, int64_t changed_at_ms) {
   // dump() with `replace`: never throws on bytes that are not UTF-8 (TOML and JSON sources
   // are UTF-8 already; this keeps a caller's mistake from becoming an exception).
   auto quoted = [](const std::string& s) {
@@ -231,7 +232,9 @@ std::string membershipJson(const std::vector<BackendConfig>& backends) {
     if (!b.hash_key.empty()) out += ", \"hash_key\": " + quoted(b.hash_key);
     out += "}";
   }
-  out += backends.empty() ? "]}\n" : "\n]}\n";
+  out += backends.empty() ? "]" : "\n]";
+  if (changed_at_ms > 0) out += ",\n \"changed_at_ms\": " + std::to_string(changed_at_ms);
+  out += "}\n";
   return out;
 }
 

@@ -2,9 +2,13 @@
 // one JSON object holding the cluster's whole backend list:
 //
 //   {"backends": [{"name": "cache-a", "address": "10.0.1.1:11211", "weight": 1,
-//                  "hash_key": "cache-a"}]}
+//                  "hash_key": "cache-a"}],
+//    "changed_at_ms": 1764946800123}
 //
-// `weight` and `hash_key` are optional, with the TOML defaults (1, the name). A document is
+// `changed_at_ms` is when `lb membership put` wrote the list (milliseconds since the Unix
+// epoch): every instance starts the cluster's handover window there, so that they all ramp a
+// moved key at the same moment (lb/routing/handover.h). Optional; `weight` and `hash_key` are
+// optional too, with the TOML defaults (1, the name). A document is
 // validated by the same code as a cluster's TOML `backends` (lb/config/backends.h), so that
 // `lb membership put`, `lb --check` of a TOML list and the running lb agree on what a valid
 // list is, message for message. Both lb's membership source (on the main thread) and the
@@ -25,6 +29,7 @@ struct MembershipDocument {
   // In document order; each BackendConfig's `pos` is its object's line:column in the text,
   // hash_key is "" when not written (as from TOML: the name is the default).
   std::vector<BackendConfig> backends;
+  int64_t changed_at_ms = 0;   // 0: not stamped
 };
 
 // Parses and validates `text` exactly as `cluster`'s TOML `backends` are validated: the
@@ -34,7 +39,8 @@ struct MembershipDocument {
 // ignored. Checks, all reported at once in text order:
 //   - JSON syntax (with the byte offset nlohmann::json reports, as line:column), and a key
 //     written twice in one object (which nlohmann would take silently, the last one);
-//   - the top level is an object with exactly the key "backends" (an array);
+//   - the top level is an object with the key "backends" (an array) and, optionally,
+//     "changed_at_ms" (an integer >= 0), nothing else;
 //   - each entry is an object with only name, address, weight, hash_key (an unknown key is
 //     reported with a did-you-mean, as the TOML loader does); their types; name required and
 //     plain; address required and host:port; weight an integer in 1..1000 ("weight 0" is an
@@ -52,7 +58,8 @@ Result<MembershipDocument> parseMembershipDocument(std::string_view text, std::s
 // set (so that a list read from TOML and one read from JSON print alike); one backend per
 // line, ending in a newline. What `lb membership put` writes to etcd and what the state file
 // holds; parseMembershipDocument(membershipJson(b)) gives back b (without positions).
-std::string membershipJson(const std::vector<BackendConfig>& backends);
+// `changed_at_ms` > 0 is written after the list.
+std::string membershipJson(const std::vector<BackendConfig>& backends, int64_t changed_at_ms = 0);
 
 // "" when `next` may replace `current`; else why not, naming the counts, e.g.
 // "removes 3 of 4 backends (75%) at once; max_remove_percent is 50". A backend is removed

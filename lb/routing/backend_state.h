@@ -111,6 +111,10 @@ struct BackendState {
   // False while health takes the backend out of every key's preference order (its checks
   // failed, or it is ejected). Written by the main thread; a new backend starts healthy.
   std::atomic<bool> healthy{true};
+  // When health last brought the backend back (wall clock, ms; 0: never): a cluster with a
+  // handover window ramps the backend's keys back to it from then (lb/routing/handover.h).
+  // Written by the main thread.
+  std::atomic<int64_t> returned_at_ms{0};
   const unsigned workers;
   const std::unique_ptr<BackendWorkerStats[]> per_worker;
   HealthRecord health;
@@ -150,6 +154,10 @@ struct ClusterState {
   HotKeyState hot_keys;
   // The near cache's shared write stripes and per-worker counters (hot_keys.near_cache).
   NearCacheState near_cache;
+  // The end of the latest return window among the cluster's backends (wall clock, ms; 0:
+  // none open): the pick reads only this until a backend comes back. The main thread raises
+  // it; the first pick past it sets it back to 0.
+  std::atomic<int64_t> returns_until_ms{0};
 };
 
 // Listener-side state that outlives snapshots, keyed by listener name.

@@ -62,6 +62,58 @@ bool retryStep(const ClusterSnapshot& c, uint64_t hash, const LoadView& loads, u
   return false;
 }
 
+// Step "handover": inside a handover window a key whose owner changed stays with its previous
+// owner until its moment in the ramp (lb/routing/handover.h), while that owner is usable.
+// The pick's attempt is the previous owner's position in the new order, so that a retry
+// after it fails goes further along the order, never back to it. First attempts only.
+bool handoverStep(const ClusterSnapshot& c, uint64_t hash, const LoadView& loads,
+                  uint32_t hosts, Pick* out) noexcept {
+  const HandoverWindow& w = *c.handover;
+  if (w.over.value.load(std::memory_order_relaxed)) return false;
+  const uint32_t prev = w.previousOwner(hash);
+  if (prev == HandoverWindow::kLeaving || prev == c.hostAt(hash, 0)) return false;
+  const int64_t now = wallClockMs();
+  if (now >= w.until_ms) {
+    w.over.value.store(true, std::memory_order_relaxed);
+    return false;
+  }
+  if (!w.holdsAt(hash, now) || !loads.usable(prev)) return false;
+  uint32_t position = 1;
+  while (position < hosts && c.hostAt(hash, position) != prev) ++position;
+  *out = {prev, position < hosts ? position : 0, PickReason::kOwner};
+  return true;
+}
+
+// Step "handover", a returning owner: a backend that health brought back inside the window
+// gets its keys back each at its moment of the ramp; until then a key stays with the host
+// that served it meanwhile, the first usable one after the owner in the key's order. One
+// relaxed load a pick while no return window is open.
+bool returnStep(const ClusterSnapshot& c, uint64_t hash, const LoadView& loads, uint32_t hosts,
+                Pick* out) noexcept {
+  std::atomic<int64_t>& until = c.state->returns_until_ms;
+  int64_t open_until = until.load(std::memory_order_relaxed);
+  if (open_until == 0) return false;
+  const int64_t now = wallClockMs();
+  if (now >= open_until) {
+    until.compare_exchange_strong(open_until, 0, std::memory_order_relaxed);
+    return false;
+  }
+  const uint32_t owner = c.hostAt(hash, 0);
+  const int64_t back = c.backends[owner].state->returned_at_ms.load(std::memory_order_relaxed);
+  const int64_t window = c.handover_window_ms;
+  if (back == 0 || now >= back + window || now < back || !loads.usable(owner)) return false;
+  if (rampMoment(hash) < static_cast<double>(now - back) / static_cast<double>(window))
+    return false;
+  for (uint32_t a = 1; a < hosts; ++a) {
+    const uint32_t h = c.hostAt(hash, a);
+    if (loads.usable(h)) {
+      *out = {h, a, PickReason::kOwner};
+      return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 bool ClusterSnapshot::pick(uint64_t hash, const PickContext& ctx, Pick* out) const noexcept {
@@ -76,6 +128,10 @@ bool ClusterSnapshot::pick(uint64_t hash, const PickContext& ctx, Pick* out) con
   if (ctx.from_attempt >= hosts) {   // every position of the order was tried
     out->host = hostAt(hash, 0);
     return false;
+  }
+  if (ctx.from_attempt == 0 && handover_window_ms > 0) {
+    if (handover && handoverStep(*this, hash, view, hosts, out)) return true;
+    if (state && returnStep(*this, hash, view, hosts, out)) return true;
   }
   if (spreadStep(*this, hash, view, ctx, out)) return true;
   Pick p = boundedStep(*this, hash, view, ctx);

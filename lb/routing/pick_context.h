@@ -5,6 +5,10 @@
 //
 //   order      the key's preference order: the table's distinct hosts for the key, or, for a
 //              keyless round_robin request, table order from the worker's rotation
+//   handover   inside a handover window, a key whose owner changed stays with its previous
+//              owner until its moment in the ramp (lb/routing/handover.h), and a key whose
+//              owner health brought back stays with the host that served it meanwhile
+//              until its moment; first attempts
 //   spread     a hot key that may spread: the least loaded of its first `spread` usable
 //              hosts (plugins/selectors/hot_spread.h), when one has room
 //   bounded    bounded loads when the cluster has hash_balance_factor (past a host at its

@@ -65,6 +65,8 @@ std::shared_ptr<const Snapshot> withAddresses(const Snapshot& base,
     cs.origin = from.origin;   // same table, same membership
     cs.revision = from.revision;
     cs.fingerprint = from.fingerprint;
+    cs.handover = from.handover;
+    cs.handover_window_ms = from.handover_window_ms;
   }
   for (const AddressChange& change : changes) {
     if (change.cluster >= snap->clusters.size()) continue;

@@ -177,7 +177,8 @@ void setClusterTlsBuilder(ClusterTlsBuilder builder) { cluster_tls_builder = bui
 Result<std::shared_ptr<const Snapshot>> buildSnapshot(Config config, StateRegistry& registry,
                                                       uint64_t generation,
                                                       const ResolvedHosts* resolved,
-                                                      const BackendOrigins* origins) {
+                                                      const BackendOrigins* origins,
+                                                      const Snapshot* previous) {
   auto snap = std::make_shared<Snapshot>();
   snap->config = std::move(config);
   snap->generation = generation;
@@ -189,10 +190,12 @@ Result<std::shared_ptr<const Snapshot>> buildSnapshot(Config config, StateRegist
     ClusterSnapshot& cs = snap->clusters.emplace_back();
     cs.config = &cc;
     cs.state = registry.cluster(cc.name);
+    int64_t changed_at_ms = 0;
     if (origins != nullptr)
       if (auto it = origins->find(cc.name); it != origins->end()) {
         cs.origin = it->second.source;
         cs.revision = it->second.revision;
+        changed_at_ms = it->second.changed_at_ms;
       }
     cs.selector = selectorOf(cc);
     if (cs.selector == nullptr) {
@@ -235,6 +238,17 @@ Result<std::shared_ptr<const Snapshot>> buildSnapshot(Config config, StateRegist
                                               &cs.state->panic);
     cs.rotation = Rotation(registry.workers());
     cs.fingerprint = tableFingerprint(cc, cs.table.get(), cs.selector->key_hash);
+    cs.handover_window_ms = cc.handover ? cc.handover->window.count() : 0;
+    const ClusterSnapshot* was = previous ? previous->findCluster(cc.name) : nullptr;
+    // Across a change of selector the old table's owners are not the same keys' owners.
+    if (was != nullptr && was->selector == cs.selector && cc.handover) {
+      std::vector<std::string> was_names, names;
+      for (const BackendSnapshot& b : was->backends) was_names.push_back(b.config->name);
+      for (const BackendConfig& b : cc.backends) names.push_back(b.name);
+      cs.handover = handoverAcross(was->table, was_names, was->fingerprint, was->handover,
+                                   *cs.table, names, cs.selector->key_hash.bits, wallClockMs(),
+                                   cc.handover->window.count(), changed_at_ms);
+    }
   }
 
   snap->listeners.reserve(snap->config.listeners.size());

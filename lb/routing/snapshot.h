@@ -17,6 +17,7 @@
 
 #include "lb/config/config.h"
 #include "lb/routing/backend_state.h"
+#include "lb/routing/handover.h"
 #include "lb/routing/pick_context.h"
 #include "lb/routing/rotation.h"
 #include "plugins/key.h"
@@ -85,6 +86,12 @@ struct ClusterSnapshot {
   // tableFingerprint() of this cluster: two instances serving the same table show the same
   // number (lb_cluster_table_fingerprint, /backends, /ring). 0 when there is no table.
   uint64_t fingerprint = 0;
+  // The table that served before the last change of owners, while its handover window lasts
+  // (the cluster's `handover`); null otherwise.
+  std::shared_ptr<const HandoverWindow> handover;
+  // The cluster's handover.window in ms (0: off): how long a backend that health brings back
+  // takes to get its keys back (BackendState::returned_at_ms).
+  int64_t handover_window_ms = 0;
 
   // THE pick (lb/routing/pick_context.h names its steps; pick.cc applies them in order). True
   // with *out a usable host (in panic, any host); false when there is none to try: no hosts,
@@ -200,6 +207,9 @@ uint64_t tableFingerprint(const ClusterConfig& cluster, const SelectorTable* tab
 struct BackendOrigin {
   MembershipOrigin source = MembershipOrigin::kFile;
   int64_t revision = 0;
+  // The membership document's changed_at_ms (0: none): where a handover window it opens
+  // starts, so that every instance fed by it ramps alike.
+  int64_t changed_at_ms = 0;
 };
 using BackendOrigins = std::map<std::string, BackendOrigin, std::less<>>;
 
@@ -230,9 +240,12 @@ using ClusterTlsBuilder = std::shared_ptr<const TlsClientContext> (*)(
     const ClusterConfig& cluster, const std::string& file, unsigned workers, Errors* errors);
 void setClusterTlsBuilder(ClusterTlsBuilder builder);
 
+// `previous` is the snapshot serving now (null at start): a cluster with a handover window
+// whose owners change against it keeps its table for the window (lb/routing/handover.h).
 Result<std::shared_ptr<const Snapshot>> buildSnapshot(Config config, StateRegistry& registry,
                                                       uint64_t generation,
                                                       const ResolvedHosts* resolved = nullptr,
-                                                      const BackendOrigins* origins = nullptr);
+                                                      const BackendOrigins* origins = nullptr,
+                                                      const Snapshot* previous = nullptr);
 
 }  // namespace lb

@@ -50,6 +50,19 @@ class ProxyHarness {
   void killOrigin(const std::string& name) {
     origins_.at(name)->stop(9);
   }
+  // Starts `name` again on the port it had (a restarted server); false when it does not
+  // come up there.
+  bool restartOrigin(const std::string& name, std::string* why = nullptr) {
+    const std::string listen = "127.0.0.1:" + std::to_string(origin_port_.at(name));
+    auto p = std::make_unique<Process>(std::vector<std::string>{
+        builtBinary("lb-origin"), "--listen", listen, "--name", name});
+    if (!p->waitForListeningPort("listening on")) {
+      if (why) *why = p->output();
+      return false;
+    }
+    origins_[name] = std::move(p);
+    return true;
+  }
 
   // `backends = [ ... ]` for the named origins, in order.
   std::string backendsToml(const std::vector<std::string>& names) {

@@ -11,6 +11,7 @@
 #include "lb/cli/membership/etcd_session.h"
 #include "lb/config/backends.h"
 #include "lb/config/config.h"
+#include "lb/core/duration.h"
 #include "lb/core/strings.h"
 #include "lb/membership/document.h"
 #include "lb/membership/etcd_client.h"
@@ -326,7 +327,9 @@ int diffOrPut(const MembershipOptions& o, ClusterConfig settings_in, EtcdSession
   const int64_t expected = current->present ? current->mod_revision : 0;
   EtcdTxnReply reply;
   EtcdError error;
-  if (!etcd.putIf(o.key, membershipJson(*next), expected, &reply, &error)) {
+  // Stamped with now: every instance starts its handover window at this moment, so that a
+  // fleet ramps each moved key over together (docs/config.md, "handover").
+  if (!etcd.putIf(o.key, membershipJson(*next, wallClockMs()), expected, &reply, &error)) {
     if (error.kind == EtcdFailure::kTimeout)
       return failure("the write to " + o.key + " timed out: it may or may not have applied; "
                      "`lb membership get` shows which");

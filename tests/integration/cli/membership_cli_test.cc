@@ -25,6 +25,24 @@ const char kFour[] =
     "  {\"name\": \"d\", \"address\": \"127.0.0.1:9004\"}\n"
     "]}\n";
 
+int64_t wallMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// A value `lb membership put` wrote: the canonical list, then the moment it was written
+// (changed_at_ms, where every instance starts its handover window). The list alone, after
+// checking that the stamp is there and falls in [after_ms, now]; "" when it is not there.
+std::string unstamped(const std::optional<std::string>& value, int64_t after_ms) {
+  const std::string tail = ",\n \"changed_at_ms\": ";
+  const size_t at = value ? value->rfind(tail) : std::string::npos;
+  if (at == std::string::npos || value->substr(value->size() - 2) != "}\n") return "";
+  const int64_t stamp = std::stoll(value->substr(at + tail.size()));
+  if (stamp < after_ms || stamp > wallMs()) return "";
+  return value->substr(0, at) + "}\n";
+}
+
 class MembershipCliTest : public testing::Test {
  protected:
   static void SetUpTestSuite() { etcd_ = new test::EtcdProcess(); }
@@ -88,6 +106,7 @@ TEST_F(MembershipCliTest, PutOfAnInvalidFilePrintsFileLineColumnAndWritesNothing
 }
 
 TEST_F(MembershipCliTest, PutThenGetRoundTrips) {
+  const int64_t start = wallMs();
   const auto put = run("put", {writeFile("m.json", kFour)});
   ASSERT_EQ(put.exit_code, 0) << put.err;
   const int64_t revision = etcd_->revision();
@@ -95,24 +114,25 @@ TEST_F(MembershipCliTest, PutThenGetRoundTrips) {
                          " (created)"),
             std::string::npos)
       << put.out;
-  EXPECT_EQ(etcd_->get(key_), std::string(kFour));   // kFour is canonical already
+  EXPECT_EQ(unstamped(etcd_->get(key_), start), std::string(kFour));   // kFour is canonical
 
   const auto get = run("get", {});
   ASSERT_EQ(get.exit_code, 0) << get.err;
-  EXPECT_EQ(get.out, kFour);
+  EXPECT_EQ(get.out, *etcd_->get(key_)) << "get prints the value byte for byte";
   EXPECT_NE(get.err.find(key_ + ": mod_revision " + std::to_string(revision) + ", version 1"),
             std::string::npos)
       << get.err;
 }
 
 TEST_F(MembershipCliTest, TomlBackendListIsWrittenAsCanonicalJson) {
+  const int64_t start = wallMs();
   const auto put = run("put", {writeFile("m.toml",
                                          "backends = [\n"
                                          "  { name = \"a\", address = \"127.0.0.1:9001\", "
                                          "weight = 2 },\n"
                                          "]\n")});
   ASSERT_EQ(put.exit_code, 0) << put.err;
-  EXPECT_EQ(etcd_->get(key_),
+  EXPECT_EQ(unstamped(etcd_->get(key_), start),
             "{\"backends\": [\n  {\"name\": \"a\", \"address\": \"127.0.0.1:9001\", "
             "\"weight\": 2}\n]}\n");
 }
@@ -125,9 +145,10 @@ TEST_F(MembershipCliTest, LbConfigFileGivesItsClustersBackendsAndRules) {
       "[clusters.web]\nbackends = [ { name = \"w\", address = \"127.0.0.1:9000\" } ]\n"
       "[clusters.cache]\nselector = \"ketama\"\nbackends = [\n"
       "  { name = \"a\", address = \"127.0.0.1:9001\", hash_key = \"127.0.0.1:9001\" },\n]\n");
+  const int64_t start = wallMs();
   const auto put = run("put", {"--cluster", "cache", config});
   ASSERT_EQ(put.exit_code, 0) << put.err;
-  EXPECT_EQ(etcd_->get(key_),
+  EXPECT_EQ(unstamped(etcd_->get(key_), start),
             "{\"backends\": [\n  {\"name\": \"a\", \"address\": \"127.0.0.1:9001\", "
             "\"hash_key\": \"127.0.0.1:9001\"}\n]}\n");
 

@@ -68,8 +68,8 @@ TEST(SimulateCliTest, FourToFiveReproducesTheTextbookFigures) {
 // database's peak within 1.2x of its rate before; so does the ramp's peak.
 TEST(SimulateCliTest, HandoverRunsEachSelectorWithoutReadThroughAndRamp) {
   const std::vector<std::string> args = {
-      "--selector", "ring_hash", "--keys", "1000000", "--duration", "30s", "--samples", "40000",
-      "--handover", "60s", "--seed", "7", "--format", "json"};
+      "--selector", "ring_hash", "--keys", "1000000", "--duration", "20s", "--handover", "60s",
+      "--seed", "7", "--format", "json"};
   const auto r = runSimulate(args);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto doc = testjson::parse(r.out);

@@ -1,8 +1,8 @@
 // docs/metrics.md against a running lb: every family on /metrics has a row in the doc with the
 // same type and labels, and every row names a family /metrics has, unless the row says the
 // family exists only under a condition ("present" = `when ...`). The config below switches on
-// every condition known today (bounded loads, an HTTP and a TCP listener, active checks,
-// outlier detection), so those rows are checked too. A feature that adds a family adds its
+// every condition known today (bounded loads, a handover window, an HTTP and a TCP listener,
+// active checks, outlier detection), so those rows are checked too. A feature that adds a family adds its
 // row to the doc; nothing here changes.
 #include <gtest/gtest.h>
 
@@ -138,6 +138,7 @@ TEST(MetricsDocTest, EveryFamilyOnMetricsIsDocumentedAndEveryDocumentedOneExists
           "[listeners.raw]\nlisten = \"127.0.0.1:" + std::to_string(tcp) +
           "\"\nprotocol = \"tcp\"\ncluster = \"plain\"\nhash = [ { source_ip = true } ]\n"
           "[clusters.bounded]\nselector = \"maglev\"\nhash_balance_factor = 125\n"
+          "handover = { window = \"1m\" }\n"
           "backends = [ { name = \"a\", address = \"127.0.0.1:9\" },"
           " { name = \"b\", address = \"127.0.0.1:10\", weight = 2 } ]\n"
           "[clusters.plain]\n"

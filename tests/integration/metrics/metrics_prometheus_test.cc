@@ -219,10 +219,11 @@ TEST_F(MetricsPrometheusTest, DashboardQueriesReturnDataFromARealLb) {
   auto traffic_until = std::chrono::steady_clock::now() + 2500ms;
   for (int i = 0; std::chrono::steady_clock::now() < traffic_until; ++i)
     send(c, std::to_string(i));
-  // Every row but Cache, Membership and TLS: an HTTP fleet has no redis or memcached
-  // listener, no membership cluster and no TLS (the tests below).
+  // Every row but Cache, Membership, TLS and Handover: an HTTP fleet has no redis or
+  // memcached listener, no membership cluster, no TLS and no handover (the tests below).
   for (const auto& [row, panels] : panelsByRow(dashboard))
-    if (row != "Cache" && row != "Membership" && row != "TLS") expectPanelsHaveData(prom, panels);
+    if (row != "Cache" && row != "Membership" && row != "TLS" && row != "Handover")
+      expectPanelsHaveData(prom, panels);
 }
 
 TEST_F(MetricsPrometheusTest, DashboardMembershipRowQueriesReturnDataFromAnEtcdBackedLb) {
@@ -245,6 +246,30 @@ TEST_F(MetricsPrometheusTest, DashboardMembershipRowQueriesReturnDataFromAnEtcdB
   auto rows = panelsByRow(lb::testing::JsonReader::parse(readDashboard()));
   ASSERT_TRUE(rows.count("Membership")) << "no Membership row";
   expectPanelsHaveData(prom, rows["Membership"]);
+  EXPECT_EQ(lb.process().stop(SIGTERM, 10s), 0) << lb.output();
+}
+
+// The Handover row against an lb whose cluster has a handover window, after a reload that
+// adds a backend opened one.
+TEST_F(MetricsPrometheusTest, DashboardHandoverRowQueriesReturnDataFromALbWithAWindow) {
+  const uint16_t admin = freePort(), web = freePort();
+  auto config = [&](const std::string& backends) {
+    return "[lb]\nworkers = 1\naccess_log = \"\"\n[admin]\nlisten = \"127.0.0.1:" +
+           std::to_string(admin) + "\"\n[listeners.web]\nlisten = \"127.0.0.1:" +
+           std::to_string(web) + "\"\ncluster = \"c\"\n[clusters.c]\n"
+           "handover = { window = \"10m\" }\nbackends = [ " + backends + " ]\n";
+  };
+  LbProcess lb;
+  ASSERT_TRUE(lb.start(config("{ name = \"a\", address = \"127.0.0.1:9001\" }"), {web, admin}))
+      << lb.output();
+  ASSERT_TRUE(lb.reload(config("{ name = \"a\", address = \"127.0.0.1:9001\" }, "
+                               "{ name = \"b\", address = \"127.0.0.1:9002\" }")))
+      << lb.output();
+  PrometheusServer prom;
+  ASSERT_EQ(prom.start(admin), "");
+  auto rows = panelsByRow(lb::testing::JsonReader::parse(readDashboard()));
+  ASSERT_TRUE(rows.count("Handover")) << "no Handover row";
+  expectPanelsHaveData(prom, rows["Handover"]);
   EXPECT_EQ(lb.process().stop(SIGTERM, 10s), 0) << lb.output();
 }
 

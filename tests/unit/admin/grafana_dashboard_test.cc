@@ -56,6 +56,8 @@ std::map<std::string, std::set<std::string>> exportedSeries() {
   config.clusters[0].outlier = OutlierConfig{};
   // A membership: the lb_membership_* families.
   config.clusters[0].membership = MembershipConfig{};
+  // A handover window: the lb_handover_* families.
+  config.clusters[0].handover = HandoverConfig{};
   // A redis listener: the cache families (commands by result, lb's own cache errors).
   ListenerConfig redis;
   redis.name = "redis";

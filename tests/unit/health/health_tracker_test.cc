@@ -101,6 +101,62 @@ TEST_F(HealthTrackerTest, ChecksTakeABackendDownAfterFallAndBringItBackAfterRise
   EXPECT_EQ(state(1).health.last_result, CheckResult::kOk);
 }
 
+// With a handover window a return is a change of owners: the backend's keys come back to it
+// over the window (the pick's return step), so right after the return they stay with the
+// host that served them meanwhile. Without one, nothing is stamped and they return at once.
+TEST_F(HealthTrackerTest, AReturnWithAHandoverWindowRampsTheBackendsKeysBack) {
+  Config config = trackerConfig(4, true, false);
+  HandoverConfig h;
+  h.window = Duration(60000);
+  config.clusters[0].handover = h;
+  auto r = buildSnapshot(config, registry_, ++gen_);
+  ASSERT_TRUE(r.ok());
+  snap_ = r.value();
+  tracker_.reconcile(snap_);
+  check(1, CheckResult::kTimeout, 3);
+  ASSERT_FALSE(healthy(1));
+  EXPECT_EQ(state(1).returned_at_ms.load(), 0) << "going down is not a return";
+  check(1, CheckResult::kOk, 2);
+  ASSERT_TRUE(healthy(1));
+  const int64_t back = state(1).returned_at_ms.load();
+  EXPECT_NEAR(static_cast<double>(back), static_cast<double>(wallClockMs()), 5000);
+  EXPECT_EQ(cluster().state->returns_until_ms.load(), back + 60000);
+  int owned = 0, held = 0;
+  for (uint64_t k = 0; k < 4000; ++k) {
+    const uint64_t hash = k * 0x9e3779b97f4a7c15ULL;
+    if (cluster().hostAt(hash, 0) != 1) {
+      EXPECT_EQ(pickOf(cluster(), hash).host, cluster().hostAt(hash, 0)) << "not its key";
+      continue;
+    }
+    ++owned;
+    const Pick p = pickOf(cluster(), hash);
+    if (p.host != 1) {
+      ++held;
+      EXPECT_EQ(p.host, cluster().hostAt(hash, 1)) << "the host that served it meanwhile";
+    }
+  }
+  ASSERT_GT(owned, 500);
+  EXPECT_GT(held, owned * 9 / 10) << "seconds into a minute's window, nearly all still held";
+
+  // The window over: every key at its owner again, and the cluster's mark cleared.
+  state(1).returned_at_ms.store(back - 120000);
+  cluster().state->returns_until_ms.store(back - 60000);
+  for (uint64_t k = 0; k < 400; ++k) {
+    const uint64_t hash = k * 0x9e3779b97f4a7c15ULL;
+    EXPECT_EQ(pickOf(cluster(), hash).host, cluster().hostAt(hash, 0));
+  }
+  EXPECT_EQ(cluster().state->returns_until_ms.load(), 0);
+}
+
+TEST_F(HealthTrackerTest, AReturnWithoutAHandoverWindowStampsNothing) {
+  build(4, true, false);
+  check(1, CheckResult::kTimeout, 3);
+  check(1, CheckResult::kOk, 2);
+  ASSERT_TRUE(healthy(1));
+  EXPECT_EQ(state(1).returned_at_ms.load(), 0);
+  EXPECT_EQ(cluster().state->returns_until_ms.load(), 0);
+}
+
 TEST_F(HealthTrackerTest, AMixedRunOfFailuresNamesTheLastOne) {
   build(4, true, false);
   check(2, CheckResult::kTimeout);

@@ -414,6 +414,35 @@ TEST(MembershipJson, RoundTripsThroughTheParser) {
   EXPECT_EQ(membershipJson(again->backends), canonical);
 }
 
+// `lb membership put` stamps the list with the moment it wrote it: the stamp reads back, is
+// optional, and must be a non-negative integer.
+TEST(MembershipJson, TheChangeStampRoundTripsAndIsChecked) {
+  std::vector<BackendConfig> b(1);
+  b[0].name = "a";
+  b[0].address = "127.0.0.1:9001";
+  const std::string stamped = membershipJson(b, 1764946800123);
+  EXPECT_EQ(stamped,
+            "{\"backends\": [\n  {\"name\": \"a\", \"address\": \"127.0.0.1:9001\"}\n],\n"
+            " \"changed_at_ms\": 1764946800123}\n");
+  auto doc = parseMembershipDocument(stamped, "m.json", clusterWith("ring_hash"));
+  ASSERT_TRUE(doc.ok()) << doc.errors()[0].format();
+  EXPECT_EQ(doc->changed_at_ms, 1764946800123);
+  EXPECT_EQ(doc->backends.size(), 1u);
+  auto plain = parseMembershipDocument(membershipJson(b), "m.json", clusterWith("ring_hash"));
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->changed_at_ms, 0);
+  for (const char* bad : {"-1", "\"now\"", "1.5"}) {
+    auto r = parseMembershipDocument(
+        std::string("{\"backends\": [{\"name\": \"a\", \"address\": \"127.0.0.1:9001\"}], "
+                    "\"changed_at_ms\": ") + bad + "}",
+        "m.json", clusterWith("ring_hash"));
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.errors()[0].format().find("m.json:1:"), std::string::npos) << bad;
+    EXPECT_NE(r.errors()[0].format().find("changed_at_ms"), std::string::npos)
+        << r.errors()[0].format();
+  }
+}
+
 // --- max_remove_percent ---------------------------------------------------------------------
 
 std::vector<BackendConfig> named(std::initializer_list<const char*> names) {

@@ -1,0 +1,80 @@
+// A cluster's `handover = { window, copy_ttl }`: what it reads, where it applies, and each
+// mistake at its position with its key path.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "lb/config/config.h"
+
+namespace lb {
+namespace {
+
+std::vector<std::string> errorsOf(const std::string& toml) {
+  auto r = loadConfigString(toml, "lb.toml");
+  std::vector<std::string> got;
+  if (!r.ok())
+    for (const auto& e : r.errors()) got.push_back(e.format());
+  return got;
+}
+
+std::string clusterWith(const std::string& handover_line) {
+  return "[clusters.web]\n" + handover_line +
+         "\nbackends = [ { name = \"a\", address = \"127.0.0.1:9001\" } ]\n";
+}
+
+const std::string kHttp = "[listeners.h]\nlisten = \"127.0.0.1:8080\"\ncluster = \"web\"\n";
+
+TEST(ConfigHandoverTest, ReadsTheWindowAndIsOffWithoutIt) {
+  auto r = loadConfigString(clusterWith("handover = { window = \"5m\" }") + kHttp, "lb.toml");
+  ASSERT_TRUE(r.ok()) << r.errors().front().format();
+  const auto& h = r.value().clusters.at(0).handover;
+  ASSERT_TRUE(h.has_value());
+  EXPECT_EQ(h->window, Duration{300000});
+  EXPECT_EQ(h->pos.line, 2u);
+  EXPECT_EQ(h->pos.column, 12u);
+
+  auto off = loadConfigString(clusterWith("") + kHttp, "lb.toml");
+  ASSERT_TRUE(off.ok());
+  EXPECT_FALSE(off.value().clusters.at(0).handover.has_value());
+  auto zero = loadConfigString(clusterWith("handover = { window = \"0s\" }") + kHttp, "lb.toml");
+  ASSERT_TRUE(zero.ok());
+  EXPECT_EQ(zero.value().clusters.at(0).handover->window, Duration{0});
+}
+
+TEST(ConfigHandoverTest, MistakesNameTheirPositionAndKey) {
+  EXPECT_EQ(errorsOf(clusterWith("handover = { window = \"soon\" }") + kHttp),
+            std::vector<std::string>{
+                "lb.toml:2:23: clusters.web.handover.window: 'soon' is not a duration (use e.g. "
+                "250ms, 2s, 1m)"});
+  EXPECT_EQ(errorsOf(clusterWith("handover = { window = \"25h\" }") + kHttp),
+            std::vector<std::string>{
+                "lb.toml:2:23: clusters.web.handover.window: must be at most 24h, got 25h"});
+  EXPECT_EQ(errorsOf(clusterWith("handover = { window = 60 }") + kHttp).size(), 1u);
+  EXPECT_EQ(errorsOf(clusterWith("handover = { windwo = \"1m\" }") + kHttp).size(), 1u);
+}
+
+// The redis and memcached read-through is not built: a cache cluster's handover, and
+// copy_ttl anywhere, are refused by name rather than ignored.
+TEST(ConfigHandoverTest, ACacheClusterAndCopyTtlAreRefusedByName) {
+  const std::string redis =
+      "[listeners.r]\nlisten = \"127.0.0.1:6380\"\nprotocol = \"redis\"\ncluster = \"web\"\n";
+  const auto cache = errorsOf(clusterWith("handover = { window = \"1m\" }") + redis);
+  ASSERT_EQ(cache.size(), 1u);
+  EXPECT_EQ(cache[0].rfind("lb.toml:2:12: clusters.web.handover: is not supported yet for redis "
+                           "and memcached listeners (listener 'r' has protocol = \"redis\")",
+                           0),
+            0u)
+      << cache[0];
+  const auto ttl =
+      errorsOf(clusterWith("handover = { window = \"1m\", copy_ttl = \"10m\" }") + kHttp);
+  ASSERT_EQ(ttl.size(), 1u);
+  EXPECT_EQ(ttl[0].rfind("lb.toml:2:40: clusters.web.handover.copy_ttl: applies only to the "
+                         "redis and memcached read-through",
+                         0),
+            0u)
+      << ttl[0];
+}
+
+}  // namespace
+}  // namespace lb
