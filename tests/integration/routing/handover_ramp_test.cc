@@ -35,6 +35,18 @@ std::string config(const std::string& backends) {
          backends;
 }
 
+// Rewrites lb's config file with `text` (its {PORT} and {ADMIN} filled in as at the start),
+// sends SIGHUP and waits for lb to say it reloaded.
+bool reload(ProxyHarness& h, std::string text) {
+  for (const auto& [tag, port] : {std::pair<std::string, uint16_t>{"{PORT}", h.port()},
+                                  {"{ADMIN}", h.adminPort()}})
+    for (size_t at; (at = text.find(tag)) != std::string::npos;)
+      text.replace(at, tag.size(), std::to_string(port));
+  std::ofstream(h.configPath()) << text;
+  kill(h.lb().pid(), SIGHUP);
+  return h.lb().waitForOutput("reloaded", 10s);
+}
+
 // lb_handover_active{cluster="c"}: seconds left in the window; -1 when not scraped.
 double secondsLeft(uint16_t admin) {
   auto r = httpGetLocal(admin, "/metrics", 2s);
@@ -77,14 +89,7 @@ TEST(HandoverRampLiveTest, MovedKeysFollowTheWindowAndNeverGoBack) {
   EXPECT_EQ(secondsLeft(h.adminPort()), 0) << "no window before the change";
 
   // The fifth origin joins: the config file rewritten, then SIGHUP.
-  std::string text = config(h.backendsToml({"a", "b", "c", "d", "e"}));
-  for (const auto& [tag, port] : {std::pair<std::string, uint16_t>{"{PORT}", h.port()},
-                                  {"{ADMIN}", h.adminPort()}})
-    for (size_t at; (at = text.find(tag)) != std::string::npos;)
-      text.replace(at, tag.size(), std::to_string(port));
-  std::ofstream(h.configPath()) << text;
-  kill(h.lb().pid(), SIGHUP);
-  ASSERT_TRUE(h.lb().waitForOutput("reloaded", 10s)) << h.lb().output();
+  ASSERT_TRUE(reload(h, config(h.backendsToml({"a", "b", "c", "d", "e"})))) << h.lb().output();
 
   // Passes through the window: the backend of every key, with the progress around each pass.
   struct Pass {
@@ -210,14 +215,7 @@ TEST(HandoverRampLiveTest, BackendsShowsTheWindowAndWhoIsLeaving) {
   const std::string fingerprint =
       JsonReader::parse(first.body)["clusters"][0]["membership"]["fingerprint"].asString();
 
-  std::string text = config(h.backendsToml({"a", "b", "c"}));
-  for (const auto& [tag, port] : {std::pair<std::string, uint16_t>{"{PORT}", h.port()},
-                                  {"{ADMIN}", h.adminPort()}})
-    for (size_t at; (at = text.find(tag)) != std::string::npos;)
-      text.replace(at, tag.size(), std::to_string(port));
-  std::ofstream(h.configPath()) << text;
-  kill(h.lb().pid(), SIGHUP);
-  ASSERT_TRUE(h.lb().waitForOutput("reloaded", 10s)) << h.lb().output();
+  ASSERT_TRUE(reload(h, config(h.backendsToml({"a", "b", "c"})))) << h.lb().output();
 
   auto r = httpGetLocal(h.adminPort(), "/backends", 2s);
   ASSERT_TRUE(r && r.status == 200);
