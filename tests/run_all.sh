@@ -3,14 +3,14 @@
 # over all of them. A binary (or shard) that crashes or times out before writing its report
 # counts as one failure, so a broken binary can never read as green.
 #
-# integration_tests runs as LB_TEST_SHARDS (default 4) gtest shards side by side, and beside
+# integration_tests runs as LB_TEST_SHARDS (default 3) gtest shards side by side, and beside
 # unit_tests: its tests spend most of their time waiting on real processes and timeouts, not
 # on the CPU, and each test starts its own processes on ports of its own (port 0 or a free
 # one), so the processes share nothing. Each one's output is printed whole when it ends, in
 # start order.
 set -u
 build=${1:-build}
-shards=${LB_TEST_SHARDS:-4}
+shards=${LB_TEST_SHARDS:-3}
 passed=0; failed=0; status=0
 report_dir=$(mktemp -d)
 trap 'rm -rf "$report_dir"' EXIT
