@@ -6,6 +6,7 @@
 
 #include "lb/cli/simulate/lru_fleet.h"
 #include "lb/cli/simulate/workload.h"
+#include "lb/routing/handover.h"
 #include "lb/routing/snapshot.h"
 
 namespace lb {
@@ -46,17 +47,6 @@ struct Action {
   uint32_t arg = 0;     // proxy (switch), server (reach, clear)
   bool value = false;   // reach: reachable
 };
-
-// A key's moment in a handover ramp, in [0, 1): the key moves once elapsed / window passes
-// it. From the key's hash through SplitMix64's finalizer (Steele, Lea and Flood, OOPSLA 2014),
-// so that it does not follow the table's use of the same hash and every proxy agrees on it.
-double rampMoment(uint64_t hash) {
-  uint64_t z = hash + 0x9e3779b97f4a7c15ULL;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  z ^= z >> 31;
-  return static_cast<double>(z >> 11) * 0x1.0p-53;
-}
 
 class Run {
  public:
