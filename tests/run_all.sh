@@ -67,5 +67,9 @@ for i in "${!pids[@]}"; do
   cat "${logs[$i]}"
   tally "${names[$i]}" "${xmls[$i]}" "$rc"
 done
+# The names of the tests that failed come last but one, so the tail of a long log says which.
+for log in "${logs[@]}"; do
+  grep -E '^\[  FAILED  \] [A-Za-z_]' "$log" | grep -v -e ' listed below' -e ' ms)$' | sort -u
+done
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ] && [ "$status" -eq 0 ]
