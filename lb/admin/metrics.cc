@@ -170,6 +170,20 @@ std::vector<MetricFamily> collectSnapshotMetrics(const Snapshot& snap) {
                                       "Share of the moved keys already served by their new "
                                       "owner in the open window's ramp; 1 when none is open.",
                                       MetricType::Gauge, nc);
+  MetricFamily handover_reads = family("lb_handover_reads_total",
+                                       "Misses at a moved key's new owner read from the host "
+                                       "that served it before (redis), by result: hit, miss, "
+                                       "error (that host failed: the client got the miss).",
+                                       MetricType::Counter, nc * 3);
+  MetricFamily handover_copies = family("lb_handover_copies_total",
+                                        "Handover hits copied to the new owner without "
+                                        "overwriting, by result: stored, not_stored (the owner "
+                                        "had the key by then), error.",
+                                        MetricType::Counter, nc * 3);
+  MetricFamily handover_deletes = family("lb_handover_deletes_total",
+                                         "Deletes at the previous host that follow a write of "
+                                         "a moved key through lb, by result: ok, error.",
+                                         MetricType::Counter, nc * 2);
   MetricFamily revision = family("lb_membership_revision",
                                  "The etcd mod_revision of the membership the cluster serves; 0 "
                                  "while it serves its file's backends.",
@@ -293,6 +307,33 @@ std::vector<MetricFamily> collectSnapshotMetrics(const Snapshot& snap) {
                until > now ? static_cast<double>(until - now) / 1000.0 : 0);
       addGauge(handover_moved, {{"cluster", cluster}}, w ? w->moved_ratio : 0);
       addGauge(handover_ramp, {{"cluster", cluster}}, w ? w->rampRatioAt(now) : 1);
+      if (c.state) {
+        // Each worker's single-writer counters, summed.
+        const HandoverStats& hs = c.state->handover;
+        uint64_t reads[static_cast<int>(HandoverRead::kCount)] = {};
+        uint64_t copies[static_cast<int>(HandoverCopy::kCount)] = {};
+        uint64_t deletes[static_cast<int>(HandoverDelete::kCount)] = {};
+        for (unsigned i = 0; i < hs.workers(); ++i) {
+          const HandoverWorkerStats& ws = hs.at(i);
+          for (int r = 0; r < static_cast<int>(HandoverRead::kCount); ++r) reads[r] += ws.reads[r].get();
+          for (int r = 0; r < static_cast<int>(HandoverCopy::kCount); ++r) copies[r] += ws.copies[r].get();
+          for (int r = 0; r < static_cast<int>(HandoverDelete::kCount); ++r)
+            deletes[r] += ws.deletes[r].get();
+        }
+        for (int r = 0; r < static_cast<int>(HandoverRead::kCount); ++r)
+          addCounter(handover_reads,
+                     {{"cluster", cluster}, {"result", handoverReadName(static_cast<HandoverRead>(r))}},
+                     static_cast<double>(reads[r]));
+        for (int r = 0; r < static_cast<int>(HandoverCopy::kCount); ++r)
+          addCounter(handover_copies,
+                     {{"cluster", cluster}, {"result", handoverCopyName(static_cast<HandoverCopy>(r))}},
+                     static_cast<double>(copies[r]));
+        for (int r = 0; r < static_cast<int>(HandoverDelete::kCount); ++r)
+          addCounter(handover_deletes,
+                     {{"cluster", cluster},
+                      {"result", handoverDeleteName(static_cast<HandoverDelete>(r))}},
+                     static_cast<double>(deletes[r]));
+      }
     }
     if (c.config->membership && c.state) {
       // Main-thread fields: /metrics is served on the main loop (lb/routing/membership_status.h).
@@ -428,7 +469,8 @@ std::vector<MetricFamily> collectSnapshotMetrics(const Snapshot& snap) {
   for (MetricFamily* f : {&active, &conns, &requests, &picks, &bytes, &latency, &healthy, &weight,
                           &share, &cap, &commands, &connect_failures, &checks, &transitions,
                           &ejections, &panic, &fingerprint, &handover_active, &handover_moved,
-                          &handover_ramp, &revision, &updates, &last_sync,
+                          &handover_ramp, &handover_reads, &handover_copies, &handover_deletes,
+                          &revision, &updates, &last_sync,
                           &watch_up, &hot_active, &hot_share, &hot_detections, &hot_requests,
                           &near_items, &near_bytes, &near_invalidations, &down_conns,
                           &over_limit, &spliced, &down_requests, &errors, &cache_errors, &pipes})

@@ -377,6 +377,11 @@ AdminResponse ringResponse(const Snapshot& snap, std::string_view query) {
   appendJsonString(o, c->backends[p.host].config->name);
   o += ",\"reason\":";
   appendJsonString(o, pickReasonName(p.reason));
+  // Inside a handover window of a cluster that reads through: where a miss is read from.
+  if (p.from != Pick::kNoHost) {
+    o += ",\"read_through_from\":";
+    appendJsonString(o, c->backends[p.from].config->name);
+  }
   o += "}\n";
   return r;
 }

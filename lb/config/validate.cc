@@ -163,30 +163,32 @@ void checkSpread(const Config& config, const ClusterConfig& c, const std::string
             "this cluster is one (listener '" + served_by + "\")");
 }
 
-// handover: HTTP and TCP listeners ramp moved keys over (lb/routing/handover.h). The redis
-// and memcached read-through (a miss at the new owner read from the previous one and copied)
-// is not built yet; rather than ramp cache keys over, which would split a key's reads and
-// writes between two servers for the window, a cache cluster with a handover is refused by
-// name, and so is copy_ttl, which only the read-through would use.
+// handover: HTTP and TCP listeners ramp moved keys over, redis listeners read a miss through
+// from the previous owner (lb/routing/handover.h, lb/proxy/cache/handover_reads.h). The
+// memcached read-through is not built yet; rather than ramp memcached keys over, which would
+// split a key's reads and writes between two servers for the window, a memcached cluster
+// with a handover is refused by name. copy_ttl is the read-through's alone.
 void checkHandover(const Config& config, const ClusterConfig& c, const std::string& path,
                    WalkContext& ctx) {
   if (!c.handover) return;
   const std::string hp = path + ".handover";
+  bool reads_through = false;
   for (const auto& l : config.listeners) {
     if (l.cluster != c.name) continue;
-    if (l.protocol != Protocol::kRedis && l.protocol != Protocol::kMemcached) continue;
+    if (l.protocol == Protocol::kRedis) reads_through = true;
+    if (l.protocol != Protocol::kMemcached) continue;
     ctx.error(ctx.positionOf(hp), hp,
-              "is not supported yet for redis and memcached listeners (listener '" + l.name +
-                  "' has protocol = \"" + protocolName(l.protocol) +
-                  "\"): their handover reads through to the previous owner, which this "
-                  "version does not do; HTTP and TCP listeners ramp keys over");
+              "is not supported yet for memcached listeners (listener '" + l.name +
+                  "' has protocol = \"memcached\"): their handover reads through to the "
+                  "previous owner, which this version does for redis only; HTTP and TCP "
+                  "listeners ramp keys over");
     return;
   }
   const std::string tp = hp + ".copy_ttl";
-  if (ctx.written(tp))
+  if (ctx.written(tp) && !reads_through)
     ctx.error(ctx.positionOf(tp), tp,
-              "applies only to the redis and memcached read-through, which this version "
-              "does not do (HTTP and TCP listeners ramp keys over and copy nothing)");
+              "applies only to the redis read-through, and no listener of this cluster is a "
+              "redis one (HTTP and TCP listeners ramp keys over and copy nothing)");
 }
 
 // path and expect say what an HTTP check sends and accepts; on another type they would be

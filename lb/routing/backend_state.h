@@ -20,6 +20,7 @@
 #include "lb/hotkeys/hot_key_state.h"
 #include "lb/routing/membership_status.h"
 #include "lb/hotkeys/near_cache_state.h"
+#include "lb/routing/handover_stats.h"
 
 namespace lb {
 
@@ -139,7 +140,10 @@ inline void noteBackendSuccess(BackendWorkerStats& s) noexcept {
 // Cluster-wide state that outlives snapshots, keyed by cluster name.
 struct ClusterState {
   explicit ClusterState(std::string cluster_name, unsigned worker_count = 1)
-      : name(std::move(cluster_name)), hot_keys(worker_count), near_cache(worker_count) {}
+      : name(std::move(cluster_name)),
+        hot_keys(worker_count),
+        near_cache(worker_count),
+        handover(worker_count) {}
   ClusterState(const ClusterState&) = delete;
   ClusterState& operator=(const ClusterState&) = delete;
 
@@ -154,6 +158,8 @@ struct ClusterState {
   HotKeyState hot_keys;
   // The near cache's shared write stripes and per-worker counters (hot_keys.near_cache).
   NearCacheState near_cache;
+  // The redis and memcached read-through's counters (lb_handover_reads_total, ...).
+  HandoverStats handover;
   // The end of the latest return window among the cluster's backends (wall clock, ms; 0:
   // none open): the pick reads only this until a backend comes back. The main thread raises
   // it; the first pick past it sets it back to 0.

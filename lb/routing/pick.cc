@@ -114,6 +114,46 @@ bool returnStep(const ClusterSnapshot& c, uint64_t hash, const LoadView& loads, 
   return false;
 }
 
+// Step "handover" for a caller that reads through (redis, memcached): the key goes to its
+// owner at once, chosen by the steps after this one as outside a window, and the pick names
+// the host a miss there is read from: the key's previous owner while a membership window is
+// open, or, while a returned owner's window is, the host that served its keys while it was
+// down (the first usable one after it in the key's order). Picks that spread a hot key, and
+// retries, read nothing through.
+uint32_t readThroughFrom(const ClusterSnapshot& c, uint64_t hash, const LoadView& loads,
+                         uint32_t hosts, uint32_t chosen) noexcept {
+  int64_t now = 0;
+  if (c.handover && !c.handover->over.value.load(std::memory_order_relaxed)) {
+    const HandoverWindow& w = *c.handover;
+    const uint32_t prev = w.previousOwner(hash);
+    if (prev != HandoverWindow::kLeaving && prev != chosen) {
+      now = wallClockMs();
+      if (now >= w.until_ms)
+        w.over.value.store(true, std::memory_order_relaxed);
+      else if (loads.usable(prev))
+        return prev;
+    }
+  }
+  if (!c.state) return Pick::kNoHost;
+  std::atomic<int64_t>& until = c.state->returns_until_ms;
+  int64_t open_until = until.load(std::memory_order_relaxed);
+  if (open_until == 0) return Pick::kNoHost;
+  if (now == 0) now = wallClockMs();
+  if (now >= open_until) {
+    until.compare_exchange_strong(open_until, 0, std::memory_order_relaxed);
+    return Pick::kNoHost;
+  }
+  const uint32_t owner = c.hostAt(hash, 0);
+  if (owner != chosen) return Pick::kNoHost;
+  const int64_t back = c.backends[owner].state->returned_at_ms.load(std::memory_order_relaxed);
+  if (back == 0 || now < back || now >= back + c.handover_window_ms) return Pick::kNoHost;
+  for (uint32_t a = 1; a < hosts; ++a) {
+    const uint32_t h = c.hostAt(hash, a);
+    if (h != chosen && loads.usable(h)) return h;
+  }
+  return Pick::kNoHost;
+}
+
 }  // namespace
 
 bool ClusterSnapshot::pick(uint64_t hash, const PickContext& ctx, Pick* out) const noexcept {
@@ -129,7 +169,8 @@ bool ClusterSnapshot::pick(uint64_t hash, const PickContext& ctx, Pick* out) con
     out->host = hostAt(hash, 0);
     return false;
   }
-  if (ctx.from_attempt == 0 && handover_window_ms > 0) {
+  const bool read_through = ctx.read_through || reads_through;
+  if (ctx.from_attempt == 0 && handover_window_ms > 0 && !read_through) {
     if (handover && handoverStep(*this, hash, view, hosts, out)) return true;
     if (state && returnStep(*this, hash, view, hosts, out)) return true;
   }
@@ -144,7 +185,18 @@ bool ClusterSnapshot::pick(uint64_t hash, const PickContext& ctx, Pick* out) con
     return true;
   }
   *out = p;
-  return view.usable(p.host);   // the walk's fallback when every host is down: not usable
+  if (!view.usable(p.host)) return false;   // the walk's fallback when every host is down
+  if (read_through && handover_window_ms > 0)
+    out->from = readThroughFrom(*this, hash, view, hosts, p.host);
+  return true;
+}
+
+uint32_t ClusterSnapshot::handoverFrom(uint64_t hash, uint32_t owner) const noexcept {
+  const uint32_t hosts = hostCount();
+  if (hosts == 0 || handover_window_ms <= 0 || owner >= hosts) return Pick::kNoHost;
+  const LoadView& view = loads ? static_cast<const LoadView&>(*loads)
+                               : static_cast<const LoadView&>(kIdleLoads);
+  return readThroughFrom(*this, hash, view, hosts, owner);
 }
 
 uint32_t ClusterSnapshot::spreadSetOf(uint64_t hash, uint32_t spread,

@@ -8,7 +8,9 @@
 //   handover   inside a handover window, a key whose owner changed stays with its previous
 //              owner until its moment in the ramp (lb/routing/handover.h), and a key whose
 //              owner health brought back stays with the host that served it meanwhile
-//              until its moment; first attempts
+//              until its moment; first attempts. A caller that reads through (redis,
+//              memcached) gets the new owner at once, and the host that served the key
+//              before in Pick::from
 //   spread     a hot key that may spread: the least loaded of its first `spread` usable
 //              hosts (plugins/selectors/hot_spread.h), when one has room
 //   bounded    bounded loads when the cluster has hash_balance_factor (past a host at its
@@ -49,6 +51,10 @@ struct PickContext {
   // simulator its model's.
   const LoadView* loads = nullptr;
   PickOrder order = PickOrder::kKey;
+  // The caller reads a miss through from the key's previous host (lb/proxy/cache/
+  // handover_reads.h) instead of ramping the key over: the pick never holds a key at its
+  // previous host, and names that host in Pick::from while a window is open.
+  bool read_through = false;
 };
 
 }  // namespace lb

@@ -67,6 +67,7 @@ std::shared_ptr<const Snapshot> withAddresses(const Snapshot& base,
     cs.fingerprint = from.fingerprint;
     cs.handover = from.handover;
     cs.handover_window_ms = from.handover_window_ms;
+    cs.reads_through = from.reads_through;
   }
   for (const AddressChange& change : changes) {
     if (change.cluster >= snap->clusters.size()) continue;

@@ -92,12 +92,20 @@ struct ClusterSnapshot {
   // The cluster's handover.window in ms (0: off): how long a backend that health brings back
   // takes to get its keys back (BackendState::returned_at_ms).
   int64_t handover_window_ms = 0;
+  // A redis listener serves the cluster: its handover reads through (every pick of the
+  // cluster then does, PickContext::read_through) instead of ramping keys over.
+  bool reads_through = false;
 
   // THE pick (lb/routing/pick_context.h names its steps; pick.cc applies them in order). True
   // with *out a usable host (in panic, any host); false when there is none to try: no hosts,
   // every one down, or a retry with no untried usable position left. *out is then the order's
   // first host with kFallback, what a caller that only shows where a key goes prints.
   bool pick(uint64_t hash, const PickContext& ctx, Pick* out) const noexcept;
+  // The host a key hashing to `hash`, now at `owner`, was served by before: what a pick
+  // that reads through names in Pick::from (its previous owner inside a handover window, or
+  // the host that stood in for a returned owner), for a write that deletes it there.
+  // Pick::kNoHost when there is none.
+  uint32_t handoverFrom(uint64_t hash, uint32_t owner) const noexcept;
   // Position `position` of the key's preference order (past the last host it wraps): the
   // order the pick walks, what /ring and lb analyze list. No health, no load.
   uint32_t hostAt(uint64_t hash, uint32_t position) const noexcept {

@@ -55,11 +55,14 @@ void CommandPicks::begin(WorkerEnv& env, const ListenerConfig& listener,
   cluster_ = &cluster;
 }
 
-bool CommandPicks::pickForKey(uint64_t hash, uint32_t* host) noexcept {
+bool CommandPicks::pickForKey(uint64_t hash, uint32_t* host, uint32_t* from) noexcept {
   const ClusterSnapshot& c = *cluster_;
   const CommandLoads loads(*c.loads, held_.data(), held_units_);
   PickContext ctx;
   ctx.reserve = Reserve::kYes;
+  // A cache command never ramps a key over: its reads read through (handover_reads.h), its
+  // writes go to the new owner.
+  ctx.read_through = true;
   // Only bounded loads weigh the command's own units; the health walk reads the cluster's
   // view directly, as every other pick does.
   if (c.bounded) ctx.loads = &loads;
@@ -68,6 +71,7 @@ bool CommandPicks::pickForKey(uint64_t hash, uint32_t* host) noexcept {
   p.reserved = loads.took();   // false unless the bounded step reserved through `loads`
   take(p);
   *host = p.host;
+  if (from != nullptr) *from = p.from;
   return true;
 }
 

@@ -68,7 +68,9 @@ class CommandPicks {
   // Loop thread. The host of a key hashing to `hash`: the cluster's pick (bounded loads,
   // else the health-aware preference order), its unit taken and the pick counted. False
   // when there is no usable host (no backends, or every one is down): nothing taken.
-  bool pickForKey(uint64_t hash, uint32_t* host) noexcept;
+  // With `from`, the pick reads through (PickContext::read_through): *from is where a miss
+  // at *host is read from inside a handover window, Pick::kNoHost when nowhere.
+  bool pickForKey(uint64_t hash, uint32_t* host, uint32_t* from = nullptr) noexcept;
   // Loop thread. The same for a command without a key, by the listener's on_missing_key:
   // "random" walks from a random hash, "round_robin" takes the worker's next host in the
   // cluster's rotation (and advances it). False for "reject", or when no host is usable.

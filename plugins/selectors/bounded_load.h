@@ -38,6 +38,11 @@ struct Pick {
   uint32_t attempt;    // position in the key's preference order
   PickReason reason;
   bool reserved = false;   // the pick already took a unit of the host's live load
+  // A pick that reads through (PickContext::read_through) inside a handover window: the host
+  // that served the key before (its previous owner, or the host that stood in for a returned
+  // one), where a miss at `host` is read from; kNoHost when there is none.
+  static constexpr uint32_t kNoHost = UINT32_MAX;
+  uint32_t from = kNoHost;
 };
 
 // Whether a bounded pick takes the unit of live load it admits (a request about to go) or

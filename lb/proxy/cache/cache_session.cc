@@ -66,7 +66,10 @@ void CacheSession::start(Admission admission) noexcept {
   conn_.setNoDelay();
   slot_ = static_cast<uint32_t>(env_.nextRandom());
   table_ = cache_.holdTable(*snapshot_, listener_->cluster, wire_);
-  if (table_ != nullptr) near_reads_.near_ = table_->near.get();
+  if (table_ != nullptr) {
+    near_reads_.near_ = table_->near.get();
+    handover_reads_.sink_ = table_->handover;
+  }
   last_activity_ms_ = uv_now(env_.loop());
   const uint64_t idle = static_cast<uint64_t>(listener_->config->timeouts.idle.count());
   conn_.startTimer(idle);
@@ -168,6 +171,7 @@ void CacheSession::followSnapshot() noexcept {
   cluster_ = &snapshot_->clusters[ls->cluster];
   table_ = table;
   near_reads_.near_ = table_->near.get();
+  handover_reads_.sink_ = table_->handover;
 }
 
 // The held tables whose commands have all been answered and emitted go back.
@@ -217,6 +221,12 @@ bool CacheSession::pickHashed(uint64_t route_hash, uint32_t* host) noexcept {
   return cache_.picks().pickForKey(route_hash, host);
 }
 
+bool CacheSession::pickHashed(uint64_t route_hash, uint32_t* host, uint32_t* from) noexcept {
+  *from = Pick::kNoHost;
+  return cache_.picks().pickForKey(route_hash, host,
+                                   handover_reads_.enabled() ? from : nullptr);
+}
+
 bool CacheSession::pickKeyless(uint32_t* host) noexcept {
   return cache_.picks().pickWithoutKey(host);
 }
@@ -227,7 +237,8 @@ ByteChain& CacheSession::openFragment(uint32_t host) noexcept {
   return s->open(static_cast<uint64_t>(listener_->config->timeouts.connect.count()));
 }
 
-void CacheSession::queueFragment(CacheCommand* cmd, uint32_t host, uint8_t reply_kind) noexcept {
+void CacheSession::queueFragment(CacheCommand* cmd, uint32_t host, uint8_t reply_kind,
+                                 bool picked) noexcept {
   ServerGroup* g = table_->hosts[host];
   ServerConnection* s = g->servers[slot_ % g->servers.size()];
   CacheFragment* f = cache_.newFragment();
@@ -249,7 +260,7 @@ void CacheSession::queueFragment(CacheCommand* cmd, uint32_t host, uint8_t reply
   // The fragment carries the unit its host's pick took until it leaves the server's queue.
   // A host this command never picked has none to hand over (no caller does that): add one,
   // so that the server connection's release stays matched.
-  if (!cache_.picks().handOver(host)) g->state->addLive();
+  if (!picked || !cache_.picks().handOver(host)) g->state->addLive();
   s->push(f);
 }
 
@@ -315,6 +326,8 @@ static void unlinkFragment(CacheCommand* cmd, CacheFragment* f) noexcept {
 void CacheSession::fragmentReply(CacheFragment* f, const char* p, size_t n) noexcept {
   CacheCommand* cmd = f->command;
   unlinkFragment(cmd, f);
+  if (cmd->handover_stage != HandoverReads::kNone && handover_reads_.replied(cmd, f, p, n))
+    return;
   if (cmd->near_fill || cmd->near_writes > 0) near_reads_.replied(cmd, p, n);
   if (cmd->near_fill_count > 0) nearFillsReplied(cmd, f->index, p, n);
   switch (useReply(*cmd, p, n)) {
@@ -358,6 +371,7 @@ void CacheSession::fragmentFailed(CacheFragment* f, CacheErrorReason reason,
                                   std::string_view text) noexcept {
   CacheCommand* cmd = f->command;
   unlinkFragment(cmd, f);
+  if (cmd->handover_stage != HandoverReads::kNone && handover_reads_.failed(cmd)) return;
   // A write that failed may still have been applied: its keys' stripes move again.
   if (cmd->near_writes > 0) near_reads_.replied(cmd, nullptr, 0);
   if (cmd->fan_out) {
@@ -505,6 +519,7 @@ void CacheSession::closeNow(CacheOutcome outcome) noexcept {
   arena_.clear();
   releaseInput();
   near_reads_.near_ = nullptr;
+  handover_reads_.sink_ = nullptr;
   for (const HeldTable& h : held_) cache_.releaseTable(h.table);
   held_.clear();
   cache_.releaseTable(table_);

@@ -46,6 +46,7 @@
 #include "lb/proxy/cache/command.h"
 #include "lb/proxy/cache/wire.h"
 #include "lb/proxy/cache/flush_list.h"
+#include "lb/proxy/cache/handover_reads.h"
 #include "lb/proxy/cache/near_reads.h"
 #include "lb/runtime/protocol_table.h"
 #include "lb/proxy/cache/reply_arena.h"
@@ -160,6 +161,12 @@ class CacheSession : public Session,
   // Counts `key`, routed by `route_hash` (routeHash's), as countKey does.
   void countHashed(uint64_t route_hash, std::string_view key) noexcept;
   bool pickHashed(uint64_t route_hash, uint32_t* host) noexcept;
+  // The same for a command whose key may be read through or deleted at the host that served
+  // it before (handover()): *from is that host inside a handover window, else Pick::kNoHost.
+  bool pickHashed(uint64_t route_hash, uint32_t* host, uint32_t* from) noexcept;
+
+  // --- For parse(): the handover read-through, through its one handle (handover_reads.h)
+  HandoverReads& handover() noexcept { return handover_reads_; }
 
   // --- For parse(): the near cache, through its one handle (near_reads.h) ---------------
   NearReads& near() noexcept { return near_reads_; }
@@ -210,13 +217,17 @@ class CacheSession : public Session,
  private:
   // sendFragment's two halves: the server's request chain, then the fragment behind it.
   ByteChain& openFragment(uint32_t host) noexcept;
-  void queueFragment(CacheCommand* cmd, uint32_t host, uint8_t reply_kind) noexcept;
+  // `picked`: the command's pick took a unit of live load at `host` for it (a read through
+  // sent from a reply took none).
+  void queueFragment(CacheCommand* cmd, uint32_t host, uint8_t reply_kind,
+                     bool picked = true) noexcept;
   enum class State : uint8_t { kServing, kFinishing, kLingering, kClosed };
 
   void parseInput() noexcept;
   void followSnapshot() noexcept;
   void releaseHeld() noexcept;
   friend class NearReads;
+  friend class HandoverReads;
   // The near cache a command of this session took its tickets from (near_reads_'s, or a held
   // table's for a command dispatched before the session moved on).
   NearCache* nearOf(const CacheCommand* cmd) const noexcept;
@@ -260,6 +271,7 @@ class CacheSession : public Session,
   ListenerWorkerStats& lstats_;
   ServerTable* table_ = nullptr;
   NearReads near_reads_{*this};    // table_'s near cache, while held
+  HandoverReads handover_reads_{*this};   // table_'s handover sink, while held
   // Tables of snapshots the session has moved on from, held (with their near caches) while
   // commands dispatched by them wait for replies: those numbered below `until_seq`. Oldest
   // first; empty but for the moments after a reload with commands in flight.

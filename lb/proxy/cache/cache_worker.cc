@@ -152,12 +152,22 @@ ServerTable* CacheWorker::holdTable(const Snapshot& snapshot, uint32_t cluster,
         if (g->tracker == nullptr) g->tracker = wire.newTracker(env_, *g);
         if (g->tracker != nullptr) g->tracker->attach(table->near);
       }
+    table->handover = handoverSinkOf(c, wire);
     table->sessions = 1;
     tables_.push_back(table.get());
     return table.release();
   } catch (...) {
     return nullptr;
   }
+}
+
+HandoverSink* CacheWorker::handoverSinkOf(const ClusterSnapshot& c, const CacheWire& wire) {
+  if (!c.config->handover || c.handover_window_ms <= 0 || !c.state || !wire.handsOver())
+    return nullptr;
+  for (const auto& s : sinks_)
+    if (s->state() == c.state.get() && &s->wire() == &wire) return s.get();
+  sinks_.push_back(std::make_unique<HandoverSink>(c.state, wire, env_.index()));
+  return sinks_.back().get();
 }
 
 // One cache per cluster state and bounds on this worker, whichever snapshot's table asks: a

@@ -32,6 +32,7 @@
 #include "lb/proxy/cache/server_connection.h"
 #include "lb/proxy/cache/wire.h"
 #include "lb/proxy/cache/flush_list.h"
+#include "lb/proxy/cache/handover_reads.h"
 #include "lb/proxy/cache/near_cache.h"
 #include "lb/runtime/backend_attempt.h"
 #include "lb/runtime/worker_env.h"
@@ -48,6 +49,9 @@ struct ServerTable {
   // The cluster's near cache on this worker (hot_keys.near_cache), shared by the tables of
   // every snapshot with the same cluster state and bounds; null when it is off.
   std::shared_ptr<NearCache> near;
+  // The worker's owner of the cluster's handover copies and deletes (handover_reads.h), when
+  // the cluster has a handover and the protocol reads through; null otherwise.
+  HandoverSink* handover = nullptr;
 };
 
 // Scratch a session fills while it parses and dispatches one command, then forgets: never
@@ -119,6 +123,7 @@ class CacheWorker final : public ServerConnectionHost, public WorkerService {
                           const ClusterConfig& cluster);
   void dropTable(size_t index) noexcept;
   std::shared_ptr<NearCache> nearCacheOf(const ClusterSnapshot& cluster);
+  HandoverSink* handoverSinkOf(const ClusterSnapshot& cluster, const CacheWire& wire);
   void retireGroup(ServerGroup* g) noexcept;
 
   WorkerEnv& env_;
@@ -139,6 +144,9 @@ class CacheWorker final : public ServerConnectionHost, public WorkerService {
     std::weak_ptr<NearCache> cache;
   };
   std::vector<NearSlot> near_;
+  // One per cluster state and protocol that ever had a handover: a few, kept for the
+  // worker's life, since copies and deletes in flight point at them.
+  std::vector<std::unique_ptr<HandoverSink>> sinks_;
   uint32_t next_group_id_ = 1;
   bool closed_ = false;
 };

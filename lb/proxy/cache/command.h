@@ -128,6 +128,15 @@ struct CacheCommand {
   // NearFill each (in the arena), filled from its element of its fragment's reply.
   NearFill* near_fills = nullptr;
   uint32_t near_fill_count = 0;
+
+  // A handover read (handover_reads.h): the owner it went to, the host a miss there is read
+  // from (UINT32_MAX: not one), how far it got, and its key (a copy in the arena); once read
+  // through, the owner's reply and the previous host's in `parts`.
+  uint32_t handover_owner = 0;
+  uint32_t handover_from = UINT32_MAX;
+  uint8_t handover_stage = 0;                 // HandoverReads::Stage
+  uint32_t handover_key_len = 0;
+  const char* handover_key = nullptr;
 };
 
 }  // namespace lb

@@ -9,11 +9,31 @@
 #include <string>
 #include <string_view>
 
+#include "lb/routing/handover_stats.h"
+
 namespace lb {
 
+class ByteChain;
 class NearTracker;
+struct FragmentReply;
 class WorkerEnv;
 struct ServerGroup;
+
+// What a read at a key's previous host found (CacheWire::handoverFound).
+struct HandoverFound {
+  static constexpr int64_t kNoTtl = -1;
+  HandoverRead result = HandoverRead::kMiss;
+  // kHit: the client's reply, byte for byte the previous host's (a view into its replies).
+  std::string_view reply;
+  // kHit: the remaining time to live in ms (kNoTtl: none; 0: gone since, copy nothing),
+  // and what the copy needs of the value (the protocol's: the value's bytes and flags).
+  int64_t ttl_ms = kNoTtl;
+  std::string_view value;
+  uint32_t flags = 0;
+};
+
+// How a copy or a delete sent by a handover read fared (CacheWire::handoverWritten).
+enum class HandoverWrite : uint8_t { kDone, kNotDone, kError };
 
 // A reply scan's progress between reads, so that a large reply arriving in pieces is scanned
 // once, not from its start on every read. Zeroed for every new reply.
@@ -43,6 +63,29 @@ class CacheWire {
   virtual bool handshakeOk(const char* p, size_t n) const noexcept = 0;
   // The framing hint of the handshake's reply.
   virtual uint8_t handshakeKind() const noexcept { return 0; }
+  // Handover reads (handover_reads.h), for a protocol that has them (handsOver()): whether
+  // a reply to a plain read of one key is a miss; the read of `key` at its previous host,
+  // appended to `out`, and how many replies it has (each framed with readKind); what they
+  // found; the copy of a hit to the new owner that overwrites nothing, expiring in `ttl_ms`;
+  // the delete that follows a write of a moved key; and how a copy or a delete fared.
+  virtual bool handsOver() const noexcept { return false; }
+  virtual bool isMiss(const char* /*p*/, size_t /*n*/) const noexcept { return false; }
+  virtual uint32_t appendHandoverRead(ByteChain& /*out*/,
+                                      std::string_view /*key*/) const noexcept {
+    return 0;
+  }
+  virtual uint8_t handoverReadKind() const noexcept { return 0; }
+  virtual HandoverFound handoverFound(const FragmentReply* /*replies*/,
+                                      uint32_t /*count*/) const noexcept {
+    return {};
+  }
+  virtual void appendCopy(ByteChain& /*out*/, std::string_view /*key*/,
+                          const HandoverFound& /*found*/, int64_t /*ttl_ms*/) const noexcept {}
+  virtual void appendDelete(ByteChain& /*out*/, std::string_view /*key*/) const noexcept {}
+  virtual HandoverWrite handoverWritten(const char* /*p*/, size_t /*n*/) const noexcept {
+    return HandoverWrite::kError;
+  }
+
   // For a group of a cluster with a near cache: what tells it about writes that bypass lb
   // (near_tracker.h), started now on `env`'s loop; nullptr when the protocol has none.
   virtual NearTracker* newTracker(WorkerEnv& env, const ServerGroup& group) const {

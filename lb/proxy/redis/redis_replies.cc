@@ -3,6 +3,7 @@
 #include "lb/proxy/redis/redis_replies.h"
 #include "lb/proxy/redis/redis_tracking.h"
 
+#include <cstdio>
 #include <cstring>
 
 #include "lb/proxy/redis/resp.h"
@@ -10,6 +11,8 @@
 namespace lb {
 
 namespace {
+
+bool integerReply(const FragmentReply& r, int64_t* out) noexcept;
 
 class RedisWire final : public CacheWire {
  public:
@@ -43,6 +46,75 @@ class RedisWire final : public CacheWire {
   }
   NearTracker* newTracker(WorkerEnv& env, const ServerGroup& group) const override {
     return new RedisTracker(env, group, redis::kOkReply);
+  }
+
+  // Handover reads (lb/proxy/cache/handover_reads.h). GET's miss is a nil bulk.
+  bool handsOver() const noexcept override { return true; }
+  bool isMiss(const char* p, size_t n) const noexcept override {
+    return n == 5 && memcmp(p, "$-1\r\n", 5) == 0;
+  }
+  // GET and PTTL, pipelined on one connection: Redis runs them back to back unless another
+  // client's command falls between, which can only make the TTL read later (shorter) or
+  // find the key gone (-2: nothing is copied).
+  uint32_t appendHandoverRead(ByteChain& out, std::string_view key) const noexcept override {
+    appendKeyCommand(out, "*2\r\n$3\r\nGET\r\n", key);
+    appendKeyCommand(out, "*2\r\n$4\r\nPTTL\r\n", key);
+    return 2;
+  }
+  uint8_t handoverReadKind() const noexcept override { return redis::kAnyReply; }
+  HandoverFound handoverFound(const FragmentReply* r, uint32_t count) const noexcept override {
+    HandoverFound found;
+    if (count != 2 || r[0].len < 5) {
+      found.result = HandoverRead::kError;
+      return found;
+    }
+    // A nil is a miss; an error (WRONGTYPE: the key is not a string there) is the owner's
+    // miss, counted as an error.
+    if (r[0].bytes[0] != '$') {
+      found.result = r[0].bytes[0] == '-' ? HandoverRead::kError : HandoverRead::kMiss;
+      return found;
+    }
+    if (isMiss(r[0].bytes, r[0].len)) return found;
+    int64_t pttl = 0;
+    if (!integerReply(r[1], &pttl)) pttl = 0;   // an error: copy nothing
+    found.result = HandoverRead::kHit;
+    found.reply = {r[0].bytes, r[0].len};
+    found.value = found.reply;   // the bulk as it is: SET's value argument, encoded alike
+    found.ttl_ms = pttl == -1 ? HandoverFound::kNoTtl : (pttl < 0 ? 0 : pttl);
+    return found;
+  }
+  // SET key value PX ttl NX: the owner keeps whatever it has.
+  void appendCopy(ByteChain& out, std::string_view key, const HandoverFound& found,
+                  int64_t ttl_ms) const noexcept override {
+    appendKeyCommand(out, "*6\r\n$3\r\nSET\r\n", key);
+    out.append(found.value);
+    char ttl[24];
+    const int len = snprintf(ttl, sizeof ttl, "%lld", static_cast<long long>(ttl_ms));
+    out.append("$2\r\nPX\r\n$");
+    out.appendDecimal(len);
+    out.append("\r\n");
+    out.append(ttl, static_cast<size_t>(len));
+    out.append("\r\n$2\r\nNX\r\n");
+  }
+  void appendDelete(ByteChain& out, std::string_view key) const noexcept override {
+    appendKeyCommand(out, "*2\r\n$3\r\nDEL\r\n", key);
+  }
+  // +OK: stored; a nil: NX found the key; :n: a delete done.
+  HandoverWrite handoverWritten(const char* p, size_t n) const noexcept override {
+    if (n > 0 && (p[0] == '+' || p[0] == ':')) return HandoverWrite::kDone;
+    if (isMiss(p, n)) return HandoverWrite::kNotDone;
+    return HandoverWrite::kError;
+  }
+
+ private:
+  // `head` (the array header and the command's name), then the key as a bulk string.
+  static void appendKeyCommand(ByteChain& out, std::string_view head, std::string_view key) {
+    out.append(head);
+    out.append("$");
+    out.appendDecimal(static_cast<int64_t>(key.size()));
+    out.append("\r\n");
+    out.append(key);
+    out.append("\r\n");
   }
 };
 

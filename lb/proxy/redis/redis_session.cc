@@ -215,6 +215,7 @@ void RedisSession::dispatch(std::string_view raw, bool inline_form) noexcept {
         return;
       }
       sendRaw(cmd, host, raw, redis::kAnyReply);
+      if (!spec->read_only) handover().wrote(key, host);
       return;
     }
     case Route::kSameServer:
@@ -254,12 +255,13 @@ void RedisSession::dispatchGet(std::string_view raw, std::string_view key) noexc
 void RedisSession::sendGet(CacheCommand* cmd, std::string_view raw, std::string_view key,
                            uint64_t hash, NearLook look) noexcept {
   if (near().enabled() && near().read(cmd, key, hash, look)) return;
-  uint32_t host;
-  if (!pickHashed(hash, &host)) {
+  uint32_t host, from;
+  if (!pickHashed(hash, &host, &from)) {
     refuse(cmd, CacheErrorReason::kNoBackend, "no backend is available for this key");
     return;
   }
   if (near().enabled()) near().sent(cmd, host);
+  handover().read(cmd, key, host, from);
   sendRaw(cmd, host, raw, redis::kAnyReply);
 }
 
@@ -337,6 +339,9 @@ void RedisSession::routeKeys(CacheCommand* cmd, const CommandSpec& spec,
     owner = host;
   }
   sendRaw(cmd, owner, raw, redis::kAnyReply);
+  if (!spec.read_only && handover().enabled())
+    for (int i = spec.first; i <= last; i += spec.step)
+      handover().wrote(args[static_cast<size_t>(i)], owner);
 }
 
 // A command whose keys must live together but do not: Redis Cluster's CROSSSLOT, with the cure.
@@ -431,6 +436,7 @@ void RedisSession::splitByOwner(CacheCommand* cmd, const CommandSpec& spec,
   if (owners == Owners::kAnswered) return;
   if (owners == Owners::kOne) {
     sendRaw(cmd, sc.hosts[0], raw, reply_kind);
+    handoverWrote(spec, per_key, keys);
     return;
   }
   const uint8_t kind = spec.route == Route::kMget   ? kMget
@@ -448,6 +454,15 @@ void RedisSession::splitByOwner(CacheCommand* cmd, const CommandSpec& spec,
       if (pairs) resp::appendBulk(out, args[2 + key[i] * per_key]);
     }
   });
+  handoverWrote(spec, per_key, keys);
+}
+
+// A split command that writes (DEL, UNLINK, MSET) has gone to its keys' owners
+// (scratch().hosts): each key is deleted where it was served before, if anywhere.
+void RedisSession::handoverWrote(const CommandSpec& spec, size_t per_key, size_t keys) noexcept {
+  if (spec.read_only || !handover().enabled()) return;
+  const CacheScratch& sc = cache().scratch();
+  for (size_t k = 0; k < keys; ++k) handover().wrote(sc.args[1 + k * per_key], sc.hosts[k]);
 }
 
 void RedisSession::answerAuth(CacheCommand* cmd) noexcept {

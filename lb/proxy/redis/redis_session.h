@@ -71,6 +71,7 @@ class RedisSession final : public CacheProtocolSession<RedisSession> {
   void routeOptionKeys(CacheCommand* cmd, std::string_view raw) noexcept;
   void splitByOwner(CacheCommand* cmd, const redis::CommandSpec& spec,
                     std::string_view raw) noexcept;
+  void handoverWrote(const redis::CommandSpec& spec, size_t per_key, size_t keys) noexcept;
   // MGET with a near cache (redis_near_mget.cc): hot keys the near cache has are answered
   // from it, the others go to their owners; a hot key it lacks fills from its element.
   void nearMget(CacheCommand* cmd, std::string_view raw, size_t keys) noexcept;

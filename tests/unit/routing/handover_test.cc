@@ -237,5 +237,71 @@ TEST(HandoverRampTest, AKeyThatDidNotMoveAndAnUnusablePreviousOwnerAreNotHeld) {
   EXPECT_NE(second.host, prev);
 }
 
+// A pick that reads through (redis) never holds a moved key at its previous owner: it
+// goes to the new owner at once, and the pick names the previous one in Pick::from while
+// the window lasts and that host is usable; an unmoved key names none.
+TEST(HandoverReadThroughTest, APickThatReadsThroughGoesToTheNewOwnerAndNamesThePrevious) {
+  StateRegistry registry(1);
+  auto four = build(registry, ringConfig(4));
+  auto five = build(registry, ringConfig(5), four.get());
+  ClusterSnapshot& c = const_cast<ClusterSnapshot&>(five->clusters[0]);
+  const HandoverWindow window = *c.handover;
+  c.handover = at(window, 0);
+  uint64_t kept = 0, moved = 0;
+  for (uint64_t h = 1; (kept == 0 || moved == 0) && h < 10000; ++h) {
+    const uint64_t hash = h * 0x9e3779b97f4a7c15ULL;
+    (window.previousOwner(hash) == c.hostAt(hash, 0) ? kept : moved) = hash;
+  }
+  ASSERT_NE(kept, 0u);
+  ASSERT_NE(moved, 0u);
+  PickContext ctx;
+  ctx.read_through = true;
+  Pick p;
+  ASSERT_TRUE(c.pick(moved, ctx, &p));
+  EXPECT_EQ(p.host, c.hostAt(moved, 0));
+  EXPECT_EQ(p.from, window.previousOwner(moved));
+  EXPECT_EQ(c.handoverFrom(moved, p.host), p.from);
+  ASSERT_TRUE(c.pick(kept, ctx, &p));
+  EXPECT_EQ(p.host, c.hostAt(kept, 0));
+  EXPECT_EQ(p.from, Pick::kNoHost);
+  // A pick that does not read through ramps, and names nothing.
+  ASSERT_TRUE(c.pick(moved, PickContext{}, &p));
+  EXPECT_EQ(p.host, window.previousOwner(moved));
+  EXPECT_EQ(p.from, Pick::kNoHost);
+  // The previous owner down: nowhere to read from.
+  const uint32_t prev = window.previousOwner(moved);
+  c.backends[prev].state->healthy.store(false);
+  ASSERT_TRUE(c.pick(moved, ctx, &p));
+  EXPECT_EQ(p.from, Pick::kNoHost);
+  c.backends[prev].state->healthy.store(true);
+  // The window over: nothing either.
+  c.handover = at(window, 1.01);
+  ASSERT_TRUE(c.pick(moved, ctx, &p));
+  EXPECT_EQ(p.host, c.hostAt(moved, 0));
+  EXPECT_EQ(p.from, Pick::kNoHost);
+}
+
+// A returned owner's window: its keys go to it at once, and the pick names the host that
+// served them while it was down.
+TEST(HandoverReadThroughTest, AReturnedOwnerNamesTheHostThatStoodInForIt) {
+  StateRegistry registry(1);
+  auto four = build(registry, ringConfig(4));
+  ClusterSnapshot& c = const_cast<ClusterSnapshot&>(four->clusters[0]);
+  const uint64_t hash = 0x9e3779b97f4a7c15ULL * 7;
+  const uint32_t owner = c.hostAt(hash, 0);
+  const int64_t now = wallClockMs();
+  c.backends[owner].state->returned_at_ms.store(now - 1000);
+  c.state->returns_until_ms.store(now + kMinute);
+  PickContext ctx;
+  ctx.read_through = true;
+  Pick p;
+  ASSERT_TRUE(c.pick(hash, ctx, &p));
+  EXPECT_EQ(p.host, owner);
+  EXPECT_EQ(p.from, c.hostAt(hash, 1));
+  c.state->returns_until_ms.store(0);
+  ASSERT_TRUE(c.pick(hash, ctx, &p));
+  EXPECT_EQ(p.from, Pick::kNoHost);
+}
+
 }  // namespace
 }  // namespace lb

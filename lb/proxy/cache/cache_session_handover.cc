@@ -1,0 +1,181 @@
+// HandoverReads and HandoverSink (handover_reads.h): the session's handle on the read-through,
+// beside the session, whose state it reads, as cache_session_near.cc is for NearReads.
+#include "lb/proxy/cache/handover_reads.h"
+
+#include <algorithm>
+
+#include "lb/proxy/cache/cache_session.h"
+#include "lb/proxy/cache/cache_worker.h"
+#include "lb/proxy/cache/server_connection.h"
+#include "lb/routing/backend_state.h"
+
+namespace lb {
+
+HandoverSink::HandoverSink(std::shared_ptr<ClusterState> state, const CacheWire& wire,
+                           unsigned worker) noexcept
+    : state_(std::move(state)), wire_(wire), stats_(state_->handover.worker(worker)) {
+  copies_.session = this;
+  deletes_.session = this;
+}
+
+void HandoverSink::fragmentReply(CacheFragment* f, const char* p, size_t n) noexcept {
+  const HandoverWrite w = wire_.handoverWritten(p, n);
+  if (f->command == &copies_) {
+    const HandoverCopy c = w == HandoverWrite::kDone      ? HandoverCopy::kStored
+                           : w == HandoverWrite::kNotDone ? HandoverCopy::kNotStored
+                                                          : HandoverCopy::kError;
+    stats_.copies[static_cast<int>(c)].add();
+  } else {
+    const HandoverDelete d = w == HandoverWrite::kError ? HandoverDelete::kError
+                                                        : HandoverDelete::kOk;
+    stats_.deletes[static_cast<int>(d)].add();
+  }
+  f->command = nullptr;
+}
+
+void HandoverSink::fragmentFailed(CacheFragment* f, CacheErrorReason, std::string_view) noexcept {
+  if (f->command == &copies_)
+    stats_.copies[static_cast<int>(HandoverCopy::kError)].add();
+  else
+    stats_.deletes[static_cast<int>(HandoverDelete::kError)].add();
+  // Detached: a timed-out one's late reply, or none, is dropped by its server connection.
+  f->command = nullptr;
+}
+
+namespace {
+
+// A copy or a delete to `host` of the session's table: the bytes, then a fragment of the
+// sink's behind them. Nothing waits for it; its host carries it as a unit of live load until
+// it is answered, added here since no pick took one for it.
+template <class Write>
+void sendUnanswered(ServerTable& table, uint32_t slot, uint64_t connect_timeout_ms,
+                    uint32_t response_timeout_ms, CacheWorker& worker, CacheCommand* owner,
+                    uint32_t host, uint8_t reply_kind, Write&& write) noexcept {
+  ServerGroup* g = table.hosts[host];
+  ServerConnection* s = g->servers[slot % g->servers.size()];
+  CacheFragment* f = worker.newFragment();
+  if (f == nullptr) return;   // out of memory: no copy, no delete, nothing sent
+  write(s->open(connect_timeout_ms));
+  f->command = owner;
+  f->reply_kind = reply_kind;
+  f->timeout_ms = response_timeout_ms;
+  f->sent_ns = uv_hrtime();
+  g->state->addLive();
+  s->push(f);
+}
+
+}  // namespace
+
+void HandoverReads::read(CacheCommand* cmd, std::string_view key, uint32_t owner,
+                         uint32_t from) noexcept {
+  if (sink_ == nullptr || from == Pick::kNoHost) return;
+  const char* copy = s_.arena_.copy(key.data(), key.size(), cmd->seq);
+  if (copy == nullptr) return;   // read as outside a window
+  cmd->handover_key = copy;
+  cmd->handover_key_len = static_cast<uint32_t>(key.size());
+  cmd->handover_owner = owner;
+  cmd->handover_from = from;
+  cmd->handover_stage = kAtOwner;
+}
+
+void HandoverReads::wrote(std::string_view key, uint32_t owner) noexcept {
+  if (sink_ == nullptr) return;
+  const uint32_t from = s_.cluster_->handoverFrom(s_.routeHash(key), owner);
+  if (from == Pick::kNoHost) return;
+  const CacheWire& wire = sink_->wire();
+  const auto& t = s_.listener_->config->timeouts;
+  sendUnanswered(*s_.table_, s_.slot_, static_cast<uint64_t>(t.connect.count()),
+                 static_cast<uint32_t>(t.response.count()), s_.cache_, sink_->deletes(), from,
+                 wire.handoverReadKind(), [&](ByteChain& out) { wire.appendDelete(out, key); });
+}
+
+bool HandoverReads::replied(CacheCommand* cmd, CacheFragment* f, const char* p,
+                            size_t n) noexcept {
+  // The session routes by another table than the one that named the command's hosts: their
+  // numbers may mean other servers there.
+  const bool moved_on = !s_.held_.empty() && cmd->seq < s_.held_.back().until_seq;
+  const CacheWire& wire = s_.wire_;
+  ReplyArena& arena = s_.arena_;
+  if (cmd->handover_stage == kAtOwner) {
+    // A hit or an error at the owner is its answer; so is a miss once the session moved on.
+    if (sink_ == nullptr || moved_on || !wire.isMiss(p, n)) {
+      cmd->handover_stage = kNone;
+      return false;
+    }
+    // The read goes to the previous host; the owner's miss is kept as the answer should
+    // that fail. parts: [0] the owner's reply, [1..] the previous host's.
+    const std::string_view key{cmd->handover_key, cmd->handover_key_len};
+    ByteChain& out = s_.openFragment(cmd->handover_from);
+    const uint32_t replies = wire.appendHandoverRead(out, key);
+    auto* parts = reinterpret_cast<FragmentReply*>(
+        arena.allocate(sizeof(FragmentReply) * (1 + replies), cmd->seq));
+    const char* miss = arena.copy(p, n, cmd->seq);
+    if (parts != nullptr && miss != nullptr) {
+      for (uint32_t i = 0; i <= replies; ++i) parts[i] = {nullptr, 0};
+      parts[0] = {miss, static_cast<uint32_t>(n)};
+      cmd->parts = parts;
+    }
+    // The bytes are in the server's chain: their fragments go behind them whatever happens,
+    // so that the connection stays aligned; without room for the replies they are dropped.
+    cmd->handover_stage = kAtPrevious;
+    for (uint32_t i = 0; i < replies; ++i)
+      s_.queueFragment(cmd, cmd->handover_from, wire.handoverReadKind(), false);
+    if (cmd->parts == nullptr) {
+      s_.detach(cmd);
+      cmd->handover_stage = kNone;
+      s_.answerStatic(cmd, {});
+      s_.finish(CacheOutcome::kProtocolError);
+    }
+    return true;
+  }
+  // kAtPrevious: one of the previous host's replies (fragments 1.., after the owner's 0).
+  const uint32_t replies = cmd->fragment_count - 1u;
+  FragmentReply& slot = cmd->parts[f->index];
+  slot.bytes = arena.copy(p, n, cmd->seq);
+  slot.len = slot.bytes != nullptr ? static_cast<uint32_t>(n) : 0;
+  if (cmd->pending > 0) return true;
+  HandoverFound found;
+  bool complete = true;
+  for (uint32_t i = 1; i <= replies; ++i) complete = complete && cmd->parts[i].bytes != nullptr;
+  if (complete) found = wire.handoverFound(cmd->parts + 1, replies);
+  else found.result = HandoverRead::kError;
+  if (sink_ != nullptr) sink_->stats().reads[static_cast<int>(found.result)].add();
+  if (found.result != HandoverRead::kHit) {
+    answered(cmd);
+    return true;
+  }
+  const int64_t cap = s_.cluster_->config->handover->copy_ttl.count();
+  const int64_t ttl = found.ttl_ms == HandoverFound::kNoTtl ? cap : std::min(found.ttl_ms, cap);
+  if (ttl > 0 && sink_ != nullptr && !moved_on) {
+    const std::string_view key{cmd->handover_key, cmd->handover_key_len};
+    const auto& t = s_.listener_->config->timeouts;
+    sendUnanswered(*s_.table_, s_.slot_, static_cast<uint64_t>(t.connect.count()),
+                   static_cast<uint32_t>(t.response.count()), s_.cache_, sink_->copies(),
+                   cmd->handover_owner, wire.handoverReadKind(),
+                   [&](ByteChain& out) { wire.appendCopy(out, key, found, ttl); });
+  }
+  cmd->handover_stage = kNone;
+  cmd->merged = false;
+  s_.answerStatic(cmd, found.reply);   // in the arena, with the command's lifetime
+  return true;
+}
+
+// The previous host failed or timed out: the read is the owner's miss.
+bool HandoverReads::failed(CacheCommand* cmd) noexcept {
+  if (cmd->handover_stage != kAtPrevious) {
+    cmd->handover_stage = kNone;
+    return false;
+  }
+  s_.detach(cmd);
+  if (sink_ != nullptr) sink_->stats().reads[static_cast<int>(HandoverRead::kError)].add();
+  answered(cmd);
+  return true;
+}
+
+void HandoverReads::answered(CacheCommand* cmd) noexcept {
+  cmd->handover_stage = kNone;
+  cmd->merged = false;
+  s_.answerStatic(cmd, {cmd->parts[0].bytes, cmd->parts[0].len});
+}
+
+}  // namespace lb

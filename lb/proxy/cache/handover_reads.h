@@ -1,0 +1,110 @@
+// Handover reads (docs/architecture.md, "Handover"): inside a cluster's handover window a
+// plain read of a key whose owner changed goes to the new owner, and a miss there is read
+// from the host that served the key before (its previous owner, or the host that stood in for
+// a returned one; the pick names it, Pick::from). A hit there is the client's answer, byte
+// for byte, and is copied to the new owner without overwriting anything, with the remaining
+// time to live the previous host reports, capped at the cluster's copy_ttl. A write or
+// delete of such a key goes to its new owner and is followed by a delete at the previous
+// host, so that a later handover read never copies a value older than the last write
+// through lb.
+//
+// This is mcrouter's WarmUpRoute (a miss on the cold pool read from the warm one and `add`ed
+// back) and the cold-cluster warm-up of "Scaling Memcache at Facebook" (NSDI 2013, 4.3), with
+// the pools named by lb's own membership change instead of by hand. The race they name
+// remains for a write that does not pass through lb: a value it changed at the previous host
+// after the change can be copied; the copy's time to live, at most copy_ttl, bounds it. So
+// does one more: a delete through lb that lands between a handover read at the previous
+// host and its copy lets the copy store the deleted value, again for at most copy_ttl
+// (Facebook's hold-off on deletes would close it; lb does not keep one).
+//
+// A command's steps (CacheCommand::handover_stage):
+//
+//   kAtOwner ──the owner missed──> kAtPrevious ──the previous host's replies──> answered
+//   kAtOwner ──a hit, an error──> the owner's reply, as any read's
+//   kAtPrevious ──the previous host failed or timed out──> the owner's miss (counted error)
+//
+// The protocols say what a miss, a read, a copy and a delete are on their wire (CacheWire);
+// the session's protocol half calls read() and wrote(); the rest is in
+// cache_session_handover.cc, once. Copies and
+// deletes are the worker's HandoverSink's: their replies reach no client, only the counters.
+// Loop thread only.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string_view>
+
+#include "lb/proxy/cache/command.h"
+
+namespace lb {
+
+class CacheSession;
+class CacheWire;
+struct ClusterState;
+struct HandoverWorkerStats;
+
+// The worker's owner of the copies and deletes handover reads send, one per cluster state
+// and protocol (CacheWorker::handoverSink): their replies are counted and dropped. Outlives
+// every server connection of the worker (a connection that closes fails what it still holds
+// here).
+class HandoverSink final : public FragmentOwner {
+ public:
+  HandoverSink(std::shared_ptr<ClusterState> state, const CacheWire& wire,
+               unsigned worker) noexcept;
+  HandoverSink(const HandoverSink&) = delete;
+  HandoverSink& operator=(const HandoverSink&) = delete;
+
+  const ClusterState* state() const noexcept { return state_.get(); }
+  const CacheWire& wire() const noexcept { return wire_; }
+  HandoverWorkerStats& stats() noexcept { return stats_; }
+  // What a copy's and a delete's fragments belong to.
+  CacheCommand* copies() noexcept { return &copies_; }
+  CacheCommand* deletes() noexcept { return &deletes_; }
+
+  void fragmentReply(CacheFragment* f, const char* p, size_t n) noexcept override;
+  void fragmentFailed(CacheFragment* f, CacheErrorReason reason,
+                      std::string_view text) noexcept override;
+
+ private:
+  std::shared_ptr<ClusterState> state_;
+  const CacheWire& wire_;
+  HandoverWorkerStats& stats_;
+  CacheCommand copies_;
+  CacheCommand deletes_;
+};
+
+class HandoverReads {
+ public:
+  enum Stage : uint8_t {
+    kNone,         // not a handover read
+    kAtOwner,      // sent to the new owner
+    kAtPrevious,   // the owner missed: read at the previous host
+  };
+
+  explicit HandoverReads(CacheSession& session) noexcept : s_(session) {}
+  HandoverReads(const HandoverReads&) = delete;
+  HandoverReads& operator=(const HandoverReads&) = delete;
+
+  // The session's cluster has a handover and its protocol reads through.
+  bool enabled() const noexcept { return sink_ != nullptr; }
+
+  // A plain read of `key` is about to go to `owner`, and the pick named `from`
+  // (Pick::kNoHost: nothing to read through): a miss at the owner will be read there.
+  void read(CacheCommand* cmd, std::string_view key, uint32_t owner, uint32_t from) noexcept;
+  // A write or delete of `key` has gone to `owner`: the key is deleted at the host that
+  // served it before, if any (ClusterSnapshot::handoverFrom).
+  void wrote(std::string_view key, uint32_t owner) noexcept;
+
+ private:
+  friend class CacheSession;
+  // From the session, for a reply or failure of a handover read's fragment: true when this
+  // took it (the command waits for the previous host, or was answered here).
+  bool replied(CacheCommand* cmd, CacheFragment* f, const char* p, size_t n) noexcept;
+  bool failed(CacheCommand* cmd) noexcept;
+  void answered(CacheCommand* cmd) noexcept;
+
+  CacheSession& s_;
+  HandoverSink* sink_ = nullptr;   // the session's table's, while held; null: off
+};
+
+}  // namespace lb

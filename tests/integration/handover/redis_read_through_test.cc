@@ -1,0 +1,280 @@
+// The redis read-through (lb/proxy/cache/handover_reads.h), live: four redis-servers behind lb
+// with a handover window, keys set through lb, a fifth server added by a reload; a read of a
+// moved key misses at its new owner, is read from its previous one, answered warm and copied
+// over with its remaining TTL, and writes and deletes after the change win over the copy.
+#include <gtest/gtest.h>
+
+#include <signal.h>
+
+#include <string>
+#include <vector>
+
+#include "tests/support/cache_fleet.h"
+#include "tests/support/health_harness.h"
+
+namespace lb::test {
+namespace {
+
+constexpr const char* kHandover = "handover = { window = \"60s\", copy_ttl = \"10m\" }";
+
+std::string keyOf(int i) { return "user:" + std::to_string(i); }
+std::string valueOf(int i) { return "value-" + std::to_string(i * 7919); }
+
+// Pipelines `commands` on `c` in batches and returns every reply in order.
+std::vector<RespValue> pipeline(TcpClient& c, const std::vector<std::string>& commands) {
+  std::vector<RespValue> out;
+  constexpr size_t kBatch = 500;
+  for (size_t at = 0; at < commands.size(); at += kBatch) {
+    std::string batch;
+    const size_t end = std::min(commands.size(), at + kBatch);
+    for (size_t i = at; i < end; ++i) batch += commands[i];
+    if (!c.send(batch)) return out;
+    for (size_t i = at; i < end; ++i) {
+      auto v = readResp(c, 20s);
+      if (!v) return out;
+      out.push_back(std::move(*v));
+    }
+  }
+  return out;
+}
+
+// Sets keys [0, n) through lb with a one-hour TTL; true when every one said OK.
+bool setKeys(TcpClient& c, int n) {
+  std::vector<std::string> cmds;
+  for (int i = 0; i < n; ++i)
+    cmds.push_back(redisEncode({"SET", keyOf(i), valueOf(i), "EX", "3600"}));
+  const auto replies = pipeline(c, cmds);
+  if (replies.size() != cmds.size()) return false;
+  for (const auto& r : replies)
+    if (r.text != "OK") return false;
+  return true;
+}
+
+// Reads keys [0, n) once through lb: how many came back with their value.
+int hitsOf(TcpClient& c, int n) {
+  std::vector<std::string> cmds;
+  for (int i = 0; i < n; ++i) cmds.push_back(redisEncode({"GET", keyOf(i)}));
+  const auto replies = pipeline(c, cmds);
+  int hits = 0;
+  for (size_t i = 0; i < replies.size(); ++i)
+    if (!replies[i].nil && replies[i].text == valueOf(static_cast<int>(i))) ++hits;
+  return hits;
+}
+
+// The value of counter family `name` with label result="result" of cluster fleet.
+double counterOf(const std::string& metrics, const std::string& name, const std::string& result) {
+  const std::string series = name + "{cluster=\"fleet\",result=\"" + result + "\"} ";
+  const size_t at = metrics.find(series);
+  return at == std::string::npos ? -1 : atof(metrics.c_str() + at + series.size());
+}
+
+// The sum of a counter family's results of cluster fleet.
+double totalOf(const std::string& metrics, const std::string& name,
+               std::initializer_list<const char*> results) {
+  double sum = 0;
+  for (const char* r : results) sum += std::max(0.0, counterOf(metrics, name, r));
+  return sum;
+}
+
+// Copies and deletes go out beside the replies, unanswered: waits (bounded) until every copy
+// the read hits sent and `deletes` deletes have been answered, and returns the metrics then.
+std::string settled(CacheFleet& fleet, double deletes = 0) {
+  std::string m;
+  waitUntil(
+      [&] {
+        m = fleet.metrics();
+        return totalOf(m, "lb_handover_copies_total", {"stored", "not_stored", "error"}) >=
+                   counterOf(m, "lb_handover_reads_total", "hit") &&
+               totalOf(m, "lb_handover_deletes_total", {"ok", "error"}) >= deletes;
+      },
+      10s, 50ms);
+  return m;
+}
+
+// Keys among [0, n) whose owner /ring names as `owner` now.
+std::vector<int> keysOwnedBy(CacheFleet& fleet, int n, const std::string& owner) {
+  std::vector<std::string> keys;
+  for (int i = 0; i < n; ++i) keys.push_back(keyOf(i));
+  const auto owners = fleet.ringOwners(keys);
+  std::vector<int> out;
+  for (int i = 0; i < n; ++i)
+    if (owners[static_cast<size_t>(i)] == owner) out.push_back(i);
+  return out;
+}
+
+class RedisReadThroughTest : public ::testing::Test {
+ protected:
+  static constexpr int kKeys = 2000;
+
+  // Four redis-servers with a handover, kKeys keys set through lb, a fifth added by a
+  // reload: each key's owner before the change (before_), and the keys the fifth owns now
+  // (moved_), at least six of them.
+  void grown(const std::string& listener_extra = "") {
+    ASSERT_TRUE(fleet_.start(listener_extra, kHandover)) << fleet_.output();
+    TcpClient c;
+    ASSERT_TRUE(c.connect(fleet_.port()));
+    ASSERT_TRUE(setKeys(c, kKeys));
+    std::vector<std::string> keys;
+    for (int i = 0; i < kKeys; ++i) keys.push_back(keyOf(i));
+    before_ = fleet_.ringOwners(keys);
+    ASSERT_TRUE(fleet_.grow()) << fleet_.output();
+    moved_ = keysOwnedBy(fleet_, kKeys, "s5");
+    ASSERT_GE(moved_.size(), 6u);
+  }
+  // The server that owned key k before the change.
+  CacheServer& previousOwner(int k) {
+    return fleet_.server(fleet_.indexOf(before_[static_cast<size_t>(k)]));
+  }
+
+  CacheFleet fleet_{CacheServer::kRedis, 4};
+  std::vector<std::string> before_;
+  std::vector<int> moved_;
+};
+
+// Acceptance: 20,000 keys set through lb before a fifth server joins; read once after, at
+// least 99.9% hit; the keys the fifth server now owns hold the value read, with a TTL
+// between 0 and the original hour.
+TEST_F(RedisReadThroughTest, MovedKeysReadWarmAndAreCopiedWithTheirTtl) {
+  constexpr int kKeys = 20000;
+  CacheFleet& fleet = fleet_;
+  ASSERT_TRUE(fleet.start("", kHandover)) << fleet.output();
+  TcpClient c;
+  ASSERT_TRUE(c.connect(fleet.port()));
+  ASSERT_TRUE(setKeys(c, kKeys));
+  ASSERT_TRUE(fleet.grow()) << fleet.output();
+  TcpClient after;
+  ASSERT_TRUE(after.connect(fleet.port()));
+  const int hits = hitsOf(after, kKeys);
+  EXPECT_GE(hits, kKeys * 999 / 1000) << hits << " of " << kKeys;
+  const std::string m = settled(fleet);
+
+  // The fifth server holds the copies: each with the value lb answered and a TTL left.
+  TcpClient fifth;
+  ASSERT_TRUE(fifth.connect(fleet.server(4).port()));
+  const auto size = redisCall(fifth, {"DBSIZE"});
+  ASSERT_TRUE(size);
+  const int copied = std::stoi(*size);
+  EXPECT_GT(copied, kKeys / 10) << "a fifth of the keys move to a fifth server";
+  int checked = 0;
+  for (int i = 0; i < kKeys && checked < 200; ++i) {
+    const auto v = redisCall(fifth, {"GET", keyOf(i)});
+    if (!v) continue;
+    EXPECT_EQ(*v, valueOf(i)) << keyOf(i);
+    const auto ttl = redisCall(fifth, {"PTTL", keyOf(i)});
+    ASSERT_TRUE(ttl);
+    EXPECT_GT(std::stoll(*ttl), 0) << keyOf(i);
+    EXPECT_LE(std::stoll(*ttl), 3600 * 1000) << keyOf(i);
+    ++checked;
+  }
+  EXPECT_EQ(checked, 200);
+  EXPECT_GE(counterOf(m, "lb_handover_reads_total", "hit"), copied) << m;
+  EXPECT_EQ(counterOf(m, "lb_handover_copies_total", "stored"), copied) << m;
+}
+
+// Without a handover the same change costs the moved keys: the figure the read-through
+// answers (about 80% of reads hit).
+TEST_F(RedisReadThroughTest, WithoutAHandoverTheMovedKeysMiss) {
+  constexpr int kKeys = 5000;
+  CacheFleet& fleet = fleet_;
+  ASSERT_TRUE(fleet.start()) << fleet.output();
+  TcpClient c;
+  ASSERT_TRUE(c.connect(fleet.port()));
+  ASSERT_TRUE(setKeys(c, kKeys));
+  ASSERT_TRUE(fleet.grow()) << fleet.output();
+  TcpClient after;
+  ASSERT_TRUE(after.connect(fleet.port()));
+  const int hits = hitsOf(after, kKeys);
+  EXPECT_LT(hits, kKeys * 9 / 10);
+  EXPECT_GT(hits, kKeys * 6 / 10);
+}
+
+// A key set through lb after the change reads back its new value; a key deleted through lb
+// after the change reads as a miss, not as the previous owner's copy, and is gone there too.
+TEST_F(RedisReadThroughTest, WritesAndDeletesAfterTheChangeWinOverThePreviousOwner) {
+  ASSERT_NO_FATAL_FAILURE(grown());
+  CacheFleet& fleet = fleet_;
+  const std::vector<int>& moved = moved_;
+
+  TcpClient after;
+  ASSERT_TRUE(after.connect(fleet.port()));
+  const int set_key = moved[0], del_key = moved[1], mset_key = moved[2], unlink_key = moved[3];
+  EXPECT_EQ(redisCall(after, {"SET", keyOf(set_key), "new"}), "OK");
+  EXPECT_EQ(redisCall(after, {"GET", keyOf(set_key)}), "new");
+  EXPECT_EQ(redisCall(after, {"DEL", keyOf(del_key)}), "0") << "the new owner had no copy yet";
+  EXPECT_EQ(redisCall(after, {"GET", keyOf(del_key)}), std::nullopt);
+  EXPECT_EQ(redisCall(after, {"MSET", keyOf(mset_key), "m", "unmoved-key", "u"}), "OK");
+  EXPECT_EQ(redisCall(after, {"GET", keyOf(mset_key)}), "m");
+  EXPECT_EQ(redisCall(after, {"UNLINK", keyOf(unlink_key), keyOf(moved[4])}), "0");
+  EXPECT_EQ(redisCall(after, {"GET", keyOf(unlink_key)}), std::nullopt);
+  EXPECT_EQ(redisCall(after, {"GET", keyOf(moved[4])}), std::nullopt);
+  // An untouched moved key still reads warm.
+  EXPECT_EQ(redisCall(after, {"GET", keyOf(moved[5])}), valueOf(moved[5]));
+
+  // The previous owners no longer hold what was written or deleted through lb.
+  const std::string m = settled(fleet, 5);
+  EXPECT_GE(counterOf(m, "lb_handover_deletes_total", "ok"), 5) << m;
+  for (int k : {set_key, del_key, mset_key, unlink_key, moved[4]}) {
+    TcpClient direct;
+    ASSERT_TRUE(direct.connect(previousOwner(k).port()));
+    EXPECT_EQ(redisCall(direct, {"EXISTS", keyOf(k)}), "0") << keyOf(k);
+  }
+}
+
+// A write racing a handover read wins: the copy is SET .. NX. The previous owner is frozen
+// while lb reads from it, the new owner is written meanwhile, and the late copy stores
+// nothing.
+TEST_F(RedisReadThroughTest, ACopyNeverOverwritesAConcurrentWrite) {
+  ASSERT_NO_FATAL_FAILURE(grown());
+  CacheFleet& fleet = fleet_;
+  const std::vector<int>& moved = moved_;
+  const int k = moved[0];
+  CacheServer& prev = previousOwner(k);
+
+  ASSERT_EQ(kill(prev.pid(), SIGSTOP), 0);
+  TcpClient reader;
+  ASSERT_TRUE(reader.connect(fleet.port()));
+  ASSERT_TRUE(reader.send(redisEncode({"GET", keyOf(k)})));
+  // The new owner has answered lb's GET (a miss: it is empty) once it counts one; the read
+  // then waits at the frozen previous owner, and the write below lands before its copy.
+  TcpClient fifth;
+  ASSERT_TRUE(fifth.connect(fleet.server(4).port()));
+  ASSERT_TRUE(waitUntil(
+      [&] {
+        const auto stats = redisCall(fifth, {"INFO", "commandstats"});
+        return stats && stats->find("cmdstat_get:calls=1,") != std::string::npos;
+      },
+      10s, 20ms));
+  EXPECT_EQ(redisCall(fifth, {"SET", keyOf(k), "racer"}), "OK");
+  ASSERT_EQ(kill(prev.pid(), SIGCONT), 0);
+  const auto got = readResp(reader, 10s);
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->text, valueOf(k)) << "the read began before the write";
+  const std::string m = settled(fleet);
+  EXPECT_EQ(counterOf(m, "lb_handover_copies_total", "not_stored"), 1) << m;
+  EXPECT_EQ(redisCall(fifth, {"GET", keyOf(k)}), "racer");
+  EXPECT_EQ(redisCall(reader, {"GET", keyOf(k)}), "racer");
+}
+
+// A previous owner that does not answer costs that read a miss, never the client's
+// connection: the owner's nil comes back once the response timeout passes.
+TEST_F(RedisReadThroughTest, AFrozenPreviousOwnerCostsAMissNotTheConnection) {
+  ASSERT_NO_FATAL_FAILURE(grown("timeouts = { response = \"300ms\" }"));
+  CacheFleet& fleet = fleet_;
+  const std::vector<int>& moved = moved_;
+  const int k = moved[0];
+  CacheServer& prev = previousOwner(k);
+
+  ASSERT_EQ(kill(prev.pid(), SIGSTOP), 0);
+  TcpClient reader;
+  ASSERT_TRUE(reader.connect(fleet.port()));
+  bool failed = false;
+  EXPECT_EQ(redisCall(reader, {"GET", keyOf(k)}, &failed, 10s), std::nullopt);
+  EXPECT_FALSE(failed) << "a nil, not silence";
+  EXPECT_EQ(redisCall(reader, {"PING"}), "PONG");
+  ASSERT_EQ(kill(prev.pid(), SIGCONT), 0);
+  const std::string m = fleet.metrics();
+  EXPECT_GE(counterOf(m, "lb_handover_reads_total", "error"), 1) << m;
+}
+
+}  // namespace
+}  // namespace lb::test
