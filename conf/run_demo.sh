@@ -7,10 +7,11 @@
 #   conf/run_demo.sh BUILD_DIR          (the Makefile passes its build dir)
 #
 # The ports are conf/demo.toml's (8080 http, 8081 tcp, 6400 redis, 11400 memcached, 9901
-# admin, 9001-9004 origins, 6401-6402 redis-servers, 11401-11402 memcached). To use others
+# admin, 9001-9004 origins, 6401-6402 redis-servers, 6403 a spare redis-server not in the
+# config (for the line that adds it), 11401-11402 memcached). To use others
 # (a test picks free ones), set any of:
 #   LB_DEMO_HTTP_PORT  LB_DEMO_HTTPS_PORT (8443)  LB_DEMO_TCP_PORT  LB_DEMO_ADMIN_PORT  LB_DEMO_BACKEND_PORTS="p1 p2 p3 p4"
-#   LB_DEMO_REDIS_PORT  LB_DEMO_REDIS_BACKEND_PORTS="p1 p2"
+#   LB_DEMO_REDIS_PORT  LB_DEMO_REDIS_BACKEND_PORTS="p1 p2"  LB_DEMO_REDIS_SPARE_PORT (6403)
 #   LB_DEMO_MEMCACHED_PORT  LB_DEMO_MEMCACHED_BACKEND_PORTS="p1 p2"
 # and the script runs lb on a copy of demo.toml with those ports.
 set -euo pipefail
@@ -36,6 +37,7 @@ names=(origin-a origin-b origin-c origin-d)
 redis_port=${LB_DEMO_REDIS_PORT:-6400}
 memcached_port=${LB_DEMO_MEMCACHED_PORT:-11400}
 read -r -a redis_ports <<<"${LB_DEMO_REDIS_BACKEND_PORTS:-6401 6402}"
+spare_port=${LB_DEMO_REDIS_SPARE_PORT:-6403}
 read -r -a memcached_ports <<<"${LB_DEMO_MEMCACHED_BACKEND_PORTS:-11401 11402}"
 [ "${#redis_ports[@]}" -eq 2 ] || { echo "run_demo: LB_DEMO_REDIS_BACKEND_PORTS needs 2 ports" >&2; exit 1; }
 [ "${#memcached_ports[@]}" -eq 2 ] || { echo "run_demo: LB_DEMO_MEMCACHED_BACKEND_PORTS needs 2 ports" >&2; exit 1; }
@@ -121,7 +123,9 @@ done
 # to (-u); as anyone else it has nothing to drop.
 mc_user=()
 [ "$(id -u)" -ne 0 ] || mc_user=(-u nobody)
-for i in 0 1; do
+# The third is the spare: running, empty, in no config until the printed line adds it.
+redis_ports+=("$spare_port")
+for i in 0 1 2; do
   redis-server --port "${redis_ports[i]}" --bind 127.0.0.1 --save "" --appendonly no \
     --protected-mode no --loglevel warning >"$workdir/redis-$((i + 1)).log" 2>&1 &
   pids+=($!)
@@ -155,7 +159,7 @@ cat <<EOF
 
 lb demo is running: lb on 127.0.0.1:$http_port (http) and :$tcp_port (tcp) in front of
 four lb-origin backends (${backend_ports[*]:0:4}), :$redis_port (redis) in front of two
-redis-servers (${redis_ports[*]}) and :$memcached_port (memcached) in front of two memcached
+redis-servers (${redis_ports[*]:0:2}; a spare on $spare_port) and :$memcached_port (memcached) in front of two memcached
 (${memcached_ports[*]}). Try:
 
   curl -si http://127.0.0.1:$http_port/hello | grep -i x-backend
@@ -176,6 +180,11 @@ redis-servers (${redis_ports[*]}) and :$memcached_port (memcached) in front of t
       each key goes to its own server; MGET is split by server and merged back in order
   curl -s 'http://127.0.0.1:$admin_port/ring?cluster=redis&key=user:1'
       which redis-server holds user:1 (redis-cli -p ${redis_ports[0]} / ${redis_ports[1]} to look)
+  sed -i '/"redis-2"/a\\  { name = "redis-3", address = "127.0.0.1:$spare_port" },' $config && kill -HUP $lb_pid
+      adds the spare redis-server to the cluster; user:1 to user:4 now belong to it, empty
+  redis-cli -p $redis_port get user:1
+      still alice: the handover read the miss through from its old server and copied it
+      over (redis-cli -p $spare_port get user:1; /metrics: lb_handover_reads_total)
   bash -c 'exec 3<>/dev/tcp/127.0.0.1/$memcached_port; printf "set k 0 0 1\\r\\nv\\r\\nget k a b\\r\\nquit\\r\\n" >&3; cat <&3'
       memcached's text protocol (with nc: printf 'get k\\r\\n' | nc -q1 127.0.0.1 $memcached_port)
 

@@ -172,7 +172,7 @@ std::vector<MetricFamily> collectSnapshotMetrics(const Snapshot& snap) {
                                       MetricType::Gauge, nc);
   MetricFamily handover_reads = family("lb_handover_reads_total",
                                        "Misses at a moved key's new owner read from the host "
-                                       "that served it before (redis), by result: hit, miss, "
+                                       "that served it before, by result: hit, miss, "
                                        "error (that host failed: the client got the miss).",
                                        MetricType::Counter, nc * 3);
   MetricFamily handover_copies = family("lb_handover_copies_total",

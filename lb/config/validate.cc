@@ -163,32 +163,22 @@ void checkSpread(const Config& config, const ClusterConfig& c, const std::string
             "this cluster is one (listener '" + served_by + "\")");
 }
 
-// handover: HTTP and TCP listeners ramp moved keys over, redis listeners read a miss through
-// from the previous owner (lb/routing/handover.h, lb/proxy/cache/handover_reads.h). The
-// memcached read-through is not built yet; rather than ramp memcached keys over, which would
-// split a key's reads and writes between two servers for the window, a memcached cluster
-// with a handover is refused by name. copy_ttl is the read-through's alone.
+// handover: HTTP and TCP listeners ramp moved keys over, redis and memcached listeners read
+// a miss through from the previous owner (lb/routing/handover.h, lb/proxy/cache/
+// handover_reads.h); copy_ttl is the read-through's alone, and refused where nothing reads
+// through rather than ignored.
 void checkHandover(const Config& config, const ClusterConfig& c, const std::string& path,
                    WalkContext& ctx) {
   if (!c.handover) return;
-  const std::string hp = path + ".handover";
-  bool reads_through = false;
-  for (const auto& l : config.listeners) {
-    if (l.cluster != c.name) continue;
-    if (l.protocol == Protocol::kRedis) reads_through = true;
-    if (l.protocol != Protocol::kMemcached) continue;
-    ctx.error(ctx.positionOf(hp), hp,
-              "is not supported yet for memcached listeners (listener '" + l.name +
-                  "' has protocol = \"memcached\"): their handover reads through to the "
-                  "previous owner, which this version does for redis only; HTTP and TCP "
-                  "listeners ramp keys over");
-    return;
-  }
-  const std::string tp = hp + ".copy_ttl";
-  if (ctx.written(tp) && !reads_through)
-    ctx.error(ctx.positionOf(tp), tp,
-              "applies only to the redis read-through, and no listener of this cluster is a "
-              "redis one (HTTP and TCP listeners ramp keys over and copy nothing)");
+  const std::string tp = path + ".handover.copy_ttl";
+  if (!ctx.written(tp)) return;
+  for (const auto& l : config.listeners)
+    if (l.cluster == c.name &&
+        (l.protocol == Protocol::kRedis || l.protocol == Protocol::kMemcached))
+      return;
+  ctx.error(ctx.positionOf(tp), tp,
+            "applies only to the redis and memcached read-through, and no listener of this "
+            "cluster is one (HTTP and TCP listeners ramp keys over and copy nothing)");
 }
 
 // path and expect say what an HTTP check sends and accepts; on another type they would be

@@ -240,7 +240,9 @@ Result<std::shared_ptr<const Snapshot>> buildSnapshot(Config config, StateRegist
     cs.fingerprint = tableFingerprint(cc, cs.table.get(), cs.selector->key_hash);
     cs.handover_window_ms = cc.handover ? cc.handover->window.count() : 0;
     for (const ListenerConfig& l : snap->config.listeners)
-      if (l.cluster == cc.name && l.protocol == Protocol::kRedis) cs.reads_through = true;
+      if (l.cluster == cc.name &&
+          (l.protocol == Protocol::kRedis || l.protocol == Protocol::kMemcached))
+        cs.reads_through = true;
     const ClusterSnapshot* was = previous ? previous->findCluster(cc.name) : nullptr;
     // Across a change of selector the old table's owners are not the same keys' owners.
     if (was != nullptr && was->selector == cs.selector && cc.handover) {

@@ -92,8 +92,8 @@ struct ClusterSnapshot {
   // The cluster's handover.window in ms (0: off): how long a backend that health brings back
   // takes to get its keys back (BackendState::returned_at_ms).
   int64_t handover_window_ms = 0;
-  // A redis listener serves the cluster: its handover reads through (every pick of the
-  // cluster then does, PickContext::read_through) instead of ramping keys over.
+  // A redis or memcached listener serves the cluster: its handover reads through (every pick
+  // of the cluster then does, PickContext::read_through) instead of ramping keys over.
   bool reads_through = false;
 
   // THE pick (lb/routing/pick_context.h names its steps; pick.cc applies them in order). True

@@ -23,18 +23,31 @@ CacheServer::CacheServer(Kind kind, const std::vector<std::string>& extra_args) 
               "-u", "nobody"};
     }
     argv.insert(argv.end(), extra_args.begin(), extra_args.end());
-    auto proc = std::make_unique<Process>(argv);
-    // Neither server says it is ready in a form both share: wait for the port, and make sure
-    // it is this process that holds it (it exits at once when the port was taken).
-    bool up = false;
-    for (int i = 0; i < 500 && !up && proc->running(); ++i) up = waitForPort(port, 10ms);
-    if (up && proc->running()) {
-      port_ = port;
-      proc_ = std::move(proc);
-    } else {
-      error_ += proc->output();
-    }
+    argv_ = argv;
+    port_ = port;
+    if (!launch()) port_ = 0;
   }
+}
+
+// Neither server says it is ready in a form both share: wait for the port, and make sure it
+// is this process that holds it (it exits at once when the port was taken).
+bool CacheServer::launch() {
+  auto proc = std::make_unique<Process>(argv_);
+  bool up = false;
+  for (int i = 0; i < 500 && !up && proc->running(); ++i) up = waitForPort(port_, 10ms);
+  if (!up || !proc->running()) {
+    error_ += proc->output();
+    return false;
+  }
+  proc_ = std::move(proc);
+  return true;
+}
+
+bool CacheServer::restart() {
+  if (!proc_) return false;
+  proc_->stop(9);
+  proc_.reset();
+  return launch();
 }
 
 std::string redisEncode(std::initializer_list<std::string_view> args) {

@@ -41,8 +41,14 @@ class CacheServer {
   std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
   // The server process (to stop or freeze it); only when ok().
   Process& process() { return *proc_; }
+  // Kills the server (SIGKILL) and starts it again on the same port, empty, as a crashed
+  // server comes back; true once it listens.
+  bool restart();
 
  private:
+  bool launch();
+
+  std::vector<std::string> argv_;
   std::unique_ptr<Process> proc_;
   uint16_t port_ = 0;
   std::string error_;

@@ -304,6 +304,22 @@ int64_t EtcdCluster::revision() {
   return r.exit_code == 0 ? headerRevision(r.out) : 0;
 }
 
+bool EtcdCluster::compactQuickly(int64_t revision) {
+  size_t member = 0;
+  while (member < members_.size() && !running(member)) ++member;
+  if (member == members_.size()) return false;
+  TcpClient c;
+  if (!c.connect(members_[member]->client_port)) return false;
+  const std::string body =
+      nlohmann::json{{"revision", std::to_string(revision)}, {"physical", true}}.dump();
+  const std::string request = "POST /v3/kv/compaction HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                              "Content-Type: application/json\r\nContent-Length: " +
+                              std::to_string(body.size()) + "\r\n\r\n" + body;
+  if (!c.send(request)) return false;
+  auto r = readHttpResponse(c);
+  return r.ok && r.status == 200;
+}
+
 bool EtcdCluster::compact(int64_t revision) {
   auto r = etcdctl({"compact", "--physical", std::to_string(revision)});
   return r.exit_code == 0;

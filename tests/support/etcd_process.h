@@ -86,6 +86,10 @@ class EtcdCluster {
   // one kept-alive connection to the first running member's JSON gateway (an etcdctl
   // process per write would cost ~10 ms each). The last put's revision, or 0 if any failed.
   int64_t putSequence(const std::string& key, const std::vector<std::string>& values);
+  // Compacts up to `revision` (physical) the same way, through the gateway, for a test that
+  // must compact inside a moment (etcdctl's process start can outlast it on a loaded
+  // machine); false on failure.
+  bool compactQuickly(int64_t revision);
   // Deletes the key; the header revision, or 0.
   int64_t del(const std::string& key);
   // The value, or nullopt when absent or on failure.

@@ -167,6 +167,11 @@ class CacheSession : public Session,
 
   // --- For parse(): the handover read-through, through its one handle (handover_reads.h)
   HandoverReads& handover() noexcept { return handover_reads_; }
+  // The protocol's hook for it: the client's reply to `cmd` from a hit at the previous host
+  // (in the arena, with the command's lifetime); "" when there is no room (the read is then
+  // the owner's miss). By default the previous host's reply as it came.
+  virtual std::string_view handoverReply(CacheCommand* cmd, const HandoverFound& found,
+                                         std::string_view key) noexcept;
 
   // --- For parse(): the near cache, through its one handle (near_reads.h) ---------------
   NearReads& near() noexcept { return near_reads_; }

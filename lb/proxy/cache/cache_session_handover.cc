@@ -86,7 +86,8 @@ void HandoverReads::wrote(std::string_view key, uint32_t owner) noexcept {
   const auto& t = s_.listener_->config->timeouts;
   sendUnanswered(*s_.table_, s_.slot_, static_cast<uint64_t>(t.connect.count()),
                  static_cast<uint32_t>(t.response.count()), s_.cache_, sink_->deletes(), from,
-                 wire.handoverReadKind(), [&](ByteChain& out) { wire.appendDelete(out, key); });
+                 wire.handoverKind(HandoverOp::kDelete),
+                 [&](ByteChain& out) { wire.appendDelete(out, key); });
 }
 
 bool HandoverReads::replied(CacheCommand* cmd, CacheFragment* f, const char* p,
@@ -119,7 +120,7 @@ bool HandoverReads::replied(CacheCommand* cmd, CacheFragment* f, const char* p,
     // so that the connection stays aligned; without room for the replies they are dropped.
     cmd->handover_stage = kAtPrevious;
     for (uint32_t i = 0; i < replies; ++i)
-      s_.queueFragment(cmd, cmd->handover_from, wire.handoverReadKind(), false);
+      s_.queueFragment(cmd, cmd->handover_from, wire.handoverKind(HandoverOp::kRead), false);
     if (cmd->parts == nullptr) {
       s_.detach(cmd);
       cmd->handover_stage = kNone;
@@ -146,17 +147,22 @@ bool HandoverReads::replied(CacheCommand* cmd, CacheFragment* f, const char* p,
   }
   const int64_t cap = s_.cluster_->config->handover->copy_ttl.count();
   const int64_t ttl = found.ttl_ms == HandoverFound::kNoTtl ? cap : std::min(found.ttl_ms, cap);
+  const std::string_view key{cmd->handover_key, cmd->handover_key_len};
   if (ttl > 0 && sink_ != nullptr && !moved_on) {
-    const std::string_view key{cmd->handover_key, cmd->handover_key_len};
     const auto& t = s_.listener_->config->timeouts;
     sendUnanswered(*s_.table_, s_.slot_, static_cast<uint64_t>(t.connect.count()),
                    static_cast<uint32_t>(t.response.count()), s_.cache_, sink_->copies(),
-                   cmd->handover_owner, wire.handoverReadKind(),
+                   cmd->handover_owner, wire.handoverKind(HandoverOp::kCopy),
                    [&](ByteChain& out) { wire.appendCopy(out, key, found, ttl); });
+  }
+  const std::string_view reply = s_.handoverReply(cmd, found, key);
+  if (reply.empty()) {
+    answered(cmd);
+    return true;
   }
   cmd->handover_stage = kNone;
   cmd->merged = false;
-  s_.answerStatic(cmd, found.reply);   // in the arena, with the command's lifetime
+  s_.answerStatic(cmd, reply);   // in the arena, with the command's lifetime
   return true;
 }
 
@@ -176,6 +182,11 @@ void HandoverReads::answered(CacheCommand* cmd) noexcept {
   cmd->handover_stage = kNone;
   cmd->merged = false;
   s_.answerStatic(cmd, {cmd->parts[0].bytes, cmd->parts[0].len});
+}
+
+std::string_view CacheSession::handoverReply(CacheCommand*, const HandoverFound& found,
+                                            std::string_view) noexcept {
+  return found.reply;
 }
 
 }  // namespace lb

@@ -35,6 +35,10 @@ struct HandoverFound {
 // How a copy or a delete sent by a handover read fared (CacheWire::handoverWritten).
 enum class HandoverWrite : uint8_t { kDone, kNotDone, kError };
 
+// What a handover sends a server (CacheWire::handoverKind): the read at the previous host,
+// the copy to the owner, the delete at the previous host.
+enum class HandoverOp : uint8_t { kRead, kCopy, kDelete };
+
 // A reply scan's progress between reads, so that a large reply arriving in pieces is scanned
 // once, not from its start on every read. Zeroed for every new reply.
 struct ReplyScan {
@@ -65,7 +69,7 @@ class CacheWire {
   virtual uint8_t handshakeKind() const noexcept { return 0; }
   // Handover reads (handover_reads.h), for a protocol that has them (handsOver()): whether
   // a reply to a plain read of one key is a miss; the read of `key` at its previous host,
-  // appended to `out`, and how many replies it has (each framed with readKind); what they
+  // appended to `out`, and how many replies it has (each framed with handoverKind); what they
   // found; the copy of a hit to the new owner that overwrites nothing, expiring in `ttl_ms`;
   // the delete that follows a write of a moved key; and how a copy or a delete fared.
   virtual bool handsOver() const noexcept { return false; }
@@ -74,7 +78,7 @@ class CacheWire {
                                       std::string_view /*key*/) const noexcept {
     return 0;
   }
-  virtual uint8_t handoverReadKind() const noexcept { return 0; }
+  virtual uint8_t handoverKind(HandoverOp /*op*/) const noexcept { return 0; }
   virtual HandoverFound handoverFound(const FragmentReply* /*replies*/,
                                       uint32_t /*count*/) const noexcept {
     return {};

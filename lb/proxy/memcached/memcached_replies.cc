@@ -24,6 +24,110 @@ class MemcachedWire final : public CacheWire {
   // memcached's text protocol has no AUTH (SASL is binary-only).
   std::string handshake(std::string_view) const override { return {}; }
   bool handshakeOk(const char*, size_t) const noexcept override { return true; }
+
+  // Handover reads (lb/proxy/cache/handover_reads.h). A get of one key misses with a bare
+  // END.
+  bool handsOver() const noexcept override { return true; }
+  bool isMiss(const char* p, size_t n) const noexcept override {
+    return n == 5 && memcmp(p, "END\r\n", 5) == 0;
+  }
+  // mg with the value, the client flags and the remaining TTL in seconds, in one reply:
+  // "VA <size> f<flags> t<ttl>" and the data block, or EN.
+  uint32_t appendHandoverRead(ByteChain& out, std::string_view key) const noexcept override {
+    out.append("mg ");
+    out.append(key);
+    out.append(" v f t\r\n");
+    return 1;
+  }
+  uint8_t handoverKind(HandoverOp op) const noexcept override {
+    return op == HandoverOp::kRead   ? mc::kReplyMetaValue
+           : op == HandoverOp::kCopy ? mc::kReplyStore
+                                     : mc::kReplyDelete;
+  }
+  HandoverFound handoverFound(const FragmentReply* r, uint32_t count) const noexcept override {
+    HandoverFound found;
+    if (count != 1 || r[0].bytes == nullptr) {
+      found.result = HandoverRead::kError;
+      return found;
+    }
+    const std::string_view reply(r[0].bytes, r[0].len);
+    if (reply.starts_with("EN")) return found;   // a miss
+    const size_t eol = reply.find("\r\n");
+    if (!reply.starts_with("VA ") || eol == std::string_view::npos) {
+      found.result = HandoverRead::kError;
+      return found;
+    }
+    // "VA <size> f<flags> t<ttl>": the flags in any order, as memcached returns them.
+    uint64_t size = 0, flags = 0;
+    int64_t ttl = -1;
+    bool have_size = false, have_flags = false, have_ttl = false;
+    size_t at = 3;
+    while (at < eol) {
+      size_t end = reply.find(' ', at);
+      if (end == std::string_view::npos || end > eol) end = eol;
+      const std::string_view token = reply.substr(at, end - at);
+      if (!have_size) {
+        have_size = parseDecimal(token, &size);
+      } else if (token.size() > 1 && token[0] == 'f') {
+        have_flags = parseDecimal(token.substr(1), &flags) && flags <= UINT32_MAX;
+      } else if (token == "t-1") {
+        have_ttl = true;
+      } else if (token.size() > 1 && token[0] == 't') {
+        uint64_t t = 0;
+        have_ttl = parseDecimal(token.substr(1), &t);
+        ttl = static_cast<int64_t>(t);
+      }
+      at = end + 1;
+    }
+    if (!have_size || !have_flags || !have_ttl || reply.size() != eol + 2 + size + 2) {
+      found.result = HandoverRead::kError;
+      return found;
+    }
+    found.result = HandoverRead::kHit;
+    found.value = reply.substr(eol + 2, size);
+    found.flags = static_cast<uint32_t>(flags);
+    found.ttl_ms = ttl < 0 ? HandoverFound::kNoTtl : ttl * 1000;
+    return found;
+  }
+  // add: stored only where the owner has nothing; the exptime in whole seconds, at least 1
+  // (0 would be "never").
+  void appendCopy(ByteChain& out, std::string_view key, const HandoverFound& found,
+                  int64_t ttl_ms) const noexcept override {
+    out.append("add ");
+    out.append(key);
+    out.append(" ");
+    out.appendDecimal(found.flags);
+    out.append(" ");
+    out.appendDecimal(ttl_ms < 1000 ? 1 : (ttl_ms + 999) / 1000);
+    out.append(" ");
+    out.appendDecimal(static_cast<int64_t>(found.value.size()));
+    out.append("\r\n");
+    out.append(found.value);
+    out.append("\r\n");
+  }
+  void appendDelete(ByteChain& out, std::string_view key) const noexcept override {
+    out.append("delete ");
+    out.append(key);
+    out.append("\r\n");
+  }
+  HandoverWrite handoverWritten(const char* p, size_t n) const noexcept override {
+    const std::string_view reply(p, n);
+    if (reply == "STORED\r\n" || reply == "DELETED\r\n") return HandoverWrite::kDone;
+    if (reply == "NOT_STORED\r\n" || reply == "NOT_FOUND\r\n") return HandoverWrite::kNotDone;
+    return HandoverWrite::kError;
+  }
+
+ private:
+  static bool parseDecimal(std::string_view s, uint64_t* out) noexcept {
+    if (s.empty() || s.size() > 19) return false;
+    uint64_t v = 0;
+    for (char c : s) {
+      if (c < '0' || c > '9') return false;
+      v = v * 10 + static_cast<uint64_t>(c - '0');
+    }
+    *out = v;
+    return true;
+  }
 };
 
 const MemcachedWire kWire;

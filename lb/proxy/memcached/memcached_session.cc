@@ -206,10 +206,10 @@ void MemcachedSession::routeRetrieval(CacheCommand* cmd, const mc::Request& r) n
       near().writeBegin(cmd, keys);
       for (size_t k = 0; k < keys; ++k) near().write(cmd, tokens[r.first_key + k]);
     }
-    if (keys == 1) {
-      routeOneRetrieval(cmd, r);
-      return;
-    }
+  }
+  if (keys == 1 && (near().enabled() || handover().enabled())) {
+    routeOneRetrieval(cmd, r);
+    return;
   }
   const Owners owners =
       pickOwners(cmd, r.first_key, 1, keys, "no backend is available for this key");
@@ -230,9 +230,10 @@ void MemcachedSession::routeRetrieval(CacheCommand* cmd, const mc::Request& r) n
   });
 }
 
-// get, gets, gat or gats of one key with the near cache on: get is the plain read it serves
-// and fills (its reply carries no cas unique, so the bytes are the same for every client);
-// the others are forwarded, a hot key's counted as bypass.
+// get, gets, gat or gats of one key with the near cache or a handover on: get is the plain
+// read the near cache serves and fills (its reply carries no cas unique, so the bytes are
+// the same for every client) and a handover reads through; the others are forwarded, a hot
+// key's counted as bypass.
 void MemcachedSession::routeOneRetrieval(CacheCommand* cmd, const mc::Request& r) noexcept {
   const std::vector<std::string_view>& tokens = cache().scratch().args;
   const std::string_view key = tokens[r.first_key];
@@ -240,12 +241,15 @@ void MemcachedSession::routeOneRetrieval(CacheCommand* cmd, const mc::Request& r
   const bool plain = r.command == Command::kGet;
   if (plain && near().read(cmd, key, hash)) return;
   if (!plain) near().bypass(hash);
-  uint32_t host;
-  if (!pickHashed(hash, &host)) {
+  uint32_t host, from;
+  if (!pickHashed(hash, &host, &from)) {
     refuse(cmd, CacheErrorReason::kNoBackend, "no backend is available for this key");
     return;
   }
-  if (plain) near().sent(cmd, host);
+  if (plain) {
+    near().sent(cmd, host);
+    handover().read(cmd, key, host, from);
+  }
   sendFragment(cmd, host, mc::kReplyValues, [&](ByteChain& chain) {
     mc::writeRetrieval(r, tokens, nullptr, 1, chain);
   });
@@ -289,6 +293,28 @@ void MemcachedSession::routeKey(CacheCommand* cmd, const mc::Request& r, const c
   sendFragment(cmd, host, mc::replyKindOf(r.command), [&](ByteChain& chain) {
     mc::writeForwarded(r, tokens, p, chain);
   });
+  // A write of a moved key is followed by a delete where it was served before; mg and me
+  // read (an mg that touches or vivifies does not make a stale copy newer).
+  // A base64 key (meta b) may hold bytes a text delete cannot carry: it is not followed.
+  if (r.command != Command::kMetaGet && r.command != Command::kMetaDebug && !r.base64_key)
+    handover().wrote(key, host);
+}
+
+// A get's hit at the previous host ("VA" and the data), as the owner would have answered
+// the get: one VALUE item and END.
+std::string_view MemcachedSession::handoverReply(CacheCommand* cmd, const HandoverFound& found,
+                                                 std::string_view key) noexcept {
+  char head[320];
+  const int len = snprintf(head, sizeof head, "VALUE %.*s %u %zu\r\n", static_cast<int>(key.size()),
+                           key.data(), found.flags, found.value.size());
+  if (len <= 0 || static_cast<size_t>(len) >= sizeof head) return {};
+  const size_t total = static_cast<size_t>(len) + found.value.size() + 7;
+  char* out = arena().allocate(total, cmd->seq);
+  if (out == nullptr) return {};
+  memcpy(out, head, static_cast<size_t>(len));
+  memcpy(out + len, found.value.data(), found.value.size());
+  memcpy(out + len + found.value.size(), "\r\nEND\r\n", 7);
+  return {out, total};
 }
 
 }  // namespace lb

@@ -66,6 +66,8 @@ class MemcachedSession final : public CacheProtocolSession<MemcachedSession> {
   void routeOneRetrieval(CacheCommand* cmd, const mc::Request& r) noexcept;
   bool nearCacheable(const char* p, size_t n) const noexcept override;
   void routeKey(CacheCommand* cmd, const mc::Request& r, const char* p) noexcept;
+  std::string_view handoverReply(CacheCommand* cmd, const HandoverFound& found,
+                                 std::string_view key) noexcept override;
   // CLIENT_ERROR (unsupported) or SERVER_ERROR lb: <what>, counted under `reason`; nothing
   // for a noreply command. lb's own failures (answerFailure) are answered so too.
   void refuse(CacheCommand* cmd, CacheErrorReason reason, std::string_view what) noexcept;

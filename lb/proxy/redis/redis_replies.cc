@@ -61,7 +61,7 @@ class RedisWire final : public CacheWire {
     appendKeyCommand(out, "*2\r\n$4\r\nPTTL\r\n", key);
     return 2;
   }
-  uint8_t handoverReadKind() const noexcept override { return redis::kAnyReply; }
+  uint8_t handoverKind(HandoverOp) const noexcept override { return redis::kAnyReply; }
   HandoverFound handoverFound(const FragmentReply* r, uint32_t count) const noexcept override {
     HandoverFound found;
     if (count != 2 || r[0].len < 5) {

@@ -235,7 +235,9 @@ TEST_F(NearCacheRedisTest, PipelinedHitsAndMissesComeBackInTheirOrder) {
   }
   EXPECT_GE(hits() - before, hits_sent) << "the near cache did not answer the pipelined hits";
 
-  // Hits only, for 2 s: the key must stay on /hotkeys with its rate.
+  // Hits only: the key must stay on /hotkeys, its rate climbing past 200/s, though only
+  // the near cache serves it. Bursts go on until /hotkeys shows that rate (the monitor's
+  // smoothing takes a few of its ticks, longer on a loaded machine), for 20 s at most.
   const std::string burst = [&] {
     std::string b;
     for (int i = 0; i < 200; ++i) b += hit;
@@ -244,17 +246,20 @@ TEST_F(NearCacheRedisTest, PipelinedHitsAndMissesComeBackInTheirOrder) {
   std::string burst_reply;
   for (int i = 0; i < 200; ++i) burst_reply += hit_reply;
   double rps = 0;
-  const auto end = std::chrono::steady_clock::now() + 2s;
-  for (int i = 0; i < 5000 && std::chrono::steady_clock::now() < end; ++i) {
+  bool listed = true;
+  const auto end = std::chrono::steady_clock::now() + 20s;
+  for (int i = 0; i < 50000 && rps <= 200 && std::chrono::steady_clock::now() < end; ++i) {
     ASSERT_TRUE(c.send(burst));
     ASSERT_TRUE(c.readAtLeast(burst_reply.size()));
     ASSERT_EQ(c.take(burst_reply.size()), burst_reply);
+    if (i % 10 != 9) continue;
+    const auto doc = fetchHotKeys(fleet_.adminPort(), "fleet");
+    ASSERT_TRUE(doc.has_value());
+    const testjson::Value* k = findHotKey(*doc, "near:order");
+    listed = listed && k != nullptr;
+    if (k != nullptr) rps = (*k)["rps"].number;
   }
-  const auto doc = fetchHotKeys(fleet_.adminPort(), "fleet");
-  ASSERT_TRUE(doc.has_value());
-  const testjson::Value* k = findHotKey(*doc, "near:order");
-  ASSERT_NE(k, nullptr) << "near:order left /hotkeys while only the near cache served it";
-  rps = (*k)["rps"].number;
+  EXPECT_TRUE(listed) << "near:order left /hotkeys while only the near cache served it";
   EXPECT_GT(rps, 200) << "the near cache's hits were not counted for hot-key detection";
 }
 

@@ -1,6 +1,7 @@
 // conf/: every example config passes `lb --check`, and conf/run_demo.sh (what `make run`
 // calls) starts lb, four origins that answer curl, two redis-servers and two memcached that
-// answer the redis-cli and memcached lines it prints, then stops all of them on SIGINT.
+// answer the redis-cli and memcached lines it prints, and a spare redis-server the line that
+// adds it adds (its moved keys then read warm), then stops all of them on SIGINT.
 #include <signal.h>
 
 #include <cerrno>
@@ -10,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/support/health_harness.h"
 #include "tests/support/http_client.h"
 #include "tests/support/process.h"
 
@@ -68,7 +70,8 @@ TEST(RunDemoTest, AnswersCurlRedisCliAndMemcachedAndStopsEverythingOnSigint) {
   const std::string memcached_backends = ports(2, &memcached_ports);
   std::string build = builtBinary("");
   const uint16_t https = freePort();
-  Process demo({"env", "LB_DEMO_HTTP_PORT=" + std::to_string(http),
+  const uint16_t spare = freePort();
+  Process demo({"env", "LB_DEMO_REDIS_SPARE_PORT=" + std::to_string(spare), "LB_DEMO_HTTP_PORT=" + std::to_string(http),
                 "LB_DEMO_HTTPS_PORT=" + std::to_string(https),
                 "LB_DEMO_TCP_PORT=" + std::to_string(tcp),
                 "LB_DEMO_ADMIN_PORT=" + std::to_string(admin), "LB_DEMO_BACKEND_PORTS=" + backends,
@@ -92,10 +95,11 @@ TEST(RunDemoTest, AnswersCurlRedisCliAndMemcachedAndStopsEverythingOnSigint) {
   auto raw = runCommand({"curl", "-s", "-i", "--max-time", "5", localUrl(tcp, "/")});
   EXPECT_NE(raw.out.find("HTTP/1.1 200"), std::string::npos) << raw.out << raw.err;
 
-  // The redis-cli lines it prints, pasted: set, mset, then mget of all four in order.
+  // The redis-cli lines it prints, pasted: set, mset, then mget of all four in order (the
+  // fourth, a get after the spare joins, comes below).
   std::string out = demo.output();
   const auto cli = printedCommands(out, "redis-cli -p " + std::to_string(redis) + " ");
-  ASSERT_EQ(cli.size(), 3u) << out;
+  ASSERT_EQ(cli.size(), 4u) << out;
   for (size_t i = 0; i < 2; ++i) {
     auto r = paste(cli[i]);
     EXPECT_EQ(r.out, "OK\n") << cli[i] << ": " << r.err;
@@ -120,6 +124,30 @@ TEST(RunDemoTest, AnswersCurlRedisCliAndMemcachedAndStopsEverythingOnSigint) {
     EXPECT_EQ(holders, 1) << key;
   }
 
+  // The line that adds the spare: user:1 moves to it, empty, and still reads alice through
+  // lb (the handover read it from its old server), and the spare holds the copy after.
+  const auto grow = printedCommands(out, "sed -i ");
+  ASSERT_EQ(grow.size(), 1u) << out;
+  auto grown = paste(grow[0]);
+  EXPECT_EQ(grown.exit_code, 0) << grow[0] << ": " << grown.err;
+  EXPECT_TRUE(waitUntil(
+      [&] {
+        auto ring = runCommand({"curl", "-s", "--max-time", "5",
+                                localUrl(admin, "/ring?cluster=redis&key=user:1")});
+        return ring.out.find("\"owner\":\"redis-3\"") != std::string::npos;
+      },
+      10s, 50ms))
+      << "the reload did not add redis-3";
+  auto warm = paste(cli[3]);
+  EXPECT_EQ(warm.out, "alice\n") << cli[3] << ": " << warm.err;
+  EXPECT_TRUE(waitUntil(
+      [&] {
+        return runCommand({"redis-cli", "-p", std::to_string(spare), "get", "user:1"}).out ==
+               "alice\n";
+      },
+      10s, 50ms))
+      << "no copy at the spare";
+
   // The memcached line: a set and a get of three keys (one hit) through lb, then quit.
   const auto mc = printedCommands(out, "bash -c 'exec 3<>/dev/tcp/127.0.0.1/" +
                                            std::to_string(memcached) + ";");
@@ -138,6 +166,7 @@ TEST(RunDemoTest, AnswersCurlRedisCliAndMemcachedAndStopsEverythingOnSigint) {
   EXPECT_TRUE(kill(lb_pid, 0) != 0 && errno == ESRCH) << "lb is still running";
   for (uint16_t p : backend_ports) EXPECT_FALSE(waitForPort(p, 0ms)) << "an origin still runs";
   for (uint16_t p : redis_ports) EXPECT_FALSE(waitForPort(p, 0ms)) << "a redis-server still runs";
+  EXPECT_FALSE(waitForPort(spare, 0ms)) << "the spare redis-server still runs";
   for (uint16_t p : memcached_ports) EXPECT_FALSE(waitForPort(p, 0ms)) << "a memcached still runs";
   for (uint16_t p : {http, redis, memcached}) EXPECT_FALSE(waitForPort(p, 0ms)) << "lb still listens";
 }

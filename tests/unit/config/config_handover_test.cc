@@ -54,37 +54,28 @@ TEST(ConfigHandoverTest, MistakesNameTheirPositionAndKey) {
   EXPECT_EQ(errorsOf(clusterWith("handover = { windwo = \"1m\" }") + kHttp).size(), 1u);
 }
 
-// The memcached read-through is not built: a memcached cluster's handover is refused by
-// name rather than ramped, and so is copy_ttl where nothing reads through.
-TEST(ConfigHandoverTest, AMemcachedClusterAndCopyTtlWithoutRedisAreRefusedByName) {
-  const std::string memcached =
-      "[listeners.m]\nlisten = \"127.0.0.1:11212\"\nprotocol = \"memcached\"\ncluster = "
-      "\"web\"\n";
-  const auto cache = errorsOf(clusterWith("handover = { window = \"1m\" }") + memcached);
-  ASSERT_EQ(cache.size(), 1u);
-  EXPECT_EQ(cache[0].rfind("lb.toml:2:12: clusters.web.handover: is not supported yet for "
-                           "memcached listeners (listener 'm' has protocol = \"memcached\")",
-                           0),
-            0u)
-      << cache[0];
+// copy_ttl where nothing reads through is refused by name rather than ignored.
+TEST(ConfigHandoverTest, CopyTtlWithoutACacheListenerIsRefusedByName) {
   const auto ttl =
       errorsOf(clusterWith("handover = { window = \"1m\", copy_ttl = \"10m\" }") + kHttp);
   ASSERT_EQ(ttl.size(), 1u);
   EXPECT_EQ(ttl[0].rfind("lb.toml:2:40: clusters.web.handover.copy_ttl: applies only to the "
-                         "redis read-through",
+                         "redis and memcached read-through",
                          0),
             0u)
       << ttl[0];
 }
 
-// A redis cluster reads through: its handover and copy_ttl are taken.
-TEST(ConfigHandoverTest, ARedisClusterTakesTheWindowAndCopyTtl) {
-  const std::string redis =
-      "[listeners.r]\nlisten = \"127.0.0.1:6380\"\nprotocol = \"redis\"\ncluster = \"web\"\n";
-  auto r = loadConfigString(
-      clusterWith("handover = { window = \"1m\", copy_ttl = \"10m\" }") + redis, "lb.toml");
-  ASSERT_TRUE(r.ok()) << r.errors().front().format();
-  EXPECT_EQ(r.value().clusters.at(0).handover->copy_ttl, Duration{600000});
+// Redis and memcached clusters read through: their handover and copy_ttl are taken.
+TEST(ConfigHandoverTest, CacheClustersTakeTheWindowAndCopyTtl) {
+  for (const char* protocol : {"redis", "memcached"}) {
+    const std::string listener = std::string("[listeners.r]\nlisten = \"127.0.0.1:6380\"\n") +
+                                 "protocol = \"" + protocol + "\"\ncluster = \"web\"\n";
+    auto r = loadConfigString(
+        clusterWith("handover = { window = \"1m\", copy_ttl = \"10m\" }") + listener, "lb.toml");
+    ASSERT_TRUE(r.ok()) << protocol << ": " << r.errors().front().format();
+    EXPECT_EQ(r.value().clusters.at(0).handover->copy_ttl, Duration{600000});
+  }
 }
 
 }  // namespace

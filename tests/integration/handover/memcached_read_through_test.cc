@@ -1,0 +1,241 @@
+// The memcached read-through (lb/proxy/cache/handover_reads.h), live: memcached servers behind
+// lb with a handover window. A fifth server added by a reload: a get of a moved key misses
+// there, is read from its previous owner with mg (value, flags, remaining TTL), answered as
+// the get's VALUE item and added to the new owner with its flags and exptime. A server that
+// crashed and came back empty: after health brings it back, its keys read warm from the host
+// that served them while it was down.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "tests/support/cache_fleet.h"
+#include "tests/support/health_harness.h"
+
+namespace lb::test {
+namespace {
+
+constexpr const char* kHandover = "handover = { window = \"60s\", copy_ttl = \"10m\" }";
+
+std::string keyOf(int i) { return "item:" + std::to_string(i); }
+std::string valueOf(int i) { return "payload-" + std::to_string(i * 7919); }
+uint32_t flagsOf(int i) { return static_cast<uint32_t>(i * 37 % 65536); }
+
+// What a get of key i answers when it hits.
+std::string hitOf(int i) {
+  return "VALUE " + keyOf(i) + " " + std::to_string(flagsOf(i)) + " " +
+         std::to_string(valueOf(i).size()) + "\r\n" + valueOf(i) + "\r\nEND\r\n";
+}
+
+// Sends `lines` on `c` in batches and returns each reply, read up to the `until` that ends it
+// (one per line).
+std::vector<std::string> pipeline(TcpClient& c, const std::vector<std::string>& lines,
+                                  const std::vector<std::string>& ends) {
+  std::vector<std::string> out;
+  constexpr size_t kBatch = 200;
+  for (size_t at = 0; at < lines.size(); at += kBatch) {
+    std::string batch;
+    const size_t end = std::min(lines.size(), at + kBatch);
+    for (size_t i = at; i < end; ++i) batch += lines[i];
+    if (!c.send(batch)) return out;
+    for (size_t i = at; i < end; ++i) {
+      size_t stop = std::string::npos;
+      while (true) {
+        for (const auto& e : ends) {
+          const size_t f = c.buffer().find(e);
+          if (f != std::string::npos && (f == 0 || c.buffer()[f - 1] == '\n'))
+            stop = std::min(stop, f + e.size());
+        }
+        if (stop != std::string::npos) break;
+        if (!c.readAtLeast(c.buffer().size() + 1, 20s)) return out;
+      }
+      out.push_back(c.take(stop));
+    }
+  }
+  return out;
+}
+
+// Sets keys [0, n) through lb with their flags and an exptime of an hour.
+bool setKeys(TcpClient& c, int n) {
+  std::vector<std::string> lines;
+  for (int i = 0; i < n; ++i)
+    lines.push_back("set " + keyOf(i) + " " + std::to_string(flagsOf(i)) + " 3600 " +
+                    std::to_string(valueOf(i).size()) + "\r\n" + valueOf(i) + "\r\n");
+  const auto replies = pipeline(c, lines, {"STORED\r\n", "NOT_STORED\r\n", "ERROR\r\n"});
+  if (replies.size() != lines.size()) return false;
+  for (const auto& r : replies)
+    if (r != "STORED\r\n") return false;
+  return true;
+}
+
+// Gets keys [0, n) once through lb, one get each: how many came back whole.
+int hitsOf(TcpClient& c, int n) {
+  std::vector<std::string> lines;
+  for (int i = 0; i < n; ++i) lines.push_back("get " + keyOf(i) + "\r\n");
+  const auto replies = pipeline(c, lines, {"END\r\n", "ERROR\r\n"});
+  int hits = 0;
+  for (size_t i = 0; i < replies.size(); ++i) hits += replies[i] == hitOf(static_cast<int>(i));
+  return hits;
+}
+
+double counterOf(const std::string& metrics, const std::string& name, const std::string& result) {
+  const std::string series = name + "{cluster=\"fleet\",result=\"" + result + "\"} ";
+  const size_t at = metrics.find(series);
+  return at == std::string::npos ? -1 : atof(metrics.c_str() + at + series.size());
+}
+
+// One text command straight to a server, its reply up to `end`.
+std::string direct(CacheServer& server, const std::string& line, const std::string& end) {
+  TcpClient c;
+  if (!c.connect(server.port()) || !c.send(line) || !c.readUntil(end, 5s)) return "";
+  return c.buffer();
+}
+
+// Acceptance: keys set through lb with flags and an exptime before a fifth server joins; each
+// read once after: at least 99.9% hit, answered with their flags, and the keys the fifth now
+// holds were added with the same flags and an exptime left of at most the original hour.
+TEST(MemcachedReadThroughTest, MovedKeysReadWarmWithTheirFlagsAndExptime) {
+  constexpr int kKeys = 5000;
+  CacheFleet fleet(CacheServer::kMemcached, 4);
+  ASSERT_TRUE(fleet.start("", kHandover)) << fleet.output();
+  TcpClient c;
+  ASSERT_TRUE(c.connect(fleet.port()));
+  ASSERT_TRUE(setKeys(c, kKeys));
+  ASSERT_TRUE(fleet.grow()) << fleet.output();
+  TcpClient after;
+  ASSERT_TRUE(after.connect(fleet.port()));
+  const int hits = hitsOf(after, kKeys);
+  EXPECT_GE(hits, kKeys * 999 / 1000) << hits << " of " << kKeys;
+
+  std::string m;
+  waitUntil(
+      [&] {
+        m = fleet.metrics();
+        return counterOf(m, "lb_handover_copies_total", "stored") +
+                   counterOf(m, "lb_handover_copies_total", "not_stored") +
+                   counterOf(m, "lb_handover_copies_total", "error") >=
+               counterOf(m, "lb_handover_reads_total", "hit");
+      },
+      10s, 50ms);
+  const double copied = counterOf(m, "lb_handover_copies_total", "stored");
+  EXPECT_GT(copied, kKeys / 10) << m;
+  int checked = 0;
+  for (int i = 0; i < kKeys && checked < 100; ++i) {
+    const std::string got = direct(fleet.server(4), "mg " + keyOf(i) + " v f t\r\n", "\r\n");
+    if (got.rfind("EN", 0) == 0) continue;
+    // "VA <size> f<flags> t<ttl>"
+    EXPECT_NE(got.find(" f" + std::to_string(flagsOf(i)) + " "), std::string::npos) << got;
+    const size_t t = got.find(" t");
+    ASSERT_NE(t, std::string::npos) << got;
+    const long ttl = atol(got.c_str() + t + 2);
+    EXPECT_GT(ttl, 0) << got;
+    EXPECT_LE(ttl, 3600) << got;
+    ++checked;
+  }
+  EXPECT_EQ(checked, 100);
+}
+
+// A set after the change reads back its new value; a delete after the change reads as a
+// miss, not as the previous owner's copy.
+TEST(MemcachedReadThroughTest, WritesAndDeletesAfterTheChangeWinOverThePreviousOwner) {
+  constexpr int kKeys = 2000;
+  CacheFleet fleet(CacheServer::kMemcached, 4);
+  ASSERT_TRUE(fleet.start("", kHandover)) << fleet.output();
+  TcpClient c;
+  ASSERT_TRUE(c.connect(fleet.port()));
+  ASSERT_TRUE(setKeys(c, kKeys));
+  std::vector<std::string> keys;
+  for (int i = 0; i < kKeys; ++i) keys.push_back(keyOf(i));
+  ASSERT_TRUE(fleet.grow()) << fleet.output();
+  const auto owners = fleet.ringOwners(keys);
+  std::vector<int> moved;
+  for (int i = 0; i < kKeys; ++i)
+    if (owners[static_cast<size_t>(i)] == "s5") moved.push_back(i);
+  ASSERT_GE(moved.size(), 3u);
+
+  TcpClient after;
+  ASSERT_TRUE(after.connect(fleet.port()));
+  ASSERT_TRUE(after.send("set " + keyOf(moved[0]) + " 7 0 3\r\nnew\r\n"));
+  ASSERT_TRUE(after.readUntil("\r\n"));
+  EXPECT_EQ(after.take(after.buffer().size()), "STORED\r\n");
+  ASSERT_TRUE(after.send("get " + keyOf(moved[0]) + "\r\n"));
+  ASSERT_TRUE(after.readUntil("END\r\n"));
+  EXPECT_EQ(after.take(after.buffer().size()),
+            "VALUE " + keyOf(moved[0]) + " 7 3\r\nnew\r\nEND\r\n");
+  ASSERT_TRUE(after.send("delete " + keyOf(moved[1]) + "\r\n"));
+  ASSERT_TRUE(after.readUntil("\r\n"));
+  EXPECT_EQ(after.take(after.buffer().size()), "NOT_FOUND\r\n") << "the new owner had no copy";
+  ASSERT_TRUE(after.send("get " + keyOf(moved[1]) + "\r\n"));
+  ASSERT_TRUE(after.readUntil("END\r\n"));
+  EXPECT_EQ(after.take(after.buffer().size()), "END\r\n");
+  // An untouched moved key still reads warm.
+  ASSERT_TRUE(after.send("get " + keyOf(moved[2]) + "\r\n"));
+  ASSERT_TRUE(after.readUntil("END\r\n"));
+  EXPECT_EQ(after.take(after.buffer().size()), hitOf(moved[2]));
+}
+
+// Acceptance: a memcached server killed; while it is down a cache-aside client reads its keys
+// (misses) and sets them (they land on the next host); it restarts empty, and once health
+// brings it back the reads of those keys hit, served by the host that had them meanwhile and
+// copied back.
+TEST(MemcachedReadThroughTest, AServerThatRestartsEmptyGetsItsKeysBackWarm) {
+  constexpr int kKeys = 2000;
+  CacheFleet fleet(CacheServer::kMemcached, 3);
+  ASSERT_TRUE(fleet.start("timeouts = { connect = \"200ms\", response = \"500ms\" }",
+                          std::string(kHandover) +
+                              "\nhealth = { type = \"memcached\", interval = \"100ms\", "
+                              "timeout = \"100ms\", rise = 2, fall = 2 }"))
+      << fleet.output();
+  auto healthy = [&](bool want) {
+    return waitUntil(
+        [&] {
+          const auto v = backendHealth(fleet.adminPort(), "fleet", "s1");
+          return v.checked && v.healthy == want;
+        },
+        10s);
+  };
+  ASSERT_TRUE(healthy(true));
+  std::vector<std::string> keys;
+  for (int i = 0; i < kKeys; ++i) keys.push_back(keyOf(i));
+  const auto owners = fleet.ringOwners(keys);
+  std::vector<int> mine;   // s1's keys
+  for (int i = 0; i < kKeys; ++i)
+    if (owners[static_cast<size_t>(i)] == "s1") mine.push_back(i);
+  ASSERT_GE(mine.size(), 100u);
+
+  fleet.server(0).process().stop(9);
+  ASSERT_TRUE(healthy(false)) << fleet.output();
+  // Cache-aside while it is down: each read misses, and the client sets the value.
+  TcpClient c;
+  ASSERT_TRUE(c.connect(fleet.port()));
+  for (int i : mine) {
+    ASSERT_TRUE(c.send("get " + keyOf(i) + "\r\n"));
+    ASSERT_TRUE(c.readUntil("END\r\n"));
+    EXPECT_EQ(c.take(c.buffer().size()), "END\r\n");
+  }
+  std::vector<std::string> sets;
+  for (int i : mine)
+    sets.push_back("set " + keyOf(i) + " " + std::to_string(flagsOf(i)) + " 3600 " +
+                   std::to_string(valueOf(i).size()) + "\r\n" + valueOf(i) + "\r\n");
+  const auto stored = pipeline(c, sets, {"STORED\r\n", "ERROR\r\n"});
+  ASSERT_EQ(stored.size(), sets.size());
+
+  ASSERT_TRUE(fleet.server(0).restart());
+  ASSERT_TRUE(healthy(true)) << fleet.output();
+  TcpClient after;
+  ASSERT_TRUE(after.connect(fleet.port()));
+  int hits = 0;
+  for (int i : mine) {
+    ASSERT_TRUE(after.send("get " + keyOf(i) + "\r\n"));
+    ASSERT_TRUE(after.readUntil("END\r\n"));
+    hits += after.take(after.buffer().size()) == hitOf(i);
+  }
+  EXPECT_GE(hits * 100, static_cast<int>(mine.size()) * 99) << hits << " of " << mine.size();
+  // Copied back: the restarted server holds them now.
+  int back = 0;
+  for (int i : mine) back += direct(fleet.server(0), "get " + keyOf(i) + "\r\n", "END\r\n") == hitOf(i);
+  EXPECT_GE(back * 100, static_cast<int>(mine.size()) * 99);
+}
+
+}  // namespace
+}  // namespace lb::test
