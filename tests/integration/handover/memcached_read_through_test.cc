@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "tests/support/cache_fleet.h"
-#include "tests/support/health_harness.h"
+#include "tests/support/handover_metrics.h"
 
 namespace lb::test {
 namespace {
@@ -78,10 +78,14 @@ int hitsOf(TcpClient& c, int n) {
   return hits;
 }
 
-double counterOf(const std::string& metrics, const std::string& name, const std::string& result) {
-  const std::string series = name + "{cluster=\"fleet\",result=\"" + result + "\"} ";
-  const size_t at = metrics.find(series);
-  return at == std::string::npos ? -1 : atof(metrics.c_str() + at + series.size());
+// Four memcached behind lb with a handover, keys [0, n) set through lb, then a fifth server
+// added by a reload.
+void grownBy(CacheFleet& fleet, int n) {
+  ASSERT_TRUE(fleet.start("", kHandover)) << fleet.output();
+  TcpClient c;
+  ASSERT_TRUE(c.connect(fleet.port()));
+  ASSERT_TRUE(setKeys(c, n));
+  ASSERT_TRUE(fleet.grow()) << fleet.output();
 }
 
 // One text command straight to a server, its reply up to `end`.
@@ -97,27 +101,14 @@ std::string direct(CacheServer& server, const std::string& line, const std::stri
 TEST(MemcachedReadThroughTest, MovedKeysReadWarmWithTheirFlagsAndExptime) {
   constexpr int kKeys = 5000;
   CacheFleet fleet(CacheServer::kMemcached, 4);
-  ASSERT_TRUE(fleet.start("", kHandover)) << fleet.output();
-  TcpClient c;
-  ASSERT_TRUE(c.connect(fleet.port()));
-  ASSERT_TRUE(setKeys(c, kKeys));
-  ASSERT_TRUE(fleet.grow()) << fleet.output();
+  ASSERT_NO_FATAL_FAILURE(grownBy(fleet, kKeys));
   TcpClient after;
   ASSERT_TRUE(after.connect(fleet.port()));
   const int hits = hitsOf(after, kKeys);
   EXPECT_GE(hits, kKeys * 999 / 1000) << hits << " of " << kKeys;
 
-  std::string m;
-  waitUntil(
-      [&] {
-        m = fleet.metrics();
-        return counterOf(m, "lb_handover_copies_total", "stored") +
-                   counterOf(m, "lb_handover_copies_total", "not_stored") +
-                   counterOf(m, "lb_handover_copies_total", "error") >=
-               counterOf(m, "lb_handover_reads_total", "hit");
-      },
-      10s, 50ms);
-  const double copied = counterOf(m, "lb_handover_copies_total", "stored");
+  const std::string m = handoverSettled(fleet);
+  const double copied = handoverCount(m, "copies", "stored");
   EXPECT_GT(copied, kKeys / 10) << m;
   int checked = 0;
   for (int i = 0; i < kKeys && checked < 100; ++i) {
@@ -140,13 +131,9 @@ TEST(MemcachedReadThroughTest, MovedKeysReadWarmWithTheirFlagsAndExptime) {
 TEST(MemcachedReadThroughTest, WritesAndDeletesAfterTheChangeWinOverThePreviousOwner) {
   constexpr int kKeys = 2000;
   CacheFleet fleet(CacheServer::kMemcached, 4);
-  ASSERT_TRUE(fleet.start("", kHandover)) << fleet.output();
-  TcpClient c;
-  ASSERT_TRUE(c.connect(fleet.port()));
-  ASSERT_TRUE(setKeys(c, kKeys));
+  ASSERT_NO_FATAL_FAILURE(grownBy(fleet, kKeys));
   std::vector<std::string> keys;
   for (int i = 0; i < kKeys; ++i) keys.push_back(keyOf(i));
-  ASSERT_TRUE(fleet.grow()) << fleet.output();
   const auto owners = fleet.ringOwners(keys);
   std::vector<int> moved;
   for (int i = 0; i < kKeys; ++i)

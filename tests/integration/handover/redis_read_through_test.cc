@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "tests/support/cache_fleet.h"
-#include "tests/support/health_harness.h"
+#include "tests/support/handover_metrics.h"
 
 namespace lb::test {
 namespace {
@@ -61,36 +61,6 @@ int hitsOf(TcpClient& c, int n) {
   return hits;
 }
 
-// The value of counter family `name` with label result="result" of cluster fleet.
-double counterOf(const std::string& metrics, const std::string& name, const std::string& result) {
-  const std::string series = name + "{cluster=\"fleet\",result=\"" + result + "\"} ";
-  const size_t at = metrics.find(series);
-  return at == std::string::npos ? -1 : atof(metrics.c_str() + at + series.size());
-}
-
-// The sum of a counter family's results of cluster fleet.
-double totalOf(const std::string& metrics, const std::string& name,
-               std::initializer_list<const char*> results) {
-  double sum = 0;
-  for (const char* r : results) sum += std::max(0.0, counterOf(metrics, name, r));
-  return sum;
-}
-
-// Copies and deletes go out beside the replies, unanswered: waits (bounded) until every copy
-// the read hits sent and `deletes` deletes have been answered, and returns the metrics then.
-std::string settled(CacheFleet& fleet, double deletes = 0) {
-  std::string m;
-  waitUntil(
-      [&] {
-        m = fleet.metrics();
-        return totalOf(m, "lb_handover_copies_total", {"stored", "not_stored", "error"}) >=
-                   counterOf(m, "lb_handover_reads_total", "hit") &&
-               totalOf(m, "lb_handover_deletes_total", {"ok", "error"}) >= deletes;
-      },
-      10s, 50ms);
-  return m;
-}
-
 // Keys among [0, n) whose owner /ring names as `owner` now.
 std::vector<int> keysOwnedBy(CacheFleet& fleet, int n, const std::string& owner) {
   std::vector<std::string> keys;
@@ -125,10 +95,25 @@ class RedisReadThroughTest : public ::testing::Test {
   CacheServer& previousOwner(int k) {
     return fleet_.server(fleet_.indexOf(before_[static_cast<size_t>(k)]));
   }
+  // The first moved key, its previous owner frozen (SIGSTOP; SIGCONT in TearDown), and a
+  // client connected to lb.
+  int frozenMovedKey(TcpClient& client) {
+    const int k = moved_[0];
+    frozen_ = &previousOwner(k);
+    EXPECT_EQ(kill(frozen_->pid(), SIGSTOP), 0);
+    EXPECT_TRUE(client.connect(fleet_.port()));
+    return k;
+  }
+  void thaw() {
+    if (frozen_ != nullptr) kill(frozen_->pid(), SIGCONT);
+    frozen_ = nullptr;
+  }
+  void TearDown() override { thaw(); }
 
   CacheFleet fleet_{CacheServer::kRedis, 4};
   std::vector<std::string> before_;
   std::vector<int> moved_;
+  CacheServer* frozen_ = nullptr;
 };
 
 // Acceptance: 20,000 keys set through lb before a fifth server joins; read once after, at
@@ -146,7 +131,7 @@ TEST_F(RedisReadThroughTest, MovedKeysReadWarmAndAreCopiedWithTheirTtl) {
   ASSERT_TRUE(after.connect(fleet.port()));
   const int hits = hitsOf(after, kKeys);
   EXPECT_GE(hits, kKeys * 999 / 1000) << hits << " of " << kKeys;
-  const std::string m = settled(fleet);
+  const std::string m = handoverSettled(fleet);
 
   // The fifth server holds the copies: each with the value lb answered and a TTL left.
   TcpClient fifth;
@@ -167,8 +152,8 @@ TEST_F(RedisReadThroughTest, MovedKeysReadWarmAndAreCopiedWithTheirTtl) {
     ++checked;
   }
   EXPECT_EQ(checked, 200);
-  EXPECT_GE(counterOf(m, "lb_handover_reads_total", "hit"), copied) << m;
-  EXPECT_EQ(counterOf(m, "lb_handover_copies_total", "stored"), copied) << m;
+  EXPECT_GE(handoverCount(m, "reads", "hit"), copied) << m;
+  EXPECT_EQ(handoverCount(m, "copies", "stored"), copied) << m;
 }
 
 // Without a handover the same change costs the moved keys: the figure the read-through
@@ -211,8 +196,8 @@ TEST_F(RedisReadThroughTest, WritesAndDeletesAfterTheChangeWinOverThePreviousOwn
   EXPECT_EQ(redisCall(after, {"GET", keyOf(moved[5])}), valueOf(moved[5]));
 
   // The previous owners no longer hold what was written or deleted through lb.
-  const std::string m = settled(fleet, 5);
-  EXPECT_GE(counterOf(m, "lb_handover_deletes_total", "ok"), 5) << m;
+  const std::string m = handoverSettled(fleet, 5);
+  EXPECT_GE(handoverCount(m, "deletes", "ok"), 5) << m;
   for (int k : {set_key, del_key, mset_key, unlink_key, moved[4]}) {
     TcpClient direct;
     ASSERT_TRUE(direct.connect(previousOwner(k).port()));
@@ -226,13 +211,8 @@ TEST_F(RedisReadThroughTest, WritesAndDeletesAfterTheChangeWinOverThePreviousOwn
 TEST_F(RedisReadThroughTest, ACopyNeverOverwritesAConcurrentWrite) {
   ASSERT_NO_FATAL_FAILURE(grown());
   CacheFleet& fleet = fleet_;
-  const std::vector<int>& moved = moved_;
-  const int k = moved[0];
-  CacheServer& prev = previousOwner(k);
-
-  ASSERT_EQ(kill(prev.pid(), SIGSTOP), 0);
   TcpClient reader;
-  ASSERT_TRUE(reader.connect(fleet.port()));
+  const int k = frozenMovedKey(reader);
   ASSERT_TRUE(reader.send(redisEncode({"GET", keyOf(k)})));
   // The new owner has answered lb's GET (a miss: it is empty) once it counts one; the read
   // then waits at the frozen previous owner, and the write below lands before its copy.
@@ -245,12 +225,12 @@ TEST_F(RedisReadThroughTest, ACopyNeverOverwritesAConcurrentWrite) {
       },
       10s, 20ms));
   EXPECT_EQ(redisCall(fifth, {"SET", keyOf(k), "racer"}), "OK");
-  ASSERT_EQ(kill(prev.pid(), SIGCONT), 0);
+  thaw();
   const auto got = readResp(reader, 10s);
   ASSERT_TRUE(got);
   EXPECT_EQ(got->text, valueOf(k)) << "the read began before the write";
-  const std::string m = settled(fleet);
-  EXPECT_EQ(counterOf(m, "lb_handover_copies_total", "not_stored"), 1) << m;
+  const std::string m = handoverSettled(fleet);
+  EXPECT_EQ(handoverCount(m, "copies", "not_stored"), 1) << m;
   EXPECT_EQ(redisCall(fifth, {"GET", keyOf(k)}), "racer");
   EXPECT_EQ(redisCall(reader, {"GET", keyOf(k)}), "racer");
 }
@@ -260,20 +240,15 @@ TEST_F(RedisReadThroughTest, ACopyNeverOverwritesAConcurrentWrite) {
 TEST_F(RedisReadThroughTest, AFrozenPreviousOwnerCostsAMissNotTheConnection) {
   ASSERT_NO_FATAL_FAILURE(grown("timeouts = { response = \"300ms\" }"));
   CacheFleet& fleet = fleet_;
-  const std::vector<int>& moved = moved_;
-  const int k = moved[0];
-  CacheServer& prev = previousOwner(k);
-
-  ASSERT_EQ(kill(prev.pid(), SIGSTOP), 0);
   TcpClient reader;
-  ASSERT_TRUE(reader.connect(fleet.port()));
+  const int k = frozenMovedKey(reader);
   bool failed = false;
   EXPECT_EQ(redisCall(reader, {"GET", keyOf(k)}, &failed, 10s), std::nullopt);
   EXPECT_FALSE(failed) << "a nil, not silence";
   EXPECT_EQ(redisCall(reader, {"PING"}), "PONG");
-  ASSERT_EQ(kill(prev.pid(), SIGCONT), 0);
+  thaw();
   const std::string m = fleet.metrics();
-  EXPECT_GE(counterOf(m, "lb_handover_reads_total", "error"), 1) << m;
+  EXPECT_GE(handoverCount(m, "reads", "error"), 1) << m;
 }
 
 }  // namespace
