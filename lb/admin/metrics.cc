@@ -144,6 +144,11 @@ std::vector<MetricFamily> collectSnapshotMetrics(const Snapshot& snap) {
                                     "Times the backend went up (picked again) or down (skipped) "
                                     "by active checks or outlier ejection.",
                                     MetricType::Counter, n * 2);
+  MetricFamily restarts = family("lb_backend_restarts_total",
+                                 "Times the backend's checks found another server process "
+                                 "answering (a new Redis run_id, memcached pid) with no down "
+                                 "between: a restart quicker than fall, counted as a return.",
+                                 MetricType::Counter, n);
   MetricFamily ejections = family("lb_backend_ejections_total",
                                   "Times outlier detection ejected the backend.",
                                   MetricType::Counter, n);
@@ -292,6 +297,10 @@ std::vector<MetricFamily> collectSnapshotMetrics(const Snapshot& snap) {
       }
       if (c.config->outlier)
         addCounter(ejections, labels(), static_cast<double>(h.ejections.get()));
+      if (c.config->health && c.config->handover &&
+          (c.config->health->type == HealthCheckType::kRedis ||
+           c.config->health->type == HealthCheckType::kMemcached))
+        addCounter(restarts, labels(), static_cast<double>(h.restarts.get()));
     }
     const bool in_panic = c.state && c.state->panic.load(std::memory_order_relaxed);
     addGauge(panic, {{"cluster", cluster}}, in_panic ? 1 : 0);
@@ -467,7 +476,7 @@ std::vector<MetricFamily> collectSnapshotMetrics(const Snapshot& snap) {
   std::vector<MetricFamily> out;
   out.reserve(40);
   for (MetricFamily* f : {&active, &conns, &requests, &picks, &bytes, &latency, &healthy, &weight,
-                          &share, &cap, &commands, &connect_failures, &checks, &transitions,
+                          &share, &cap, &commands, &connect_failures, &checks, &transitions, &restarts,
                           &ejections, &panic, &fingerprint, &handover_active, &handover_moved,
                           &handover_ramp, &handover_reads, &handover_copies, &handover_deletes,
                           &revision, &updates, &last_sync,

@@ -18,7 +18,7 @@ std::string printable(std::string_view s) {
 }  // namespace
 
 CheckSpec checkSpecOf(const HealthConfig& health, const std::string& address,
-                      std::string_view password) {
+                      std::string_view password, bool identity) {
   CheckSpec s;
   s.type = health.type;
   s.expect = health.expect;
@@ -42,9 +42,14 @@ CheckSpec checkSpecOf(const HealthConfig& health, const std::string& address,
         s.request += "\r\n";
       }
       s.request += "*1\r\n$4\r\nPING\r\n";
+      if (identity) {
+        s.identity = true;
+        s.request += "*2\r\n$4\r\nINFO\r\n$6\r\nserver\r\n";
+      }
       break;
     case HealthCheckType::kMemcached:
-      s.request = "version\r\n";
+      s.identity = identity;
+      s.request = identity ? "stats\r\n" : "version\r\n";
       break;
     case HealthCheckType::kTcp:
       break;
@@ -80,7 +85,9 @@ CheckReply::Verdict CheckReply::judgeLine() noexcept {
   }
   std::string_view line(buf_ + line_, static_cast<size_t>(eol - buf_) - line_);
   if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  if (type_ == HealthCheckType::kMemcached && identity_wanted_) return judgeMemcachedStats();
   if (type_ == HealthCheckType::kRedis) {
+    if (pong_) return judgeRedisInfo();
     if (auth_pending_) {
       // Redis 7 acl.c answers a refused AUTH -WRONGPASS (older ones -ERR invalid password),
       // and a server without requirepass -ERR AUTH <password> called without any password
@@ -93,7 +100,10 @@ CheckReply::Verdict CheckReply::judgeLine() noexcept {
     }
     if (line == "+PONG") {
       detail_ = "+PONG";
-      return Verdict::kPass;
+      if (!identity_wanted_) return Verdict::kPass;
+      pong_ = true;
+      line_ = static_cast<size_t>(eol - buf_) + 1;
+      return judgeRedisInfo();
     }
     // server.c processCommand answers -NOAUTH when requirepass is set and no AUTH came.
     if (line.substr(0, 7) == "-NOAUTH")
@@ -106,6 +116,68 @@ CheckReply::Verdict CheckReply::judgeLine() noexcept {
     return Verdict::kPass;
   }
   return fail("reply '" + printable(line) + "', expected VERSION");
+}
+
+// INFO server's reply after +PONG: a bulk string whose "run_id:" line names the process. An
+// error (INFO refused) passes without an identity: PING said the server is up.
+CheckReply::Verdict CheckReply::judgeRedisInfo() noexcept {
+  const char* eol = static_cast<const char*>(memchr(buf_ + line_, '\n', len_ - line_));
+  if (eol == nullptr) {
+    if (len_ >= kMaxReply) return fail("a reply line longer than 16 KiB");
+    return Verdict::kNeedMore;
+  }
+  std::string_view head(buf_ + line_, static_cast<size_t>(eol - buf_) - line_);
+  if (!head.empty() && head.back() == '\r') head.remove_suffix(1);
+  if (head.empty() || head[0] != '$') return Verdict::kPass;
+  size_t size = 0;
+  for (char c : head.substr(1)) {
+    if (c < '0' || c > '9' || size > kMaxReply) return Verdict::kPass;
+    size = size * 10 + static_cast<size_t>(c - '0');
+  }
+  const size_t body = static_cast<size_t>(eol - buf_) + 1;
+  if (body + size > kMaxReply) return Verdict::kPass;   // no identity rather than a failure
+  if (len_ < body + size) return Verdict::kNeedMore;
+  const std::string_view info(buf_ + body, size);
+  const size_t at = info.find("run_id:");
+  if (at != std::string_view::npos) {
+    const size_t end = info.find_first_of("\r\n", at);
+    identity_ = "run_id " + printable(info.substr(at + 7, end == std::string_view::npos
+                                                              ? std::string_view::npos
+                                                              : end - at - 7));
+  }
+  return Verdict::kPass;
+}
+
+// stats: "STAT <name> <value>" lines up to END. The pid and the start time (time - uptime,
+// the same for the process's life) name it.
+CheckReply::Verdict CheckReply::judgeMemcachedStats() noexcept {
+  for (;;) {
+    const char* eol = static_cast<const char*>(memchr(buf_ + line_, '\n', len_ - line_));
+    if (eol == nullptr) {
+      if (len_ >= kMaxReply) return fail("a stats reply longer than 16 KiB");
+      return Verdict::kNeedMore;
+    }
+    std::string_view line(buf_ + line_, static_cast<size_t>(eol - buf_) - line_);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    line_ = static_cast<size_t>(eol - buf_) + 1;
+    if (line == "END") {
+      if (stat_pid_.empty()) return fail("stats without a pid");
+      identity_ = "pid " + stat_pid_ + " started " + std::to_string(stat_time_ - stat_uptime_);
+      detail_ = "stats";
+      return Verdict::kPass;
+    }
+    if (line.substr(0, 5) != "STAT ") return fail("reply '" + printable(line) + "', expected STAT");
+    const std::string_view rest = line.substr(5);
+    const size_t space = rest.find(' ');
+    if (space == std::string_view::npos) continue;
+    const std::string_view name = rest.substr(0, space), value = rest.substr(space + 1);
+    if (name == "pid") stat_pid_ = printable(value);
+    if (name == "time" || name == "uptime") {
+      int64_t v = 0;
+      for (char c : value) v = c >= '0' && c <= '9' ? v * 10 + (c - '0') : v;
+      (name == "time" ? stat_time_ : stat_uptime_) = v;
+    }
+  }
 }
 
 CheckReply::Verdict CheckReply::judgeHttp(size_t from) noexcept {

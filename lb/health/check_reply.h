@@ -11,6 +11,12 @@
 //              fails the check as "redis AUTH failed: ...", not as a dead server.
 //   memcached  version; passes on a VERSION line.
 //
+// With `identity` (a cluster with a handover, whose keys come back warm after a restart),
+// the check also learns which server process answered, so that a restart quicker than `fall`
+// checks is seen: redis sends INFO server after PING and reads its run_id (an INFO refused,
+// by an ACL or a renamed command, passes without one); memcached sends stats instead of
+// version and passes on its END, the identity its pid and start time (time - uptime).
+//
 // A reply is judged as its bytes arrive; Main thread only, no libuv here (lb/health/probe.h
 // does the I/O).
 #pragma once
@@ -34,6 +40,7 @@ struct CheckSpec {
   HealthCheckType type = HealthCheckType::kTcp;
   std::string request;        // the bytes sent after the connect (empty for tcp)
   bool auth = false;          // redis: the first reply answers AUTH, the second PING
+  bool identity = false;      // redis, memcached: learn the server's identity too
   uint32_t expect = 200;      // http
   uint64_t interval_ms = 2000;
   uint64_t timeout_ms = 1000;
@@ -47,7 +54,7 @@ struct CheckSpec {
 // The spec of `health` for the backend at `address`; `password`: the cluster's (redis AUTHs
 // with it when not empty, as the data connections do).
 CheckSpec checkSpecOf(const HealthConfig& health, const std::string& address,
-                      std::string_view password = {});
+                      std::string_view password = {}, bool identity = false);
 
 class CheckReply {
  public:
@@ -56,7 +63,10 @@ class CheckReply {
   static constexpr size_t kMaxReply = 16 * 1024;
 
   explicit CheckReply(const CheckSpec& spec)
-      : type_(spec.type), expect_(spec.expect), auth_pending_(spec.auth) {}
+      : type_(spec.type),
+        expect_(spec.expect),
+        auth_pending_(spec.auth),
+        identity_wanted_(spec.identity) {}
   CheckReply(const CheckReply&) = delete;
   CheckReply& operator=(const CheckReply&) = delete;
 
@@ -69,15 +79,26 @@ class CheckReply {
   Verdict closed() noexcept;
   // Why it passed or failed, for the log and /backends ("status 503, expected 200").
   const std::string& detail() const noexcept { return detail_; }
+  // The server process that passed (run_id; pid and start time); "" when not asked or not
+  // told.
+  const std::string& identity() const noexcept { return identity_; }
 
  private:
   Verdict judgeLine() noexcept;
+  Verdict judgeRedisInfo() noexcept;
+  Verdict judgeMemcachedStats() noexcept;
   Verdict judgeHttp(size_t from) noexcept;
   Verdict fail(std::string why) noexcept;
 
   const HealthCheckType type_;
   const uint32_t expect_;
   bool auth_pending_;          // redis: the next line answers AUTH
+  const bool identity_wanted_;
+  bool pong_ = false;          // redis with identity: PING passed, INFO's reply is next
+  std::string identity_;
+  std::string stat_pid_;       // memcached stats, as they come
+  int64_t stat_time_ = 0;
+  int64_t stat_uptime_ = 0;
   char buf_[kMaxReply];
   size_t len_ = 0;
   size_t line_ = 0;            // where the line being judged starts (after AUTH's reply)

@@ -38,7 +38,11 @@ void HealthManager::apply(std::shared_ptr<const Snapshot> snapshot) {
   for (const ClusterSnapshot& cs : snapshot->clusters) {
     if (!cs.config->health) continue;
     for (const BackendSnapshot& bs : cs.backends) {
-      CheckSpec spec = checkSpecOf(*cs.config->health, bs.config->address, cs.config->password);
+      // A cluster with a handover gets its keys back warm after a return, so its checks
+      // learn the server's identity: a restart quicker than `fall` is a return too.
+      const bool identity = cs.config->handover && cs.config->handover->window.count() > 0;
+      CheckSpec spec = checkSpecOf(*cs.config->health, bs.config->address, cs.config->password,
+                                   identity);
       spec.tls = bs.tls;
       auto it = checkers_.find(bs.state.get());
       if (it != checkers_.end()) {
@@ -73,7 +77,7 @@ void HealthManager::onCheckDone(const BackendState* backend,
                                 const ProbeOutcome& outcome) noexcept {
   try {
     tracker_.recordCheck(backend, outcome.result, outcome.detail, outcome.seconds,
-                         wallSeconds());
+                         wallSeconds(), outcome.identity);
     tellCheckedDown();
   } catch (...) {
     // Out of memory building a log line or a reason: the next check tries again.

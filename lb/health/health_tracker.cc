@@ -99,7 +99,8 @@ void HealthTracker::reconcile(std::shared_ptr<const Snapshot> snapshot) {
 }
 
 void HealthTracker::recordCheck(const BackendState* state, CheckResult result,
-                                std::string_view detail, double seconds, double wall_seconds) {
+                                std::string_view detail, double seconds, double wall_seconds,
+                                std::string_view identity) {
   Backend* b = find(state);
   if (b == nullptr) return;
   const Cluster& c = clusters_[b->cluster];
@@ -112,6 +113,18 @@ void HealthTracker::recordCheck(const BackendState* state, CheckResult result,
   rec.last_check_seconds = seconds;
   b->last_detail = std::string(detail);
   const bool passed = result == CheckResult::kOk;
+  if (passed && !identity.empty()) {
+    // Another process answers than the last pass found, and no failed check came between
+    // enough to take it down: it restarted (empty, for a cache) faster than `fall` checks.
+    if (!b->identity.empty() && b->identity != identity && b->usable) {
+      rec.restarts.add();
+      LB_WARN("backend %s restarted between two checks (%s, was %s) (cluster %s)",
+              b->state->name.c_str(), std::string(identity).c_str(), b->identity.c_str(),
+              c.state->name.c_str());
+      openReturnWindow(*b, c);
+    }
+    b->identity = std::string(identity);
+  }
   if (!passed) {
     if (b->checks.failures() == 0) b->timeouts_in_run = 0;   // a new run of failures
     if (result == CheckResult::kTimeout) ++b->timeouts_in_run;
@@ -213,15 +226,7 @@ void HealthTracker::publish(Backend& b, const std::string& reason) {
     b.usable = usable;
     b.state->healthy.store(usable, std::memory_order_relaxed);
     rec.transitions[usable ? 0 : 1].add();
-    if (usable && c.config->handover && c.config->handover->window.count() > 0) {
-      // A return is a change of owners: its keys come back to it over the handover window
-      // from the hosts that served them meanwhile (the pick's return step).
-      const int64_t now = wallClockMs();
-      b.state->returned_at_ms.store(now, std::memory_order_relaxed);
-      const int64_t until = now + c.config->handover->window.count();
-      if (c.state->returns_until_ms.load(std::memory_order_relaxed) < until)
-        c.state->returns_until_ms.store(until, std::memory_order_relaxed);
-    }
+    if (usable) openReturnWindow(b, c);
     if (usable)
       LB_INFO("backend %s up: %s (cluster %s)", b.state->name.c_str(), rec.reason.c_str(),
               c.state->name.c_str());
@@ -235,6 +240,17 @@ void HealthTracker::publish(Backend& b, const std::string& reason) {
     LB_INFO("backend %s %s: %s (cluster %s)", b.state->name.c_str(), healthStatusName(status),
             rec.reason.c_str(), c.state->name.c_str());
   }
+}
+
+// A return is a change of owners: its keys come back to it over the handover window from
+// the hosts that served them meanwhile (the pick's return step, or a cache's read-through).
+void HealthTracker::openReturnWindow(Backend& b, const Cluster& c) {
+  if (!c.config->handover || c.config->handover->window.count() <= 0) return;
+  const int64_t now = wallClockMs();
+  b.state->returned_at_ms.store(now, std::memory_order_relaxed);
+  const int64_t until = now + c.config->handover->window.count();
+  if (c.state->returns_until_ms.load(std::memory_order_relaxed) < until)
+    c.state->returns_until_ms.store(until, std::memory_order_relaxed);
 }
 
 void HealthTracker::updatePanic(Cluster& c) {

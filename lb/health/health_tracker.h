@@ -47,6 +47,7 @@ class HealthTracker {
     std::string last_detail;           // the last check's detail
     bool blocked_logged = false;       // max_ejected_percent kept it in; said so once
     bool usable = true;                // what BackendState::healthy says
+    std::string identity;              // the server process its last identified pass named
   };
 
   struct Cluster {
@@ -66,8 +67,11 @@ class HealthTracker {
   void reconcile(std::shared_ptr<const Snapshot> snapshot);
 
   // One check of `backend` ended (`wall_seconds`: the time it ended, for /backends).
+  // `identity`: the server process that passed, when the check learns it (CheckReply): a
+  // new one while the backend stayed up is a restart its checks did not see fail, counted
+  // (lb_backend_restarts_total), logged, and a return for the handover.
   void recordCheck(const BackendState* backend, CheckResult result, std::string_view detail,
-                   double seconds, double wall_seconds);
+                   double seconds, double wall_seconds, std::string_view identity = {});
 
   // Outlier detection, every few tens of milliseconds: ejections whose time is up end,
   // backends whose failure runs reached consecutive_failures are ejected (within
@@ -86,6 +90,9 @@ class HealthTracker {
   // Recomputes the backend's status and flag; a change is a transition (counted, logged
   // with `reason`, panic recomputed).
   void publish(Backend& b, const std::string& reason);
+  // `b` is back (up again, or restarted under its checks): with a handover, its keys come
+  // back warm over the window.
+  void openReturnWindow(Backend& b, const Cluster& c);
   void updatePanic(Cluster& c);
   void endEjection(Backend& b, uint64_t now_ms, const Cluster& c);
   void maybeEject(Backend& b, uint64_t now_ms, Cluster& c, uint32_t* ejected);

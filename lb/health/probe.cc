@@ -67,12 +67,13 @@ void Probe::closedOne() noexcept {
   if (--open_ == 0) delete this;
 }
 
-void Probe::finish(CheckResult result, std::string detail) noexcept {
+void Probe::finish(CheckResult result, std::string detail, std::string identity) noexcept {
   if (state_ == State::kDone) return;
   state_ = State::kDone;
   ProbeOutcome o;
   o.result = result;
   o.detail = std::move(detail);
+  o.identity = std::move(identity);
   o.seconds = static_cast<double>(uv_hrtime() - start_ns_) / 1e9;
   ProbeOwner* owner = owner_;
   owner_ = nullptr;
@@ -131,7 +132,7 @@ void Probe::handleRead(ssize_t n) noexcept {
     return;
   }
   if (v == CheckReply::Verdict::kPass)
-    finish(CheckResult::kOk, reply_.detail());
+    finish(CheckResult::kOk, reply_.detail(), reply_.identity());
   else if (v == CheckReply::Verdict::kFail)
     finish(CheckResult::kFail, reply_.detail());
 }

@@ -29,6 +29,7 @@ struct ProbeOutcome {
   CheckResult result = CheckResult::kFail;
   std::string detail;     // "status 200", "connection refused", "no reply within 200ms"
   double seconds = 0;     // from the start of the connect to the verdict
+  std::string identity;   // a pass's server identity, when the spec asked (CheckReply)
 };
 
 class ProbeOwner {
@@ -73,7 +74,7 @@ class Probe final : private ConnectionOwner {
   void handleRead(ssize_t n) noexcept;
   void handleTimer() noexcept;
   // Ends the check with its outcome (once) and closes.
-  void finish(CheckResult result, std::string detail) noexcept;
+  void finish(CheckResult result, std::string detail, std::string identity = {}) noexcept;
   void close() noexcept;
   void closedOne() noexcept;
 

@@ -50,6 +50,8 @@ struct HealthRecord {
   std::array<StatCounter, kCheckResults> checks;   // lb_backend_health_checks_total
   std::array<StatCounter, 2> transitions;          // [0] to up, [1] to down
   StatCounter ejections;                           // lb_backend_ejections_total
+  // Restarts its checks saw only by the server's new identity (lb_backend_restarts_total).
+  StatCounter restarts;
 
   HealthStatus status = HealthStatus::kUp;
   std::string reason;                  // the last health event's reason; "" before any

@@ -191,6 +191,51 @@ TEST(CheckReplyTest, MemcachedWantsAVersionLine) {
   EXPECT_EQ(bad.detail(), "reply 'SERVER_ERROR out of memory', expected VERSION");
 }
 
+// With identity (a cluster with a handover): redis sends INFO server after PING and names the
+// process by its run_id; memcached sends stats and names it by pid and start time.
+CheckSpec identified(HealthCheckType type) {
+  HealthConfig h;
+  h.type = type;
+  return checkSpecOf(h, "127.0.0.1:9001", {}, true);
+}
+
+TEST(CheckSpecTest, WithIdentityRedisAsksInfoAndMemcachedStats) {
+  EXPECT_EQ(identified(HealthCheckType::kRedis).request,
+            "*1\r\n$4\r\nPING\r\n*2\r\n$4\r\nINFO\r\n$6\r\nserver\r\n");
+  EXPECT_EQ(identified(HealthCheckType::kMemcached).request, "stats\r\n");
+}
+
+TEST(CheckReplyTest, RedisWithIdentityReadsTheRunIdWhateverTheSplit) {
+  const std::string info = "# Server\r\nredis_version:7.0.15\r\nrun_id:4f1c0ffee\r\ntcp_port:6379\r\n";
+  const std::string reply = "+PONG\r\n$" + std::to_string(info.size()) + "\r\n" + info + "\r\n";
+  for (size_t step : {size_t{1}, size_t{7}, reply.size()}) {
+    CheckReply r(identified(HealthCheckType::kRedis));
+    EXPECT_EQ(feed(r, reply, step), Verdict::kPass) << step;
+    EXPECT_EQ(r.identity(), "run_id 4f1c0ffee") << step;
+  }
+  // PONG alone is not yet a verdict: INFO's reply is due.
+  CheckReply waiting(identified(HealthCheckType::kRedis));
+  EXPECT_EQ(feed(waiting, "+PONG\r\n", 100), Verdict::kNeedMore);
+  // INFO refused (an ACL, a renamed command): PING said it is up; no identity.
+  CheckReply refused(identified(HealthCheckType::kRedis));
+  EXPECT_EQ(feed(refused, "+PONG\r\n-NOPERM no permissions\r\n", 100), Verdict::kPass);
+  EXPECT_EQ(refused.identity(), "");
+}
+
+TEST(CheckReplyTest, MemcachedWithIdentityReadsPidAndStartFromStats) {
+  const std::string stats =
+      "STAT pid 4242\r\nSTAT uptime 30\r\nSTAT time 1700000030\r\nSTAT version 1.6.18\r\n"
+      "END\r\n";
+  for (size_t step : {size_t{1}, size_t{5}, stats.size()}) {
+    CheckReply r(identified(HealthCheckType::kMemcached));
+    EXPECT_EQ(feed(r, stats, step), Verdict::kPass) << step;
+    EXPECT_EQ(r.identity(), "pid 4242 started 1700000000") << step;
+  }
+  CheckReply wrong(identified(HealthCheckType::kMemcached));
+  EXPECT_EQ(feed(wrong, "ERROR\r\n", 100), Verdict::kFail);
+  EXPECT_EQ(wrong.detail(), "reply 'ERROR', expected STAT");
+}
+
 TEST(CheckReplyTest, UnprintableBytesAreNotLoggedAsTheyAre) {
   CheckSpec s = spec(HealthCheckType::kRedis);
   CheckReply r(s);

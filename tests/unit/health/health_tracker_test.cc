@@ -157,6 +157,39 @@ TEST_F(HealthTrackerTest, AReturnWithoutAHandoverWindowStampsNothing) {
   EXPECT_EQ(cluster().state->returns_until_ms.load(), 0);
 }
 
+// A check that learns the server's identity: another process answering while the backend
+// stayed up is a restart its checks did not see (quicker than fall): counted, and with a
+// handover a return. The first identity, and the same one again, are not.
+TEST_F(HealthTrackerTest, ANewIdentityWithoutADownIsARestartAndAReturn) {
+  Config config = trackerConfig(4, true, false);
+  HandoverConfig h;
+  h.window = Duration(60000);
+  config.clusters[0].handover = h;
+  auto r = buildSnapshot(config, registry_, ++gen_);
+  ASSERT_TRUE(r.ok());
+  snap_ = r.value();
+  tracker_.reconcile(snap_);
+  auto identified = [&](const char* identity) {
+    tracker_.recordCheck(&state(1), CheckResult::kOk, "stats", 0.001, 1.0, identity);
+  };
+  identified("pid 10 started 1000");
+  identified("pid 10 started 1000");
+  EXPECT_EQ(state(1).health.restarts.get(), 0u);
+  EXPECT_EQ(state(1).returned_at_ms.load(), 0);
+  check(1, CheckResult::kTimeout, 1);   // one failure: still up (fall is 3)
+  identified("pid 11 started 1030");
+  ASSERT_TRUE(healthy(1));
+  EXPECT_EQ(state(1).health.restarts.get(), 1u);
+  EXPECT_NEAR(static_cast<double>(state(1).returned_at_ms.load()),
+              static_cast<double>(wallClockMs()), 5000);
+  EXPECT_GT(cluster().state->returns_until_ms.load(), wallClockMs());
+  EXPECT_EQ(state(1).health.transitions[1].get(), 0u) << "it never went down";
+  // A check without an identity (another check type, an INFO refused) changes nothing.
+  tracker_.recordCheck(&state(1), CheckResult::kOk, "+PONG", 0.001, 1.0, "");
+  identified("pid 11 started 1030");
+  EXPECT_EQ(state(1).health.restarts.get(), 1u);
+}
+
 TEST_F(HealthTrackerTest, AMixedRunOfFailuresNamesTheLastOne) {
   build(4, true, false);
   check(2, CheckResult::kTimeout);
