@@ -3,8 +3,7 @@
 // there, is read from its previous owner with mg (value, flags, remaining TTL), answered as
 // the get's VALUE item and added to the new owner with its flags and exptime. A server that
 // crashed and came back empty: after health brings it back, its keys read warm from the host
-// that served them while it was down; one that restarted faster than health could see is
-// known by its new identity.
+// that served them while it was down.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -223,40 +222,6 @@ TEST(MemcachedReadThroughTest, AServerThatRestartsEmptyGetsItsKeysBackWarm) {
   int back = 0;
   for (int i : mine) back += direct(fleet.server(0), "get " + keyOf(i) + "\r\n", "END\r\n") == hitOf(i);
   EXPECT_GE(back * 100, static_cast<int>(mine.size()) * 99);
-}
-
-// A restart quicker than health can see (fall = 20 checks of 200 ms; the restart takes
-// tens of milliseconds): the checks learn the server's identity (stats: pid and start time),
-// and another process answering is logged, counted and a return, with no down between.
-TEST(MemcachedReadThroughTest, ARestartQuickerThanFallIsSeenByTheServersNewIdentity) {
-  CacheFleet fleet(CacheServer::kMemcached, 3);
-  ASSERT_TRUE(fleet.start("", std::string(kHandover) +
-                                  "\nhealth = { type = \"memcached\", interval = \"200ms\", "
-                                  "timeout = \"100ms\", rise = 2, fall = 20 }"))
-      << fleet.output();
-  const std::string s1 = "backend=\"s1\",cluster=\"fleet\"";
-  // Two passes at least, so that the first identity is known before the restart.
-  ASSERT_TRUE(waitUntil(
-      [&] {
-        return metricSample(fleet.adminPort(), "lb_backend_health_checks_total",
-                            s1 + ",result=\"ok\"") >= 2;
-      },
-      10s))
-      << fleet.output();
-  EXPECT_EQ(metricSample(fleet.adminPort(), "lb_backend_restarts_total", s1), 0);
-  ASSERT_TRUE(fleet.server(0).restart());
-  EXPECT_TRUE(waitUntil(
-      [&] { return metricSample(fleet.adminPort(), "lb_backend_restarts_total", s1) == 1; },
-      10s))
-      << fleet.output();
-  EXPECT_TRUE(fleet.lb().process().waitForOutput("restarted between two checks", 5s))
-      << fleet.output();
-  EXPECT_EQ(metricSample(fleet.adminPort(), "lb_backend_health_transitions_total",
-                         s1 + ",to=\"down\""),
-            0)
-      << "health never took it down";
-  EXPECT_GT(metricSample(fleet.adminPort(), "lb_handover_active", "cluster=\"fleet\""), 0)
-      << "the restart opened the return window";
 }
 
 }  // namespace
