@@ -168,10 +168,12 @@ TEST(MemcachedReadThroughTest, WritesAndDeletesAfterTheChangeWinOverThePreviousO
 TEST(MemcachedReadThroughTest, AServerThatRestartsEmptyGetsItsKeysBackWarm) {
   constexpr int kKeys = 2000;
   CacheFleet fleet(CacheServer::kMemcached, 3);
+  // Checks with room to answer (500 ms): a loaded machine's late answer must not take a
+  // healthy server down in the middle of the reads.
   ASSERT_TRUE(fleet.start("timeouts = { connect = \"200ms\", response = \"500ms\" }",
                           std::string(kHandover) +
-                              "\nhealth = { type = \"memcached\", interval = \"100ms\", "
-                              "timeout = \"100ms\", rise = 2, fall = 2 }"))
+                              "\nhealth = { type = \"memcached\", interval = \"500ms\", "
+                              "timeout = \"500ms\", rise = 2, fall = 2 }"))
       << fleet.output();
   auto healthy = [&](bool want) {
     return waitUntil(
