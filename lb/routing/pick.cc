@@ -62,22 +62,68 @@ bool retryStep(const ClusterSnapshot& c, uint64_t hash, const LoadView& loads, u
   return false;
 }
 
+// The three questions the handover steps ask, each once. The wall clock is read into *now
+// only when a window may apply (0: not read yet).
+//
+// The previous owner of a key now at `owner`, while the membership window is open and the
+// key moved (the first pick past the window marks it over); kNoHost otherwise, or when the
+// previous owner left the cluster.
+uint32_t movedFrom(const ClusterSnapshot& c, uint64_t hash, uint32_t owner, int64_t* now) {
+  if (!c.handover) return Pick::kNoHost;
+  const HandoverWindow& w = *c.handover;
+  if (w.over.value.load(std::memory_order_relaxed)) return Pick::kNoHost;
+  const uint32_t prev = w.previousOwner(hash);
+  if (prev == HandoverWindow::kLeaving || prev == owner) return Pick::kNoHost;
+  *now = wallClockMs();
+  if (*now >= w.until_ms) {
+    w.over.value.store(true, std::memory_order_relaxed);
+    return Pick::kNoHost;
+  }
+  return prev;
+}
+
+// How long ago (ms) health brought `owner` back, while its return window is open; -1
+// otherwise. One relaxed load while no return window is open in the cluster; the first pick
+// past the latest one closes it.
+int64_t sinceReturn(const ClusterSnapshot& c, uint32_t owner, int64_t* now) {
+  if (!c.state) return -1;
+  std::atomic<int64_t>& until = c.state->returns_until_ms;
+  int64_t open_until = until.load(std::memory_order_relaxed);
+  if (open_until == 0) return -1;
+  if (*now == 0) *now = wallClockMs();
+  if (*now >= open_until) {
+    until.compare_exchange_strong(open_until, 0, std::memory_order_relaxed);
+    return -1;
+  }
+  const int64_t back = c.backends[owner].state->returned_at_ms.load(std::memory_order_relaxed);
+  if (back == 0 || *now < back || *now >= back + c.handover_window_ms) return -1;
+  return *now - back;
+}
+
+// The host that serves a key while its owner is out: the first usable one after the owner in
+// the key's order (its position in *attempt); kNoHost when none is.
+uint32_t standIn(const ClusterSnapshot& c, uint64_t hash, const LoadView& loads, uint32_t hosts,
+                 uint32_t* attempt) {
+  for (uint32_t a = 1; a < hosts; ++a) {
+    const uint32_t h = c.hostAt(hash, a);
+    if (loads.usable(h)) {
+      *attempt = a;
+      return h;
+    }
+  }
+  return Pick::kNoHost;
+}
+
 // Step "handover": inside a handover window a key whose owner changed stays with its previous
 // owner until its moment in the ramp (lb/routing/handover.h), while that owner is usable.
 // The pick's attempt is the previous owner's position in the new order, so that a retry
 // after it fails goes further along the order, never back to it. First attempts only.
 bool handoverStep(const ClusterSnapshot& c, uint64_t hash, const LoadView& loads,
                   uint32_t hosts, Pick* out) noexcept {
-  const HandoverWindow& w = *c.handover;
-  if (w.over.value.load(std::memory_order_relaxed)) return false;
-  const uint32_t prev = w.previousOwner(hash);
-  if (prev == HandoverWindow::kLeaving || prev == c.hostAt(hash, 0)) return false;
-  const int64_t now = wallClockMs();
-  if (now >= w.until_ms) {
-    w.over.value.store(true, std::memory_order_relaxed);
+  int64_t now = 0;
+  const uint32_t prev = movedFrom(c, hash, c.hostAt(hash, 0), &now);
+  if (prev == Pick::kNoHost || !c.handover->holdsAt(hash, now) || !loads.usable(prev))
     return false;
-  }
-  if (!w.holdsAt(hash, now) || !loads.usable(prev)) return false;
   uint32_t position = 1;
   while (position < hosts && c.hostAt(hash, position) != prev) ++position;
   *out = {prev, position < hosts ? position : 0, PickReason::kOwner};
@@ -86,72 +132,35 @@ bool handoverStep(const ClusterSnapshot& c, uint64_t hash, const LoadView& loads
 
 // Step "handover", a returning owner: a backend that health brought back inside the window
 // gets its keys back each at its moment of the ramp; until then a key stays with the host
-// that served it meanwhile, the first usable one after the owner in the key's order. One
-// relaxed load a pick while no return window is open.
+// that served it meanwhile.
 bool returnStep(const ClusterSnapshot& c, uint64_t hash, const LoadView& loads, uint32_t hosts,
                 Pick* out) noexcept {
-  std::atomic<int64_t>& until = c.state->returns_until_ms;
-  int64_t open_until = until.load(std::memory_order_relaxed);
-  if (open_until == 0) return false;
-  const int64_t now = wallClockMs();
-  if (now >= open_until) {
-    until.compare_exchange_strong(open_until, 0, std::memory_order_relaxed);
-    return false;
-  }
+  int64_t now = 0;
   const uint32_t owner = c.hostAt(hash, 0);
-  const int64_t back = c.backends[owner].state->returned_at_ms.load(std::memory_order_relaxed);
-  const int64_t window = c.handover_window_ms;
-  if (back == 0 || now >= back + window || now < back || !loads.usable(owner)) return false;
-  if (rampMoment(hash) < static_cast<double>(now - back) / static_cast<double>(window))
+  const int64_t since = sinceReturn(c, owner, &now);
+  if (since < 0 || !loads.usable(owner)) return false;
+  if (rampMoment(hash) < static_cast<double>(since) / static_cast<double>(c.handover_window_ms))
     return false;
-  for (uint32_t a = 1; a < hosts; ++a) {
-    const uint32_t h = c.hostAt(hash, a);
-    if (loads.usable(h)) {
-      *out = {h, a, PickReason::kOwner};
-      return true;
-    }
-  }
-  return false;
+  uint32_t attempt = 0;
+  const uint32_t h = standIn(c, hash, loads, hosts, &attempt);
+  if (h == Pick::kNoHost) return false;
+  *out = {h, attempt, PickReason::kOwner};
+  return true;
 }
 
 // Step "handover" for a caller that reads through (redis, memcached): the key goes to its
 // owner at once, chosen by the steps after this one as outside a window, and the pick names
 // the host a miss there is read from: the key's previous owner while a membership window is
 // open, or, while a returned owner's window is, the host that served its keys while it was
-// down (the first usable one after it in the key's order). Picks that spread a hot key, and
-// retries, read nothing through.
+// down. Picks that spread a hot key, and retries, read nothing through.
 uint32_t readThroughFrom(const ClusterSnapshot& c, uint64_t hash, const LoadView& loads,
                          uint32_t hosts, uint32_t chosen) noexcept {
   int64_t now = 0;
-  if (c.handover && !c.handover->over.value.load(std::memory_order_relaxed)) {
-    const HandoverWindow& w = *c.handover;
-    const uint32_t prev = w.previousOwner(hash);
-    if (prev != HandoverWindow::kLeaving && prev != chosen) {
-      now = wallClockMs();
-      if (now >= w.until_ms)
-        w.over.value.store(true, std::memory_order_relaxed);
-      else if (loads.usable(prev))
-        return prev;
-    }
-  }
-  if (!c.state) return Pick::kNoHost;
-  std::atomic<int64_t>& until = c.state->returns_until_ms;
-  int64_t open_until = until.load(std::memory_order_relaxed);
-  if (open_until == 0) return Pick::kNoHost;
-  if (now == 0) now = wallClockMs();
-  if (now >= open_until) {
-    until.compare_exchange_strong(open_until, 0, std::memory_order_relaxed);
-    return Pick::kNoHost;
-  }
-  const uint32_t owner = c.hostAt(hash, 0);
-  if (owner != chosen) return Pick::kNoHost;
-  const int64_t back = c.backends[owner].state->returned_at_ms.load(std::memory_order_relaxed);
-  if (back == 0 || now < back || now >= back + c.handover_window_ms) return Pick::kNoHost;
-  for (uint32_t a = 1; a < hosts; ++a) {
-    const uint32_t h = c.hostAt(hash, a);
-    if (h != chosen && loads.usable(h)) return h;
-  }
-  return Pick::kNoHost;
+  const uint32_t prev = movedFrom(c, hash, chosen, &now);
+  if (prev != Pick::kNoHost && loads.usable(prev)) return prev;
+  if (c.hostAt(hash, 0) != chosen || sinceReturn(c, chosen, &now) < 0) return Pick::kNoHost;
+  uint32_t attempt = 0;
+  return standIn(c, hash, loads, hosts, &attempt);
 }
 
 }  // namespace

@@ -50,6 +50,17 @@ class HealthTrackerTest : public ::testing::Test {
     snap_ = r.value();
     tracker_.reconcile(snap_);
   }
+  // The same with checks and a one-minute handover window.
+  void buildWithHandover(size_t backends) {
+    Config config = trackerConfig(backends, true, false);
+    HandoverConfig h;
+    h.window = Duration(60000);
+    config.clusters[0].handover = h;
+    auto r = buildSnapshot(config, registry_, ++gen_);
+    ASSERT_TRUE(r.ok());
+    snap_ = r.value();
+    tracker_.reconcile(snap_);
+  }
   const ClusterSnapshot& cluster() const { return snap_->clusters[0]; }
   BackendState& state(size_t i) const { return *cluster().backends[i].state; }
   void check(size_t i, CheckResult r, int times = 1) {
@@ -105,14 +116,7 @@ TEST_F(HealthTrackerTest, ChecksTakeABackendDownAfterFallAndBringItBackAfterRise
 // over the window (the pick's return step), so right after the return they stay with the
 // host that served them meanwhile. Without one, nothing is stamped and they return at once.
 TEST_F(HealthTrackerTest, AReturnWithAHandoverWindowRampsTheBackendsKeysBack) {
-  Config config = trackerConfig(4, true, false);
-  HandoverConfig h;
-  h.window = Duration(60000);
-  config.clusters[0].handover = h;
-  auto r = buildSnapshot(config, registry_, ++gen_);
-  ASSERT_TRUE(r.ok());
-  snap_ = r.value();
-  tracker_.reconcile(snap_);
+  ASSERT_NO_FATAL_FAILURE(buildWithHandover(4));
   check(1, CheckResult::kTimeout, 3);
   ASSERT_FALSE(healthy(1));
   EXPECT_EQ(state(1).returned_at_ms.load(), 0) << "going down is not a return";
@@ -161,14 +165,7 @@ TEST_F(HealthTrackerTest, AReturnWithoutAHandoverWindowStampsNothing) {
 // stayed up is a restart its checks did not see (quicker than fall): counted, and with a
 // handover a return. The first identity, and the same one again, are not.
 TEST_F(HealthTrackerTest, ANewIdentityWithoutADownIsARestartAndAReturn) {
-  Config config = trackerConfig(4, true, false);
-  HandoverConfig h;
-  h.window = Duration(60000);
-  config.clusters[0].handover = h;
-  auto r = buildSnapshot(config, registry_, ++gen_);
-  ASSERT_TRUE(r.ok());
-  snap_ = r.value();
-  tracker_.reconcile(snap_);
+  ASSERT_NO_FATAL_FAILURE(buildWithHandover(4));
   auto identified = [&](const char* identity) {
     tracker_.recordCheck(&state(1), CheckResult::kOk, "stats", 0.001, 1.0, identity);
   };
