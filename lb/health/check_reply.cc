@@ -77,17 +77,27 @@ CheckReply::Verdict CheckReply::closed() noexcept {
 
 // Redis and memcached answer one line (Redis two, AUTH's then PING's): judge each once its
 // end is here.
-CheckReply::Verdict CheckReply::judgeLine() noexcept {
+bool CheckReply::lineAt(std::string_view* line, size_t* next) const noexcept {
   const char* eol = static_cast<const char*>(memchr(buf_ + line_, '\n', len_ - line_));
-  if (eol == nullptr) {
-    if (len_ >= kMaxReply) return fail("a reply line longer than 16 KiB");
-    return Verdict::kNeedMore;
-  }
-  std::string_view line(buf_ + line_, static_cast<size_t>(eol - buf_) - line_);
-  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  if (eol == nullptr) return false;
+  *line = std::string_view(buf_ + line_, static_cast<size_t>(eol - buf_) - line_);
+  if (!line->empty() && line->back() == '\r') line->remove_suffix(1);
+  *next = static_cast<size_t>(eol - buf_) + 1;
+  return true;
+}
+
+CheckReply::Verdict CheckReply::incomplete(const char* what) noexcept {
+  if (len_ >= kMaxReply) return fail(std::string(what) + " longer than 16 KiB");
+  return Verdict::kNeedMore;
+}
+
+CheckReply::Verdict CheckReply::judgeLine() noexcept {
   if (type_ == HealthCheckType::kMemcached && identity_wanted_) return judgeMemcachedStats();
+  if (pong_) return judgeRedisInfo();
+  std::string_view line;
+  size_t next = 0;
+  if (!lineAt(&line, &next)) return incomplete("a reply line");
   if (type_ == HealthCheckType::kRedis) {
-    if (pong_) return judgeRedisInfo();
     if (auth_pending_) {
       // Redis 7 acl.c answers a refused AUTH -WRONGPASS (older ones -ERR invalid password),
       // and a server without requirepass -ERR AUTH <password> called without any password
@@ -95,14 +105,14 @@ CheckReply::Verdict CheckReply::judgeLine() noexcept {
       // would find; say so rather than that the server is dead.
       if (line != "+OK") return fail("redis AUTH failed: " + printable(line));
       auth_pending_ = false;
-      line_ = static_cast<size_t>(eol - buf_) + 1;
+      line_ = next;
       return judgeLine();
     }
     if (line == "+PONG") {
       detail_ = "+PONG";
       if (!identity_wanted_) return Verdict::kPass;
       pong_ = true;
-      line_ = static_cast<size_t>(eol - buf_) + 1;
+      line_ = next;
       return judgeRedisInfo();
     }
     // server.c processCommand answers -NOAUTH when requirepass is set and no AUTH came.
@@ -121,20 +131,15 @@ CheckReply::Verdict CheckReply::judgeLine() noexcept {
 // INFO server's reply after +PONG: a bulk string whose "run_id:" line names the process. An
 // error (INFO refused) passes without an identity: PING said the server is up.
 CheckReply::Verdict CheckReply::judgeRedisInfo() noexcept {
-  const char* eol = static_cast<const char*>(memchr(buf_ + line_, '\n', len_ - line_));
-  if (eol == nullptr) {
-    if (len_ >= kMaxReply) return fail("a reply line longer than 16 KiB");
-    return Verdict::kNeedMore;
-  }
-  std::string_view head(buf_ + line_, static_cast<size_t>(eol - buf_) - line_);
-  if (!head.empty() && head.back() == '\r') head.remove_suffix(1);
+  std::string_view head;
+  size_t body = 0;
+  if (!lineAt(&head, &body)) return incomplete("a reply line");
   if (head.empty() || head[0] != '$') return Verdict::kPass;
   size_t size = 0;
   for (char c : head.substr(1)) {
     if (c < '0' || c > '9' || size > kMaxReply) return Verdict::kPass;
     size = size * 10 + static_cast<size_t>(c - '0');
   }
-  const size_t body = static_cast<size_t>(eol - buf_) + 1;
   if (body + size > kMaxReply) return Verdict::kPass;   // no identity rather than a failure
   if (len_ < body + size) return Verdict::kNeedMore;
   const std::string_view info(buf_ + body, size);
@@ -152,14 +157,10 @@ CheckReply::Verdict CheckReply::judgeRedisInfo() noexcept {
 // the same for the process's life) name it.
 CheckReply::Verdict CheckReply::judgeMemcachedStats() noexcept {
   for (;;) {
-    const char* eol = static_cast<const char*>(memchr(buf_ + line_, '\n', len_ - line_));
-    if (eol == nullptr) {
-      if (len_ >= kMaxReply) return fail("a stats reply longer than 16 KiB");
-      return Verdict::kNeedMore;
-    }
-    std::string_view line(buf_ + line_, static_cast<size_t>(eol - buf_) - line_);
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    line_ = static_cast<size_t>(eol - buf_) + 1;
+    std::string_view line;
+    size_t next = 0;
+    if (!lineAt(&line, &next)) return incomplete("a stats reply");
+    line_ = next;
     if (line == "END") {
       if (stat_pid_.empty()) return fail("stats without a pid");
       identity_ = "pid " + stat_pid_ + " started " + std::to_string(stat_time_ - stat_uptime_);

@@ -84,6 +84,11 @@ class CheckReply {
   const std::string& identity() const noexcept { return identity_; }
 
  private:
+  // The line at line_ (its CR LF off) and where the next one starts; false while it has not
+  // all arrived.
+  bool lineAt(std::string_view* line, size_t* next) const noexcept;
+  // No verdict yet: more bytes, unless the buffer is full (`what` was too long).
+  Verdict incomplete(const char* what) noexcept;
   Verdict judgeLine() noexcept;
   Verdict judgeRedisInfo() noexcept;
   Verdict judgeMemcachedStats() noexcept;
