@@ -22,6 +22,11 @@ class Session {
   // session that does not use `backend` ignores it; so does a protocol that overrides
   // nothing. May close and unlink the session.
   virtual void backendDown(const BackendState& backend) noexcept { (void)backend; }
+  // Loop thread. The worker took a new snapshot. A session that holds what only an older
+  // snapshot uses (a cache session's table of server connections) moves to the new one now,
+  // idle or not, so that connections to backends the new one dropped close without waiting
+  // for the client's next command. May not close the session.
+  virtual void snapshotChanged() noexcept {}
 
  private:
   friend class SessionList;

@@ -19,6 +19,7 @@ WorkerEnv::~WorkerEnv() = default;
 void WorkerEnv::setSnapshot(std::shared_ptr<const Snapshot> snapshot) noexcept {
   snapshot_ = std::move(snapshot);
   if (!snapshot_) return;
+  sessions_.forEach([](Session* s) { s->snapshotChanged(); });
   for (auto& s : services_)
     if (s) s->snapshotChanged(snapshot_->generation);
 }

@@ -174,6 +174,12 @@ void CacheSession::followSnapshot() noexcept {
   handover_reads_.sink_ = table_->handover;
 }
 
+void CacheSession::snapshotChanged() noexcept {
+  if (state_ != State::kServing || table_ == nullptr) return;
+  followSnapshot();
+  releaseHeld();
+}
+
 // The held tables whose commands have all been answered and emitted go back.
 void CacheSession::releaseHeld() noexcept {
   size_t done = 0;

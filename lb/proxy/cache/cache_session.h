@@ -87,6 +87,9 @@ class CacheSession : public Session,
   void drain() noexcept override;
   // Flushable: emit the replies that are ready, in order, and write.
   void flush() noexcept override;
+  // A new snapshot: a serving session routes by it from now (followSnapshot), and releases
+  // its old table once what it sent by that one is answered.
+  void snapshotChanged() noexcept override;
 
   // From a ServerConnection, for a fragment still attached to one of this session's commands:
   // its backend's complete reply, or the failure that ends it (the whole command is
@@ -205,7 +208,8 @@ class CacheSession : public Session,
   // fragment's server name goes in the plan. False when memory is exhausted or the cluster
   // has more backends than a command can have fragments.
   bool beginFanOut(CacheCommand* cmd, uint8_t kind) noexcept;
-  uint32_t hostCount() const noexcept { return static_cast<uint32_t>(cluster_->backends.size()); }
+  // The table's hosts: a leaving backend past them takes no fan-out (lb/routing/handover.h).
+  uint32_t hostCount() const noexcept { return cluster_->hostCount(); }
   // The names of the servers whose parts of fan-out `cmd` failed, ", " between them, cut
   // with "..." to fit `cap` bytes (error lines stay short: some clients read them into 80
   // bytes); "" when none failed.
