@@ -20,7 +20,8 @@
 //              configured),"resolved" (the IP:port connections go to),"weight","healthy",
 //              "load","cap" (null when bounded loads are off),"keyspace_share","health" (up,
 //              down, ejected),"reason" (null before any health event),"last_check" (null, or
-//              {"result","at","latency_ms"}),"ejections","ejection_ms"}]}]}
+//              {"result","at","latency_ms"}),"ejections","ejection_ms", and for a backend a
+//              change removed that stays for the handover window "leaving_until" (RFC 3339)}]}]}
 //   /ring?cluster=C&key=K
 //              {"cluster","key","revision","fingerprint","hash","owner","order":[every
 //               backend, preference order],

@@ -175,6 +175,11 @@ std::vector<MetricFamily> collectSnapshotMetrics(const Snapshot& snap) {
                                       "Share of the moved keys already served by their new "
                                       "owner in the open window's ramp; 1 when none is open.",
                                       MetricType::Gauge, nc);
+  MetricFamily handover_leaving = family("lb_handover_leaving_backends",
+                                         "Backends a change removed that lb still contacts "
+                                         "until the handover window ends (they answer handover "
+                                         "reads and take deletes); 0 after it.",
+                                         MetricType::Gauge, nc);
   MetricFamily handover_reads = family("lb_handover_reads_total",
                                        "Misses at a moved key's new owner read from the host "
                                        "that served it before, by result: hit, miss, "
@@ -276,7 +281,8 @@ std::vector<MetricFamily> collectSnapshotMetrics(const Snapshot& snap) {
       addGauge(healthy, labels(), s.healthy.load(std::memory_order_relaxed) ? 1 : 0);
       addGauge(weight, labels(), b.config->weight);
       addGauge(share, labels(), b.keyspace_share);
-      if (c.bounded) addGauge(cap, labels(), static_cast<double>(c.bounded->cap(i, total)));
+      if (c.bounded && i < c.hostCount())   // a leaving backend has no cap: nothing routes to it
+        addGauge(cap, labels(), static_cast<double>(c.bounded->cap(i, total)));
       if (cache_cluster[ci])
         for (int r = 0; r < kCommandResults; ++r)
           addCounter(commands, labels3("result", commandResultName(static_cast<CommandResult>(r))),
@@ -316,6 +322,8 @@ std::vector<MetricFamily> collectSnapshotMetrics(const Snapshot& snap) {
                until > now ? static_cast<double>(until - now) / 1000.0 : 0);
       addGauge(handover_moved, {{"cluster", cluster}}, w ? w->moved_ratio : 0);
       addGauge(handover_ramp, {{"cluster", cluster}}, w ? w->rampRatioAt(now) : 1);
+      addGauge(handover_leaving, {{"cluster", cluster}},
+               static_cast<double>(c.backends.size() - std::min<size_t>(c.backends.size(), c.hostCount())));
       if (c.state) {
         // Each worker's single-writer counters, summed.
         const HandoverStats& hs = c.state->handover;
@@ -478,7 +486,7 @@ std::vector<MetricFamily> collectSnapshotMetrics(const Snapshot& snap) {
   for (MetricFamily* f : {&active, &conns, &requests, &picks, &bytes, &latency, &healthy, &weight,
                           &share, &cap, &commands, &connect_failures, &checks, &transitions, &restarts,
                           &ejections, &panic, &fingerprint, &handover_active, &handover_moved,
-                          &handover_ramp, &handover_reads, &handover_copies, &handover_deletes,
+                          &handover_ramp, &handover_leaving, &handover_reads, &handover_copies, &handover_deletes,
                           &revision, &updates, &last_sync,
                           &watch_up, &hot_active, &hot_share, &hot_detections, &hot_requests,
                           &near_items, &near_bytes, &near_invalidations, &down_conns,

@@ -286,13 +286,18 @@ AdminResponse backendsResponse(const Snapshot& snap) {
       o += b.state->healthy.load(std::memory_order_relaxed) ? "true" : "false";
       o += ",\"load\":" + std::to_string(live[i]);
       o += ",\"cap\":";
-      if (c.bounded)
+      if (c.bounded && i < c.hostCount())
         appendNumber(o, c.bounded->cap(i, total));
       else
         o += "null";
       o += ",\"keyspace_share\":";
       appendNumber(o, b.keyspace_share);
       appendHealth(o, b.state->health);
+      // A backend a change removed, kept for the handover window (lb/routing/handover.h).
+      if (i >= c.hostCount() && c.handover) {
+        o += ",\"leaving_until\":";
+        appendRfc3339(o, static_cast<double>(c.handover->until_ms) / 1000.0);
+      }
       o += '}';
     }
     o += "]}";

@@ -12,6 +12,8 @@
 #include "lb/app/service_notify.h"
 #include "lb/health/health_manager.h"
 #include "lb/membership/membership_tls.h"
+#include "lb/core/duration.h"
+#include "lb/routing/readdress.h"
 #include "lb/routing/snapshot.h"
 #include "lb/runtime/listener.h"
 
@@ -57,6 +59,8 @@ void Lifecycle::start() {
   }
   uv_timer_init(loop_, &drain_timer_);
   drain_timer_.data = this;
+  uv_timer_init(loop_, &leaving_timer_);
+  leaving_timer_.data = this;
 }
 
 void Lifecycle::onSignal(uv_signal_t* s, int signum) {
@@ -182,6 +186,46 @@ void Lifecycle::finishReload(const std::string& text, AnsweredResolver resolver)
 void Lifecycle::apply(std::shared_ptr<const Snapshot> snapshot) {
   server_.applySnapshot(snapshot);
   if (health_ != nullptr) health_->apply(std::move(snapshot));
+  scheduleLeaving();
+}
+
+void Lifecycle::scheduleLeaving() {
+  const std::shared_ptr<const Snapshot> running = server_.snapshot();
+  if (!started_ || finished_ || running == nullptr) return;
+  const int64_t until = leavingUntil(*running);
+  if (until == 0) {
+    uv_timer_stop(&leaving_timer_);
+    return;
+  }
+  const int64_t wait = until - wallClockMs();
+  uv_timer_start(&leaving_timer_, onLeavingTimer, wait > 0 ? static_cast<uint64_t>(wait) : 0, 0);
+}
+
+void Lifecycle::onLeavingTimer(uv_timer_t* t) {
+  static_cast<Lifecycle*>(t->data)->dropLeaving();
+}
+
+void Lifecycle::dropLeaving() {
+  if (finished_) return;
+  const std::shared_ptr<const Snapshot> running = server_.snapshot();
+  if (running == nullptr) return;
+  const int64_t now = wallClockMs();
+  const int64_t until = leavingUntil(*running);
+  if (until == 0 || now < until) return scheduleLeaving();   // the wall clock stepped back
+  try {
+    std::shared_ptr<const Snapshot> next = withoutLeaving(*running, generation_ + 1, now);
+    for (size_t ci = 0; ci < running->clusters.size(); ++ci) {
+      const ClusterSnapshot& was = running->clusters[ci];
+      for (size_t bi = next->clusters[ci].backends.size(); bi < was.backends.size(); ++bi)
+        LB_INFO("cluster %s: handover window over; leaving backend %s is no longer contacted",
+                was.config->name.c_str(), was.backends[bi].config->name.c_str());
+    }
+    ++generation_;
+    apply(std::move(next));
+  } catch (const std::exception& e) {   // out of memory: try again in a second
+    LB_WARN("handover: cannot drop the leaving backends yet: %s", e.what());
+    uv_timer_start(&leaving_timer_, onLeavingTimer, 1000, 0);
+  }
 }
 
 bool Lifecycle::applyConfig(Config config, const ResolvedHosts& hosts,
@@ -253,6 +297,7 @@ void Lifecycle::finish() {
   for (uv_signal_t* s : {&sighup_, &sigterm_, &sigint_})
     uv_close(reinterpret_cast<uv_handle_t*>(s), nullptr);
   uv_close(reinterpret_cast<uv_handle_t*>(&drain_timer_), nullptr);
+  uv_close(reinterpret_cast<uv_handle_t*>(&leaving_timer_), nullptr);
 }
 
 }  // namespace lb

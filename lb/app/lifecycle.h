@@ -92,6 +92,11 @@ class Lifecycle {
   void dropReload();
   static void onDrainTick(uv_timer_t* t);
   void drainTick();
+  // A handover window that keeps leaving backends ends: the running snapshot without them
+  // goes live as the next generation (lb/routing/readdress.h, withoutLeaving).
+  void scheduleLeaving();
+  static void onLeavingTimer(uv_timer_t* t);
+  void dropLeaving();
 
   uv_loop_t* loop_;
   WorkerGroup& server_;
@@ -106,6 +111,7 @@ class Lifecycle {
   uv_signal_t sigterm_;
   uv_signal_t sigint_;
   uv_timer_t drain_timer_;
+  uv_timer_t leaving_timer_;
   bool started_ = false;
   bool draining_ = false;
   bool finished_ = false;

@@ -58,6 +58,8 @@ void HealthTracker::reconcile(std::shared_ptr<const Snapshot> snapshot) {
     Cluster c;
     c.state = cs.state;
     c.config = cs.config;
+    c.members = std::min<uint32_t>(cs.hostCount(), static_cast<uint32_t>(cs.backends.size()));
+    if (cs.hostCount() == 0) c.members = static_cast<uint32_t>(cs.backends.size());
     for (const BackendSnapshot& bs : cs.backends) {
       std::unique_ptr<Backend> b;
       auto it = backends_.find(bs.state.get());
@@ -85,6 +87,7 @@ void HealthTracker::reconcile(std::shared_ptr<const Snapshot> snapshot) {
       }
       b->cluster = clusters.size();
       b->address = bs.config->address;
+      b->leaving = c.backends.size() >= c.members;
       c.backends.push_back(b.get());
       next.emplace(bs.state.get(), std::move(b));
     }
@@ -190,7 +193,7 @@ void HealthTracker::maybeEject(Backend& b, uint64_t now_ms, Cluster& c, uint32_t
     if (run == 0) b.blocked_logged = false;
     return;
   }
-  const uint32_t total = static_cast<uint32_t>(c.backends.size());
+  const uint32_t total = c.members;
   if (!mayEject(*ejected, total, policy.max_ejected_percent)) {
     if (!b.blocked_logged)
       LB_WARN("backend %s: %llu consecutive failures, but %u of %u backends are ejected "
@@ -245,7 +248,7 @@ void HealthTracker::publish(Backend& b, const std::string& reason) {
 // A return is a change of owners: its keys come back to it over the handover window from
 // the hosts that served them meanwhile (the pick's return step, or a cache's read-through).
 void HealthTracker::openReturnWindow(Backend& b, const Cluster& c) {
-  if (!c.config->handover || c.config->handover->window.count() <= 0) return;
+  if (!c.config->handover || c.config->handover->window.count() <= 0 || b.leaving) return;
   const int64_t now = wallClockMs();
   b.state->returned_at_ms.store(now, std::memory_order_relaxed);
   const int64_t until = now + c.config->handover->window.count();
@@ -255,8 +258,8 @@ void HealthTracker::openReturnWindow(Backend& b, const Cluster& c) {
 
 void HealthTracker::updatePanic(Cluster& c) {
   uint32_t healthy = 0;
-  for (const Backend* b : c.backends) healthy += b->usable ? 1 : 0;
-  const uint32_t total = static_cast<uint32_t>(c.backends.size());
+  for (uint32_t i = 0; i < c.members; ++i) healthy += c.backends[i]->usable ? 1 : 0;
+  const uint32_t total = c.members;
   const bool panic = inPanic(healthy, total, c.config->panic_threshold);
   if (panic == c.state->panic.load(std::memory_order_relaxed)) return;
   c.state->panic.store(panic, std::memory_order_relaxed);

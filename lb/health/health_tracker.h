@@ -48,12 +48,16 @@ class HealthTracker {
     bool blocked_logged = false;       // max_ejected_percent kept it in; said so once
     bool usable = true;                // what BackendState::healthy says
     std::string identity;              // the server process its last identified pass named
+    bool leaving = false;              // past its cluster's members: a return opens no window
   };
 
   struct Cluster {
     std::shared_ptr<ClusterState> state;
     const ClusterConfig* config = nullptr;   // in the snapshot the tracker holds
     std::vector<Backend*> backends;          // in config order
+    // The first `members` backends are the table's hosts; those after are leaving
+    // (lb/routing/handover.h): checked, but not counted for panic or max_ejected_percent.
+    uint32_t members = 0;
   };
 
   HealthTracker() = default;

@@ -60,7 +60,7 @@ double HandoverWindow::rampRatioAt(int64_t now_ms) const noexcept {
          static_cast<double>(moved_moments.size());
 }
 
-std::shared_ptr<const HandoverWindow> handoverAcross(
+std::shared_ptr<HandoverWindow> handoverAcross(
     const std::shared_ptr<const SelectorTable>& previous,
     const std::vector<std::string>& previous_names, uint64_t previous_fingerprint,
     const std::shared_ptr<const HandoverWindow>& open, const SelectorTable& current,
@@ -80,6 +80,7 @@ std::shared_ptr<const HandoverWindow> handoverAcross(
     if (open == nullptr || now_ms >= open->until_ms) return nullptr;
     auto carried = std::make_shared<HandoverWindow>(*open);
     carried->leaving.clear();
+    carried->leaving_backends.clear();
     carried->to_current = indexByName(carried->previous_names, current_names, &carried->leaving);
     return carried;
   }

@@ -14,6 +14,12 @@
 // Varnish's shard director rampup spread a returning server's keys alike). A key whose
 // previous owner left the cluster moves at once: no key is routed to a leaving backend.
 //
+// Leaving backends: a cluster that reads through (redis, memcached) keeps each backend the
+// change removed for the window, as a host past the table's (ClusterSnapshot::backends
+// after hostCount()): no key is routed to it, a miss at a key's new owner is read from it,
+// writes through lb delete there, and health checks it. The window keeps their settings
+// (leaving_backends), and the snapshot derived at its end drops them (lb/routing/readdress.h).
+//
 // Built on the main thread with the snapshot; immutable and shared by every worker after.
 #pragma once
 
@@ -23,18 +29,17 @@
 #include <string>
 #include <vector>
 
+#include "lb/config/config.h"
 #include "lb/core/duration.h"
 #include "plugins/selector.h"
 
 namespace lb {
 
-struct ClusterConfig;
-
 struct HandoverWindow {
   static constexpr uint32_t kLeaving = UINT32_MAX;
 
-  // The table that served before the change, and each of its hosts' index in the new table
-  // (kLeaving: not a member any more).
+  // The table that served before the change, and each of its hosts' index in the new
+  // snapshot's backends (kLeaving: not a member any more, and not kept as a leaving host).
   std::shared_ptr<const SelectorTable> previous;
   std::vector<std::string> previous_names;   // its hosts' names, by its host index
   std::vector<uint32_t> to_current;
@@ -44,6 +49,9 @@ struct HandoverWindow {
   int64_t since_ms = 0;
   int64_t until_ms = 0;
   std::vector<std::string> leaving;  // names of the previous table's hosts that left
+  // The settings of the leaving hosts a cluster that reads through keeps, in the order they
+  // follow the table's hosts in ClusterSnapshot::backends (their configs point here).
+  std::vector<BackendConfig> leaving_backends;
   // The share of the key space whose owner changed, and the sorted ramp moments of the
   // sampled keys that moved (lb_handover_moved_ratio, lb_handover_ramp_ratio).
   double moved_ratio = 0;
@@ -58,7 +66,8 @@ struct HandoverWindow {
     OverFlag& operator=(const OverFlag&) noexcept { return *this; }
   } over;
 
-  // The key's owner under the previous table as a host of the new one; kLeaving when it left.
+  // The key's owner under the previous table as a host of the new snapshot (a leaving one
+  // past the table's hosts); kLeaving when it left and is not kept.
   uint32_t previousOwner(uint64_t hash) const noexcept {
     return to_current[previous->pick(hash, 0)];
   }
@@ -84,7 +93,7 @@ double rampMoment(uint64_t hash) noexcept;
 // else at now.
 inline constexpr uint64_t kHandoverSamples = 16384;
 inline constexpr int64_t kMaxStampAheadMs = 5000;
-std::shared_ptr<const HandoverWindow> handoverAcross(
+std::shared_ptr<HandoverWindow> handoverAcross(
     const std::shared_ptr<const SelectorTable>& previous,
     const std::vector<std::string>& previous_names, uint64_t previous_fingerprint,
     const std::shared_ptr<const HandoverWindow>& open, const SelectorTable& current,

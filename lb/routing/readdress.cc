@@ -40,8 +40,11 @@ std::vector<AddressChange> addressChanges(const Snapshot& base, std::span<const 
   return changes;
 }
 
-std::shared_ptr<const Snapshot> withAddresses(const Snapshot& base,
-                                              std::span<const AddressChange> changes) {
+namespace {
+
+// A copy of `base` sharing everything listed in readdress.h; only the round-robin rotations
+// start afresh, as after a reload.
+std::shared_ptr<Snapshot> derivedFrom(const Snapshot& base) {
   auto snap = std::make_shared<Snapshot>();
   snap->config = base.config;   // every pointer below is re-aimed at this copy
   snap->generation = base.generation;
@@ -55,7 +58,8 @@ std::shared_ptr<const Snapshot> withAddresses(const Snapshot& base,
     cs.table = from.table;
     cs.bounded = from.bounded;
     cs.backends = from.backends;
-    for (size_t bi = 0; bi < cs.backends.size(); ++bi)
+    // The leaving hosts past the config's keep their settings in the shared window.
+    for (size_t bi = 0; bi < cs.backends.size() && bi < cs.config->backends.size(); ++bi)
       cs.backends[bi].config = &cs.config->backends[bi];
     cs.state = from.state;   // the panic flag the health manager sets
     cs.loads = std::make_unique<ClusterLoads>(
@@ -69,6 +73,19 @@ std::shared_ptr<const Snapshot> withAddresses(const Snapshot& base,
     cs.handover_window_ms = from.handover_window_ms;
     cs.reads_through = from.reads_through;
   }
+  snap->listeners.reserve(base.listeners.size());
+  for (size_t li = 0; li < base.listeners.size(); ++li) {
+    ListenerSnapshot& ls = snap->listeners.emplace_back(base.listeners[li]);
+    ls.config = &snap->config.listeners[li];
+  }
+  return snap;
+}
+
+}  // namespace
+
+std::shared_ptr<const Snapshot> withAddresses(const Snapshot& base,
+                                              std::span<const AddressChange> changes) {
+  auto snap = derivedFrom(base);
   for (const AddressChange& change : changes) {
     if (change.cluster >= snap->clusters.size()) continue;
     auto& backends = snap->clusters[change.cluster].backends;
@@ -76,10 +93,27 @@ std::shared_ptr<const Snapshot> withAddresses(const Snapshot& base,
     backends[change.backend].address = change.address;
     backends[change.backend].address_len = change.address_len;
   }
-  snap->listeners.reserve(base.listeners.size());
-  for (size_t li = 0; li < base.listeners.size(); ++li) {
-    ListenerSnapshot& ls = snap->listeners.emplace_back(base.listeners[li]);
-    ls.config = &snap->config.listeners[li];
+  return snap;
+}
+
+int64_t leavingUntil(const Snapshot& snap) {
+  int64_t until = 0;
+  for (const ClusterSnapshot& c : snap.clusters)
+    if (c.backends.size() > c.hostCount() && c.handover &&
+        (until == 0 || c.handover->until_ms < until))
+      until = c.handover->until_ms;
+  return until;
+}
+
+std::shared_ptr<const Snapshot> withoutLeaving(const Snapshot& base, uint64_t generation,
+                                               int64_t now_ms) {
+  auto snap = derivedFrom(base);
+  snap->generation = generation;
+  for (ClusterSnapshot& c : snap->clusters) {
+    if (c.backends.size() <= c.hostCount() || !c.handover || now_ms < c.handover->until_ms)
+      continue;
+    c.backends.resize(c.hostCount());
+    c.handover = nullptr;   // over: no key is read through from its previous owner any more
   }
   return snap;
 }

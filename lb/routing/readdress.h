@@ -1,5 +1,7 @@
-// A running snapshot with new backend addresses, for the re-resolution of host names
-// (clusters.NAME.resolve_interval; lb/app/dns_refresh.h drives it on the main thread).
+// Snapshots derived from the running one without a reload: new backend addresses, for the
+// re-resolution of host names (clusters.NAME.resolve_interval; lb/app/dns_refresh.h drives
+// it on the main thread), and the leaving backends dropped when their handover window ends
+// (lb/routing/handover.h; lb/app/lifecycle.h drives it).
 //
 // An address is not an identity: a backend's place among the keys comes from its hash_key.
 // So a new address changes nothing but the address: the derived snapshot shares the
@@ -46,5 +48,15 @@ std::vector<AddressChange> addressChanges(const Snapshot& base, std::span<const 
 // reload. Main thread.
 std::shared_ptr<const Snapshot> withAddresses(const Snapshot& base,
                                               std::span<const AddressChange> changes);
+
+// The earliest end (ms since the epoch) of a handover window that keeps leaving backends in
+// `snap`; 0 when none does. Pure.
+int64_t leavingUntil(const Snapshot& snap);
+
+// A copy of `base`, as above, as generation `generation` (so that workers close what they
+// held for the old one), without the leaving backends and windows of the clusters whose
+// window ended by `now_ms`. Its clusters keep their tables: no key moves. Main thread.
+std::shared_ptr<const Snapshot> withoutLeaving(const Snapshot& base, uint64_t generation,
+                                               int64_t now_ms);
 
 }  // namespace lb

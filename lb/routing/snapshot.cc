@@ -174,6 +174,41 @@ ClusterTlsBuilder cluster_tls_builder = nullptr;
 void setListenerTlsBuilder(ListenerTlsBuilder builder) { tls_builder = builder; }
 void setClusterTlsBuilder(ClusterTlsBuilder builder) { cluster_tls_builder = builder; }
 
+namespace {
+
+// A cluster that reads through keeps the backends a change removed as leaving hosts past the
+// table's (lb/routing/handover.h): each named in `w`'s leaving list, found in the snapshot
+// `was` (among its members, or its own leaving hosts when a window is carried), keeps its
+// address and state, and the window's previous owners are re-aimed at it. Main thread.
+void keepLeaving(const ClusterSnapshot& was, StateRegistry& registry,
+                 const std::shared_ptr<const TlsClientContext>& tls, HandoverWindow& w,
+                 ClusterSnapshot* cs) {
+  std::vector<const BackendSnapshot*> kept;
+  for (const std::string& name : w.leaving)
+    for (const BackendSnapshot& b : was.backends)
+      if (b.config->name == name) {
+        kept.push_back(&b);
+        break;
+      }
+  if (kept.empty()) return;
+  const uint32_t hosts = cs->hostCount();
+  w.leaving_backends.reserve(kept.size());   // the configs below point into it
+  for (const BackendSnapshot* b : kept) w.leaving_backends.push_back(*b->config);
+  for (size_t j = 0; j < kept.size(); ++j) {
+    BackendSnapshot& b = cs->backends.emplace_back();
+    b.config = &w.leaving_backends[j];
+    b.state = registry.backend(cs->config->name, b.config->name);
+    b.address = kept[j]->address;
+    b.address_len = kept[j]->address_len;
+    b.tls = tls;
+    const uint32_t host = hosts + static_cast<uint32_t>(j);
+    for (size_t i = 0; i < w.previous_names.size(); ++i)
+      if (w.previous_names[i] == b.config->name) w.to_current[i] = host;
+  }
+}
+
+}  // namespace
+
 Result<std::shared_ptr<const Snapshot>> buildSnapshot(Config config, StateRegistry& registry,
                                                       uint64_t generation,
                                                       const ResolvedHosts* resolved,
@@ -247,11 +282,14 @@ Result<std::shared_ptr<const Snapshot>> buildSnapshot(Config config, StateRegist
     // Across a change of selector the old table's owners are not the same keys' owners.
     if (was != nullptr && was->selector == cs.selector && cc.handover) {
       std::vector<std::string> was_names, names;
-      for (const BackendSnapshot& b : was->backends) was_names.push_back(b.config->name);
+      for (uint32_t i = 0; i < was->hostCount(); ++i)
+        was_names.push_back(was->backends[i].config->name);
       for (const BackendConfig& b : cc.backends) names.push_back(b.name);
-      cs.handover = handoverAcross(was->table, was_names, was->fingerprint, was->handover,
+      auto window = handoverAcross(was->table, was_names, was->fingerprint, was->handover,
                                    *cs.table, names, cs.selector->key_hash.bits, wallClockMs(),
                                    cc.handover->window.count(), changed_at_ms);
+      if (window != nullptr && cs.reads_through) keepLeaving(*was, registry, tls, *window, &cs);
+      cs.handover = std::move(window);
     }
   }
 

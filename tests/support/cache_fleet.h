@@ -77,6 +77,14 @@ class CacheFleet {
     return lb_.reload(config());
   }
 
+  // Server i taken out of the cluster by a reload (SIGHUP), its process left running. True
+  // once lb says it reloaded.
+  bool remove(int i) {
+    removed_.resize(servers_.size(), false);
+    removed_[static_cast<size_t>(i)] = true;
+    return lb_.reload(config());
+  }
+
   // The TOML of the fleet as it is now.
   std::string config() const {
     const char* proto = kind_ == CacheServer::kRedis ? "redis" : "memcached";
@@ -86,12 +94,14 @@ class CacheFleet {
                        "\"\nprotocol = \"" + proto + "\"\ncluster = \"fleet\"\n" +
                        listener_extra_ + "\n[clusters.fleet]\nselector = \"twemproxy\"\n" +
                        cluster_extra_ + "\nbackends = [\n";
-    for (int i = 0; i < count_; ++i)
+    for (int i = 0; i < count_; ++i) {
+      if (static_cast<size_t>(i) < removed_.size() && removed_[static_cast<size_t>(i)]) continue;
       toml += "  { name = \"" + name(i) + "\", address = \"" + servers_[i]->address() + "\"" +
               (static_cast<size_t>(i) < weights_.size()
                    ? ", weight = " + std::to_string(weights_[static_cast<size_t>(i)])
                    : std::string()) +
               " },\n";
+    }
     toml += "]\n";
     return toml;
   }
@@ -143,6 +153,7 @@ class CacheFleet {
   int count_;
   int workers_;
   std::vector<int> weights_;
+  std::vector<bool> removed_;   // by server index: out of the cluster (remove)
   std::vector<std::string> server_args_;
   std::vector<std::unique_ptr<CacheServer>> servers_;
   std::string listener_extra_;

@@ -61,6 +61,29 @@ class HealthTrackerTest : public ::testing::Test {
     snap_ = r.value();
     tracker_.reconcile(snap_);
   }
+  // `backends` members, then one fewer: a cluster behind a redis listener (it reads
+  // through) with checks, a one-minute handover window and panic_threshold `panic`, whose
+  // removed backend stays as leaving (lb/routing/handover.h).
+  void buildLeaving(size_t backends, uint32_t panic) {
+    std::shared_ptr<const Snapshot> was;
+    for (size_t n : {backends, backends - 1}) {
+      Config config = trackerConfig(n, true, false, panic);
+      HandoverConfig h;
+      h.window = Duration(60000);
+      config.clusters[0].handover = h;
+      ListenerConfig l;
+      l.name = "cache";
+      l.listen = "127.0.0.1:6379";
+      l.cluster = "cache";
+      l.protocol = Protocol::kRedis;
+      config.listeners.push_back(l);
+      auto r = buildSnapshot(config, registry_, ++gen_, nullptr, nullptr, was.get());
+      ASSERT_TRUE(r.ok());
+      was = r.value();
+    }
+    snap_ = was;
+    tracker_.reconcile(snap_);
+  }
   const ClusterSnapshot& cluster() const { return snap_->clusters[0]; }
   BackendState& state(size_t i) const { return *cluster().backends[i].state; }
   void check(size_t i, CheckResult r, int times = 1) {
@@ -239,6 +262,23 @@ TEST_F(HealthTrackerTest, UnderThePanicThresholdEveryPickRoutesByTheTable) {
     const uint32_t host = pickOf(c, h).host;
     EXPECT_TRUE(host == 2 || host == 3) << "out of panic, health counts again";
   }
+}
+
+// A leaving backend is checked, but the members alone say whether the cluster is in panic,
+// and its coming back is no return: no key of the table is its.
+TEST_F(HealthTrackerTest, ALeavingBackendCountsNeitherForPanicNorAsAReturn) {
+  ASSERT_NO_FATAL_FAILURE(buildLeaving(4, 70));
+  ASSERT_EQ(cluster().hostCount(), 3u);
+  ASSERT_EQ(cluster().backends.size(), 4u);
+  check(3, CheckResult::kFail, 3);
+  EXPECT_FALSE(healthy(3)) << "checked like a member";
+  EXPECT_FALSE(panic()) << "3 of 3 members healthy";
+  check(3, CheckResult::kOk, 2);
+  ASSERT_TRUE(healthy(3));
+  EXPECT_EQ(state(3).returned_at_ms.load(), 0);
+  EXPECT_EQ(cluster().state->returns_until_ms.load(), 0);
+  check(0, CheckResult::kFail, 3);
+  EXPECT_TRUE(panic()) << "2 of 3 members is under 70%, whatever the leaving one says";
 }
 
 TEST_F(HealthTrackerTest, PanicOffRoutesNothingWhenEveryBackendIsDown) {
