@@ -67,10 +67,17 @@ void sendUnanswered(ServerTable& table, uint32_t slot, uint64_t connect_timeout_
 }  // namespace
 
 void HandoverReads::read(CacheCommand* cmd, std::string_view key, uint32_t owner,
-                         uint32_t from) noexcept {
+                         uint32_t from, std::string_view again, uint8_t again_kind) noexcept {
   if (sink_ == nullptr || from == Pick::kNoHost) return;
   const char* copy = s_.arena_.copy(key.data(), key.size(), cmd->seq);
   if (copy == nullptr) return;   // read as outside a window
+  if (!again.empty()) {
+    const char* bytes = s_.arena_.copy(again.data(), again.size(), cmd->seq);
+    if (bytes == nullptr) return;
+    cmd->handover_reask = bytes;
+    cmd->handover_reask_len = static_cast<uint32_t>(again.size());
+    cmd->handover_reask_kind = again_kind;
+  }
   cmd->handover_key = copy;
   cmd->handover_key_len = static_cast<uint32_t>(key.size());
   cmd->handover_owner = owner;
@@ -129,6 +136,12 @@ bool HandoverReads::replied(CacheCommand* cmd, CacheFragment* f, const char* p,
     }
     return true;
   }
+  if (cmd->handover_stage == kAskedAgain) {
+    // The owner's answer to the command asked again: the client's reply, as any read's.
+    cmd->handover_stage = kNone;
+    cmd->merged = false;
+    return false;
+  }
   // kAtPrevious: one of the previous host's replies (fragments 1.., after the owner's 0).
   const uint32_t replies = cmd->fragment_count - 1u;
   FragmentReply& slot = cmd->parts[f->index];
@@ -148,12 +161,26 @@ bool HandoverReads::replied(CacheCommand* cmd, CacheFragment* f, const char* p,
   const int64_t cap = s_.cluster_->config->handover->copy_ttl.count();
   const int64_t ttl = found.ttl_ms == HandoverFound::kNoTtl ? cap : std::min(found.ttl_ms, cap);
   const std::string_view key{cmd->handover_key, cmd->handover_key_len};
-  if (ttl > 0 && sink_ != nullptr && !moved_on) {
+  const bool copy = ttl > 0 && sink_ != nullptr && !moved_on;
+  if (copy) {
     const auto& t = s_.listener_->config->timeouts;
     sendUnanswered(*s_.table_, s_.slot_, static_cast<uint64_t>(t.connect.count()),
                    static_cast<uint32_t>(t.response.count()), s_.cache_, sink_->copies(),
                    cmd->handover_owner, wire.handoverKind(HandoverOp::kCopy),
                    [&](ByteChain& out) { wire.appendCopy(out, key, found, ttl); });
+  }
+  if (cmd->handover_reask != nullptr) {
+    // Asked again behind the copy, on the same connection: the owner answers with the item.
+    // Without a copy it would only miss again: the owner's miss is the answer.
+    if (!copy) {
+      answered(cmd);
+      return true;
+    }
+    ByteChain& out = s_.openFragment(cmd->handover_owner);
+    out.append({cmd->handover_reask, cmd->handover_reask_len});
+    cmd->handover_stage = kAskedAgain;
+    s_.queueFragment(cmd, cmd->handover_owner, cmd->handover_reask_kind, false);
+    return true;
   }
   const std::string_view reply = s_.handoverReply(cmd, found, key);
   if (reply.empty()) {
@@ -167,13 +194,15 @@ bool HandoverReads::replied(CacheCommand* cmd, CacheFragment* f, const char* p,
 }
 
 // The previous host failed or timed out: the read is the owner's miss.
+// The owner asked again failed: its first miss is the answer (the read was a hit, counted).
 bool HandoverReads::failed(CacheCommand* cmd) noexcept {
-  if (cmd->handover_stage != kAtPrevious) {
+  if (cmd->handover_stage != kAtPrevious && cmd->handover_stage != kAskedAgain) {
     cmd->handover_stage = kNone;
     return false;
   }
   s_.detach(cmd);
-  if (sink_ != nullptr) sink_->stats().reads[static_cast<int>(HandoverRead::kError)].add();
+  if (sink_ != nullptr && cmd->handover_stage == kAtPrevious)
+    sink_->stats().reads[static_cast<int>(HandoverRead::kError)].add();
   answered(cmd);
   return true;
 }

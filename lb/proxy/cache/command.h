@@ -137,6 +137,12 @@ struct CacheCommand {
   uint8_t handover_stage = 0;                 // HandoverReads::Stage
   uint32_t handover_key_len = 0;
   const char* handover_key = nullptr;
+  // A read whose answer must come from the owner (memcached gets: the CAS is the owner's;
+  // mg: its flags ask what the owner has): the bytes asked again of the owner behind the
+  // copy, and the kind of their reply; null: the previous host's hit is the answer.
+  const char* handover_reask = nullptr;
+  uint32_t handover_reask_len = 0;
+  uint8_t handover_reask_kind = 0;
 };
 
 }  // namespace lb

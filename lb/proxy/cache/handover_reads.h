@@ -22,6 +22,14 @@
 //   kAtOwner ──the owner missed──> kAtPrevious ──the previous host's replies──> answered
 //   kAtOwner ──a hit, an error──> the owner's reply, as any read's
 //   kAtPrevious ──the previous host failed or timed out──> the owner's miss (counted error)
+//   kAtPrevious ──a hit, for a read that asks again──> kAskedAgain ──> the owner's reply
+//   kAskedAgain ──the owner failed or timed out──> the owner's first miss
+//
+// A read that asks again (read()'s `again`: memcached gets, gat, gats, mg) is answered by the
+// owner, not by the previous host: the copy goes to the owner and the client's command
+// right behind it, on the same connection, so that the owner answers it with the copied item
+// (or with what a concurrent write left there), its CAS unique and whatever the command's
+// flags ask for, as it would have had the key been there all along.
 //
 // The protocols say what a miss, a read, a copy and a delete are on their wire (CacheWire);
 // the session's protocol half calls read() and wrote(); the rest is in
@@ -79,6 +87,7 @@ class HandoverReads {
     kNone,         // not a handover read
     kAtOwner,      // sent to the new owner
     kAtPrevious,   // the owner missed: read at the previous host
+    kAskedAgain,   // a hit there, copied to the owner: the command asked of it again
   };
 
   explicit HandoverReads(CacheSession& session) noexcept : s_(session) {}
@@ -89,8 +98,11 @@ class HandoverReads {
   bool enabled() const noexcept { return sink_ != nullptr; }
 
   // A plain read of `key` is about to go to `owner`, and the pick named `from`
-  // (Pick::kNoHost: nothing to read through): a miss at the owner will be read there.
-  void read(CacheCommand* cmd, std::string_view key, uint32_t owner, uint32_t from) noexcept;
+  // (Pick::kNoHost: nothing to read through): a miss at the owner will be read there. With
+  // `again` (the command's bytes as sent, their reply of `again_kind`), a hit there is
+  // copied and the command asked of the owner again, whose reply is the answer.
+  void read(CacheCommand* cmd, std::string_view key, uint32_t owner, uint32_t from,
+            std::string_view again = {}, uint8_t again_kind = 0) noexcept;
   // A write or delete of `key` has gone to `owner`: the key is deleted at the host that
   // served it before, if any (ClusterSnapshot::handoverFrom).
   void wrote(std::string_view key, uint32_t owner) noexcept;

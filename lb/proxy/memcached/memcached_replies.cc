@@ -25,11 +25,13 @@ class MemcachedWire final : public CacheWire {
   std::string handshake(std::string_view) const override { return {}; }
   bool handshakeOk(const char*, size_t) const noexcept override { return true; }
 
-  // Handover reads (lb/proxy/cache/handover_reads.h). A get of one key misses with a bare
-  // END.
+  // Handover reads (lb/proxy/cache/handover_reads.h). A get, gets, gat or gats of one key
+  // misses with a bare END; an mg with EN, and the O and k flags it asked for, if any.
   bool handsOver() const noexcept override { return true; }
   bool isMiss(const char* p, size_t n) const noexcept override {
-    return n == 5 && memcmp(p, "END\r\n", 5) == 0;
+    if (n == 5 && memcmp(p, "END\r\n", 5) == 0) return true;
+    return n >= 4 && p[0] == 'E' && p[1] == 'N' && (p[2] == '\r' || p[2] == ' ') &&
+           p[n - 2] == '\r' && p[n - 1] == '\n';
   }
   // mg with the value, the client flags and the remaining TTL in seconds, in one reply:
   // "VA <size> f<flags> t<ttl>" and the data block, or EN.

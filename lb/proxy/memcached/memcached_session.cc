@@ -17,6 +17,32 @@ using mc::kQuietGet;
 using mc::kQuietMath;
 using mc::kQuietStore;
 
+namespace {
+
+// A command line as mc::write* builds it, on the stack, for a read that asks the owner again
+// (handover): at most kMaxLine bytes, what lb accepts of a line (a retrieval line of one key
+// or an mg has no data block).
+class LineBuffer {
+ public:
+  void append(const char* p, size_t n) noexcept {
+    if (n > sizeof bytes_ - len_) {
+      overflow_ = true;
+      return;
+    }
+    memcpy(bytes_ + len_, p, n);
+    len_ += n;
+  }
+  bool fits() const noexcept { return !overflow_; }
+  std::string_view view() const noexcept { return {bytes_, len_}; }
+
+ private:
+  char bytes_[mc::kMaxLine + 2];
+  size_t len_ = 0;
+  bool overflow_ = false;
+};
+
+}  // namespace
+
 MemcachedSession::MemcachedSession(WorkerEnv& env, const std::shared_ptr<const Snapshot>& snapshot,
                                    uint32_t listener) noexcept
     : CacheProtocolSession(env, snapshot, listener, memcachedWire()) {}
@@ -232,8 +258,9 @@ void MemcachedSession::routeRetrieval(CacheCommand* cmd, const mc::Request& r) n
 
 // get, gets, gat or gats of one key with the near cache or a handover on: get is the plain
 // read the near cache serves and fills (its reply carries no cas unique, so the bytes are
-// the same for every client) and a handover reads through; the others are forwarded, a hot
-// key's counted as bypass.
+// the same for every client); the others are forwarded, a hot key's counted as bypass. A
+// handover reads each through: get answered with the previous host's item, the others asked
+// of the owner again behind the copy (their CAS unique and exptime are the owner's).
 void MemcachedSession::routeOneRetrieval(CacheCommand* cmd, const mc::Request& r) noexcept {
   const std::vector<std::string_view>& tokens = cache().scratch().args;
   const std::string_view key = tokens[r.first_key];
@@ -249,6 +276,10 @@ void MemcachedSession::routeOneRetrieval(CacheCommand* cmd, const mc::Request& r
   if (plain) {
     near().sent(cmd, host);
     handover().read(cmd, key, host, from);
+  } else if (from != Pick::kNoHost) {
+    LineBuffer again;
+    mc::writeRetrieval(r, tokens, nullptr, 1, again);
+    if (again.fits()) handover().read(cmd, key, host, from, again.view(), mc::kReplyValues);
   }
   sendFragment(cmd, host, mc::kReplyValues, [&](ByteChain& chain) {
     mc::writeRetrieval(r, tokens, nullptr, 1, chain);
@@ -285,10 +316,20 @@ void MemcachedSession::routeKey(CacheCommand* cmd, const mc::Request& r, const c
     near().writeBegin(cmd, 1);
     near().write(cmd, key);
   }
-  uint32_t host;
-  if (!pickHost(key, &host)) {
+  uint32_t host, from = Pick::kNoHost;
+  // mg reads through, answered by the owner asked again behind the copy, so that every
+  // flag it has means what it means at the owner. A base64 key's bytes cannot go in the
+  // text read at the previous host.
+  const bool reads = r.command == Command::kMetaGet && !r.base64_key && handover().enabled();
+  if (!(reads ? pickHashed(countKey(key), &host, &from) : pickHost(key, &host))) {
     refuse(cmd, CacheErrorReason::kNoBackend, "no backend is available for this key");
     return;
+  }
+  if (reads && from != Pick::kNoHost) {
+    LineBuffer again;
+    mc::writeForwarded(r, tokens, p, again);
+    if (again.fits())
+      handover().read(cmd, key, host, from, again.view(), mc::replyKindOf(r.command));
   }
   sendFragment(cmd, host, mc::replyKindOf(r.command), [&](ByteChain& chain) {
     mc::writeForwarded(r, tokens, p, chain);

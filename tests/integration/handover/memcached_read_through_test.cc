@@ -88,6 +88,17 @@ void grownBy(CacheFleet& fleet, int n) {
   ASSERT_TRUE(fleet.grow()) << fleet.output();
 }
 
+// The keys among [0, n) the fifth server owns now, as /ring names them.
+std::vector<int> keysAtFifth(CacheFleet& fleet, int n) {
+  std::vector<std::string> keys;
+  for (int i = 0; i < n; ++i) keys.push_back(keyOf(i));
+  const auto owners = fleet.ringOwners(keys);
+  std::vector<int> moved;
+  for (int i = 0; i < n; ++i)
+    if (owners[static_cast<size_t>(i)] == "s5") moved.push_back(i);
+  return moved;
+}
+
 // One text command straight to a server, its reply up to `end`.
 std::string direct(CacheServer& server, const std::string& line, const std::string& end) {
   TcpClient c;
@@ -132,12 +143,7 @@ TEST(MemcachedReadThroughTest, WritesAndDeletesAfterTheChangeWinOverThePreviousO
   constexpr int kKeys = 2000;
   CacheFleet fleet(CacheServer::kMemcached, 4);
   ASSERT_NO_FATAL_FAILURE(grownBy(fleet, kKeys));
-  std::vector<std::string> keys;
-  for (int i = 0; i < kKeys; ++i) keys.push_back(keyOf(i));
-  const auto owners = fleet.ringOwners(keys);
-  std::vector<int> moved;
-  for (int i = 0; i < kKeys; ++i)
-    if (owners[static_cast<size_t>(i)] == "s5") moved.push_back(i);
+  const std::vector<int> moved = keysAtFifth(fleet, kKeys);
   ASSERT_GE(moved.size(), 3u);
 
   TcpClient after;
@@ -159,6 +165,57 @@ TEST(MemcachedReadThroughTest, WritesAndDeletesAfterTheChangeWinOverThePreviousO
   ASSERT_TRUE(after.send("get " + keyOf(moved[2]) + "\r\n"));
   ASSERT_TRUE(after.readUntil("END\r\n"));
   EXPECT_EQ(after.take(after.buffer().size()), hitOf(moved[2]));
+}
+
+// gets, gat and mg of a moved key read through too, and are answered by the new owner once
+// the copy is there, as if the key had been there all along: gets with the new owner's CAS
+// unique (a cas with it stores), gat with the exptime it set there, mg with whatever its
+// flags ask of the new owner (quiet or not).
+TEST(MemcachedReadThroughTest, GetsGatAndMgAreAnsweredByTheNewOwnerOnceCopied) {
+  constexpr int kKeys = 2000;
+  CacheFleet fleet(CacheServer::kMemcached, 4);
+  ASSERT_NO_FATAL_FAILURE(grownBy(fleet, kKeys));
+  const std::vector<int> moved = keysAtFifth(fleet, kKeys);
+  ASSERT_GE(moved.size(), 5u);
+  TcpClient after;
+  ASSERT_TRUE(after.connect(fleet.port()));
+  auto ask = [&](const std::string& line, const std::string& end) {
+    if (!after.send(line) || !after.readUntil(end, 5s)) return std::string("(no reply)");
+    return after.take(after.buffer().size());
+  };
+  CacheServer& fifth = fleet.server(4);
+
+  const int g = moved[0];
+  const std::string gets = ask("gets " + keyOf(g) + "\r\n", "END\r\n");
+  const std::string head = "VALUE " + keyOf(g) + " " + std::to_string(flagsOf(g)) + " " +
+                           std::to_string(valueOf(g).size()) + " ";
+  ASSERT_EQ(gets.rfind(head, 0), 0u) << gets;
+  EXPECT_EQ(gets, direct(fifth, "gets " + keyOf(g) + "\r\n", "END\r\n"))
+      << "the new owner's item, its CAS unique included";
+  const std::string cas = gets.substr(head.size(), gets.find("\r\n") - head.size());
+  EXPECT_EQ(ask("cas " + keyOf(g) + " 1 0 1 " + cas + "\r\nx\r\n", "\r\n"), "STORED\r\n");
+
+  const int t = moved[1];
+  EXPECT_EQ(ask("gat 100 " + keyOf(t) + "\r\n", "END\r\n"), hitOf(t));
+  const std::string ttl = direct(fifth, "mg " + keyOf(t) + " t\r\n", "\r\n");
+  ASSERT_EQ(ttl.rfind("HD t", 0), 0u) << ttl;
+  EXPECT_GT(atol(ttl.c_str() + 4), 0) << ttl;
+  EXPECT_LE(atol(ttl.c_str() + 4), 100) << ttl << ": the exptime gat set at the new owner";
+
+  const int m = moved[2];
+  const std::string flags = " v f c k Oab12\r\n";
+  const std::string mg = ask("mg " + keyOf(m) + flags, valueOf(m) + "\r\n");
+  EXPECT_EQ(mg.rfind("VA " + std::to_string(valueOf(m).size()) + " ", 0), 0u) << mg;
+  EXPECT_EQ(mg, direct(fifth, "mg " + keyOf(m) + flags, valueOf(m) + "\r\n"));
+  EXPECT_EQ(ask("mg " + keyOf(moved[3]) + "\r\n", "\r\n"), "HD\r\n");
+  EXPECT_EQ(ask("mg " + keyOf(moved[4]) + " v q\r\nmn\r\n", "MN\r\n"),
+            "VA " + std::to_string(valueOf(moved[4]).size()) + "\r\n" + valueOf(moved[4]) +
+                "\r\nMN\r\n")
+      << "a quiet mg's hit is answered";
+
+  const std::string metrics = handoverSettled(fleet);
+  EXPECT_GE(handoverCount(metrics, "reads", "hit"), 5) << metrics;
+  EXPECT_GE(handoverCount(metrics, "copies", "stored"), 5) << metrics;
 }
 
 // Acceptance: a memcached server killed; while it is down a cache-aside client reads its keys
