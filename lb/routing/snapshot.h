@@ -106,6 +106,13 @@ struct ClusterSnapshot {
   // the host that stood in for a returned owner), for a write that deletes it there.
   // Pick::kNoHost when there is none.
   uint32_t handoverFrom(uint64_t hash, uint32_t owner) const noexcept;
+  // Whether a handover window may be open in the cluster (a membership change's, not yet
+  // seen over, or a returned backend's): a read of several keys is then worth reading
+  // through key by key. Two relaxed loads at most.
+  bool handoverOpen() const noexcept {
+    return (handover && !handover->over.value.load(std::memory_order_relaxed)) ||
+           (state && state->returns_until_ms.load(std::memory_order_relaxed) != 0);
+  }
   // Position `position` of the key's preference order (past the last host it wraps): the
   // order the pick walks, what /ring and lb analyze list. No health, no load.
   uint32_t hostAt(uint64_t hash, uint32_t position) const noexcept {

@@ -15,9 +15,11 @@
 
 namespace lb {
 
-// replies[f] is fragment f's reply; plan[k] the fragment of key k.
+// replies[f] is fragment f's reply; plan[k] the fragment of key k; `overrides` the keys
+// read through (handover), in order.
 inline std::string mergeRedis(uint8_t kind, const std::vector<std::string>& replies,
-                              const std::vector<uint16_t>& plan) {
+                              const std::vector<uint16_t>& plan,
+                              const std::vector<HandoverKeyRead>& overrides = {}) {
   std::vector<FragmentReply> parts;
   for (const auto& r : replies) parts.push_back({r.data(), static_cast<uint32_t>(r.size())});
   redis::MergeInput in;
@@ -26,6 +28,8 @@ inline std::string mergeRedis(uint8_t kind, const std::vector<std::string>& repl
   in.fragment_count = static_cast<uint16_t>(parts.size());
   in.plan = plan.data();
   in.keys = static_cast<uint32_t>(plan.size());
+  in.overrides = overrides.data();
+  in.override_count = static_cast<uint32_t>(overrides.size());
   CacheScratch scratch;
   BufferPool pool;
   ByteChain out(pool);
@@ -35,6 +39,24 @@ inline std::string mergeRedis(uint8_t kind, const std::vector<std::string>& repl
   std::string s;
   for (int i = 0; i < n; ++i) s.append(bufs[i].base, bufs[i].len);
   return s;
+}
+
+// The places of the MGET keys redis::missedKeys finds nil.
+inline std::vector<uint32_t> missedRedis(const std::vector<std::string>& replies,
+                                         const std::vector<uint16_t>& plan) {
+  std::vector<FragmentReply> parts;
+  for (const auto& r : replies) parts.push_back({r.data(), static_cast<uint32_t>(r.size())});
+  redis::MergeInput in;
+  in.kind = redis::kMget;
+  in.parts = parts.data();
+  in.fragment_count = static_cast<uint16_t>(parts.size());
+  in.plan = plan.data();
+  in.keys = static_cast<uint32_t>(plan.size());
+  CacheScratch scratch;
+  std::vector<uint32_t> positions(plan.size());
+  positions.resize(redis::missedKeys(in, scratch, positions.data(),
+                                     static_cast<uint32_t>(positions.size())));
+  return positions;
 }
 
 }  // namespace lb

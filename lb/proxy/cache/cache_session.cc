@@ -358,7 +358,11 @@ void CacheSession::fragmentReply(CacheFragment* f, const char* p, size_t n) noex
       cmd->parts[f->index].len = static_cast<uint32_t>(n);
       break;
   }
-  if (cmd->pending == 0) complete(cmd);
+  if (cmd->pending > 0) return;
+  // A merged read in a handover window reads the keys its owners missed through first.
+  if (cmd->handover_stage == HandoverReads::kMergeAtOwners && handover_reads_.readMisses(cmd))
+    return;
+  complete(cmd);
 }
 
 // Every fragment of `cmd` still out is left to its server as a tombstone.
@@ -377,7 +381,7 @@ void CacheSession::fragmentFailed(CacheFragment* f, CacheErrorReason reason,
                                   std::string_view text) noexcept {
   CacheCommand* cmd = f->command;
   unlinkFragment(cmd, f);
-  if (cmd->handover_stage != HandoverReads::kNone && handover_reads_.failed(cmd)) return;
+  if (cmd->handover_stage != HandoverReads::kNone && handover_reads_.failed(cmd, f)) return;
   // A write that failed may still have been applied: its keys' stripes move again.
   if (cmd->near_writes > 0) near_reads_.replied(cmd, nullptr, 0);
   if (cmd->fan_out) {

@@ -175,6 +175,13 @@ class CacheSession : public Session,
   // the owner's miss). By default the previous host's reply as it came.
   virtual std::string_view handoverReply(CacheCommand* cmd, const HandoverFound& found,
                                          std::string_view key) noexcept;
+  // For a merged read of several keys (handover().readMerged): the places among the
+  // client's keys of those its owners' parts miss, in order, into positions[0..cap); how
+  // many. None by default, and none when a part is an error (the merge answers that). The
+  // merge (emitMerged) then answers each key with a reply (cmd.handover_keys) by that reply:
+  // handoverReply's, in the form of that key's element of a part.
+  virtual uint32_t handoverMisses(const CacheCommand& cmd, uint32_t* positions,
+                                  uint32_t cap) noexcept;
 
   // --- For parse(): the near cache, through its one handle (near_reads.h) ---------------
   NearReads& near() noexcept { return near_reads_; }

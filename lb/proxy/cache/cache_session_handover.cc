@@ -97,13 +97,38 @@ void HandoverReads::wrote(std::string_view key, uint32_t owner) noexcept {
                  [&](ByteChain& out) { wire.appendDelete(out, key); });
 }
 
+bool HandoverReads::movedOn(const CacheCommand* cmd) const noexcept {
+  // Its hosts' numbers may mean other servers in the table the session routes by now.
+  return !s_.held_.empty() && cmd->seq < s_.held_.back().until_seq;
+}
+
+bool HandoverReads::copyTo(uint32_t owner, std::string_view key,
+                           const HandoverFound& found) noexcept {
+  const int64_t cap = s_.cluster_->config->handover->copy_ttl.count();
+  const int64_t ttl = found.ttl_ms == HandoverFound::kNoTtl ? cap : std::min(found.ttl_ms, cap);
+  if (ttl <= 0 || sink_ == nullptr) return false;
+  const CacheWire& wire = sink_->wire();
+  const auto& t = s_.listener_->config->timeouts;
+  sendUnanswered(*s_.table_, s_.slot_, static_cast<uint64_t>(t.connect.count()),
+                 static_cast<uint32_t>(t.response.count()), s_.cache_, sink_->copies(), owner,
+                 wire.handoverKind(HandoverOp::kCopy),
+                 [&](ByteChain& out) { wire.appendCopy(out, key, found, ttl); });
+  return true;
+}
+
 bool HandoverReads::replied(CacheCommand* cmd, CacheFragment* f, const char* p,
                             size_t n) noexcept {
-  // The session routes by another table than the one that named the command's hosts: their
-  // numbers may mean other servers there.
-  const bool moved_on = !s_.held_.empty() && cmd->seq < s_.held_.back().until_seq;
+  const bool moved_on = movedOn(cmd);
   const CacheWire& wire = s_.wire_;
   ReplyArena& arena = s_.arena_;
+  if (cmd->handover_stage == kMergeAtOwners) return false;   // stored as any split read's
+  if (cmd->handover_stage == kMergeReads) {
+    FragmentReply& slot = cmd->parts[f->index];
+    slot.bytes = arena.copy(p, n, cmd->seq);
+    slot.len = slot.bytes != nullptr ? static_cast<uint32_t>(n) : 0;
+    if (cmd->pending == 0) mergeReadsDone(cmd);
+    return true;
+  }
   if (cmd->handover_stage == kAtOwner) {
     // A hit or an error at the owner is its answer; so is a miss once the session moved on.
     if (sink_ == nullptr || moved_on || !wire.isMiss(p, n)) {
@@ -158,21 +183,12 @@ bool HandoverReads::replied(CacheCommand* cmd, CacheFragment* f, const char* p,
     answered(cmd);
     return true;
   }
-  const int64_t cap = s_.cluster_->config->handover->copy_ttl.count();
-  const int64_t ttl = found.ttl_ms == HandoverFound::kNoTtl ? cap : std::min(found.ttl_ms, cap);
   const std::string_view key{cmd->handover_key, cmd->handover_key_len};
-  const bool copy = ttl > 0 && sink_ != nullptr && !moved_on;
-  if (copy) {
-    const auto& t = s_.listener_->config->timeouts;
-    sendUnanswered(*s_.table_, s_.slot_, static_cast<uint64_t>(t.connect.count()),
-                   static_cast<uint32_t>(t.response.count()), s_.cache_, sink_->copies(),
-                   cmd->handover_owner, wire.handoverKind(HandoverOp::kCopy),
-                   [&](ByteChain& out) { wire.appendCopy(out, key, found, ttl); });
-  }
+  const bool copied = !moved_on && copyTo(cmd->handover_owner, key, found);
   if (cmd->handover_reask != nullptr) {
     // Asked again behind the copy, on the same connection: the owner answers with the item.
     // Without a copy it would only miss again: the owner's miss is the answer.
-    if (!copy) {
+    if (!copied) {
       answered(cmd);
       return true;
     }
@@ -193,9 +209,15 @@ bool HandoverReads::replied(CacheCommand* cmd, CacheFragment* f, const char* p,
   return true;
 }
 
-// The previous host failed or timed out: the read is the owner's miss.
-// The owner asked again failed: its first miss is the answer (the read was a hit, counted).
-bool HandoverReads::failed(CacheCommand* cmd) noexcept {
+// The previous host failed or timed out: the read is the owner's miss. The owner asked
+// again failed: its first miss is the answer (the read was a hit, counted). A merged read's
+// key read failed: that key is a miss (counted when all are in).
+bool HandoverReads::failed(CacheCommand* cmd, CacheFragment* f) noexcept {
+  if (cmd->handover_stage == kMergeReads) {
+    cmd->parts[f->index] = {nullptr, 0};
+    if (cmd->pending == 0) mergeReadsDone(cmd);
+    return true;
+  }
   if (cmd->handover_stage != kAtPrevious && cmd->handover_stage != kAskedAgain) {
     cmd->handover_stage = kNone;
     return false;
@@ -213,9 +235,104 @@ void HandoverReads::answered(CacheCommand* cmd) noexcept {
   s_.answerStatic(cmd, {cmd->parts[0].bytes, cmd->parts[0].len});
 }
 
+void HandoverReads::readMerged(CacheCommand* cmd,
+                               const std::vector<std::string_view>& keys) noexcept {
+  if (sink_ == nullptr || !s_.cluster_->handoverOpen() || keys.empty()) return;
+  auto* reads = reinterpret_cast<HandoverKeyRead*>(
+      s_.arena_.allocate(sizeof(HandoverKeyRead) * keys.size(), cmd->seq));
+  if (reads == nullptr) return;   // merged as outside a window
+  for (size_t i = 0; i < keys.size(); ++i) {
+    const char* copy = s_.arena_.copy(keys[i].data(), keys[i].size(), cmd->seq);
+    if (copy == nullptr) return;
+    reads[i] = HandoverKeyRead{};
+    reads[i].key = copy;
+    reads[i].key_len = static_cast<uint32_t>(keys[i].size());
+    reads[i].position = static_cast<uint32_t>(i);
+  }
+  cmd->handover_keys = reads;
+  cmd->handover_key_count = static_cast<uint32_t>(keys.size());
+  cmd->handover_stage = kMergeAtOwners;
+}
+
+bool HandoverReads::readMisses(CacheCommand* cmd) noexcept {
+  cmd->handover_stage = kNone;
+  HandoverKeyRead* keys = cmd->handover_keys;
+  const uint32_t all = cmd->handover_key_count;
+  cmd->handover_key_count = 0;   // none read through, unless below
+  if (sink_ == nullptr || movedOn(cmd) || keys == nullptr) return false;
+  auto* positions = reinterpret_cast<uint32_t*>(
+      s_.arena_.allocate(sizeof(uint32_t) * all, cmd->seq));
+  if (positions == nullptr) return false;
+  const uint32_t missed = s_.handoverMisses(*cmd, positions, all);
+  // Those with a host to read from, in order; their owner is the table's, where a copy
+  // belongs.
+  const ClusterSnapshot& c = *s_.cluster_;
+  uint32_t count = 0;
+  for (uint32_t i = 0; i < missed; ++i) {
+    if (positions[i] >= all) continue;
+    HandoverKeyRead k = keys[positions[i]];
+    const uint64_t hash = s_.routeHash({k.key, k.key_len});
+    k.owner = c.hostAt(hash, 0);
+    k.from = c.handoverFrom(hash, k.owner);
+    if (k.from != Pick::kNoHost) keys[count++] = k;
+  }
+  if (count == 0) return false;
+  // Room for every read's replies after the owners' parts.
+  const CacheWire& wire = s_.wire_;
+  const uint32_t per_key = wire.handoverReadReplies();
+  const uint32_t total = cmd->fragment_count + count * per_key;
+  if (total > UINT16_MAX) return false;
+  auto* parts = reinterpret_cast<FragmentReply*>(
+      s_.arena_.allocate(sizeof(FragmentReply) * total, cmd->seq));
+  if (parts == nullptr) return false;
+  for (uint32_t i = 0; i < total; ++i)
+    parts[i] = i < cmd->fragment_count ? cmd->parts[i] : FragmentReply{nullptr, 0};
+  cmd->parts = parts;
+  cmd->handover_key_count = count;
+  cmd->handover_stage = kMergeReads;
+  for (uint32_t i = 0; i < count; ++i) {
+    keys[i].first_fragment = cmd->fragment_count;
+    ByteChain& out = s_.openFragment(keys[i].from);
+    const uint32_t replies = wire.appendHandoverRead(out, {keys[i].key, keys[i].key_len});
+    for (uint32_t r = 0; r < replies; ++r)
+      s_.queueFragment(cmd, keys[i].from, wire.handoverKind(HandoverOp::kRead), false);
+  }
+  return true;
+}
+
+void HandoverReads::mergeReadsDone(CacheCommand* cmd) noexcept {
+  const CacheWire& wire = s_.wire_;
+  const uint32_t per_key = wire.handoverReadReplies();
+  const bool moved_on = movedOn(cmd);
+  for (uint32_t i = 0; i < cmd->handover_key_count; ++i) {
+    HandoverKeyRead& k = cmd->handover_keys[i];
+    const std::string_view key{k.key, k.key_len};
+    HandoverFound found;
+    bool complete = true;
+    for (uint32_t r = 0; r < per_key; ++r)
+      complete = complete && cmd->parts[k.first_fragment + r].bytes != nullptr;
+    if (complete) found = wire.handoverFound(cmd->parts + k.first_fragment, per_key);
+    else found.result = HandoverRead::kError;
+    if (sink_ != nullptr) sink_->stats().reads[static_cast<int>(found.result)].add();
+    if (found.result != HandoverRead::kHit) continue;
+    if (!moved_on) copyTo(k.owner, key, found);
+    const std::string_view reply = s_.handoverReply(cmd, found, key);
+    k.reply = reply.empty() ? nullptr : reply.data();   // no room: that key's miss
+    k.reply_len = static_cast<uint32_t>(reply.size());
+  }
+  // The merge sees the owners' parts, and the hits in cmd->handover_keys.
+  if (cmd->handover_key_count > 0) cmd->fragment_count = cmd->handover_keys[0].first_fragment;
+  cmd->handover_stage = kNone;
+  s_.complete(cmd);
+}
+
 std::string_view CacheSession::handoverReply(CacheCommand*, const HandoverFound& found,
                                             std::string_view) noexcept {
   return found.reply;
+}
+
+uint32_t CacheSession::handoverMisses(const CacheCommand&, uint32_t*, uint32_t) noexcept {
+  return 0;
 }
 
 }  // namespace lb

@@ -19,6 +19,21 @@
 
 namespace lb {
 
+// A key of a merged read in a handover window (handover_reads.h): its bytes and place among
+// the client's keys; once its owner missed it and it was read through, the owner a hit is
+// copied to, the host it was read at, the first of the fragments that read took, and the
+// hit's answer for that key, which the merge puts in place of the owner's miss (null: none).
+struct HandoverKeyRead {
+  const char* key = nullptr;
+  uint32_t key_len = 0;
+  uint32_t position = 0;
+  uint32_t owner = 0;
+  uint32_t from = 0;
+  uint16_t first_fragment = 0;
+  const char* reply = nullptr;
+  uint32_t reply_len = 0;
+};
+
 struct CacheCommand;
 struct CacheFragment;
 
@@ -143,6 +158,10 @@ struct CacheCommand {
   const char* handover_reask = nullptr;
   uint32_t handover_reask_len = 0;
   uint8_t handover_reask_kind = 0;
+  // A merged read of several keys in a handover window (a memcached get, a redis MGET):
+  // its keys, in the arena; once read through, the ones read, in the client's order.
+  HandoverKeyRead* handover_keys = nullptr;
+  uint32_t handover_key_count = 0;
 };
 
 }  // namespace lb

@@ -1,5 +1,6 @@
 // Handover reads (docs/architecture.md, "Handover"): inside a cluster's handover window a
-// plain read of a key whose owner changed goes to the new owner, and a miss there is read
+// plain read of a key whose owner changed (or each key of a read of several) goes to the
+// new owner, and a miss there is read
 // from the host that served the key before (its previous owner, or the host that stood in for
 // a returned one; the pick names it, Pick::from). A hit there is the client's answer, byte
 // for byte, and is copied to the new owner without overwriting anything, with the remaining
@@ -25,6 +26,14 @@
 //   kAtPrevious ──a hit, for a read that asks again──> kAskedAgain ──> the owner's reply
 //   kAskedAgain ──the owner failed or timed out──> the owner's first miss
 //
+// A merged read of several keys (a memcached get, a redis MGET, split by owner or not)
+// reads through per key, once every owner has answered:
+//
+//   kMergeAtOwners ──every owner answered, some keys missed──> kMergeReads ──the reads'
+//       replies──> merged: each hit answers its key in place of the owner's miss
+//   kMergeAtOwners ──no miss has a host to read──> merged as any split read
+//   kMergeReads ──a read failed or timed out──> that key's miss
+//
 // A read that asks again (read()'s `again`: memcached gets, gat, gats, mg) is answered by the
 // owner, not by the previous host: the copy goes to the owner and the client's command
 // right behind it, on the same connection, so that the owner answers it with the copied item
@@ -41,6 +50,7 @@
 #include <cstdint>
 #include <memory>
 #include <string_view>
+#include <vector>
 
 #include "lb/proxy/cache/command.h"
 
@@ -48,6 +58,7 @@ namespace lb {
 
 class CacheSession;
 class CacheWire;
+struct HandoverFound;
 struct ClusterState;
 struct HandoverWorkerStats;
 
@@ -88,6 +99,8 @@ class HandoverReads {
     kAtOwner,      // sent to the new owner
     kAtPrevious,   // the owner missed: read at the previous host
     kAskedAgain,   // a hit there, copied to the owner: the command asked of it again
+    kMergeAtOwners,   // a merged read of several keys, sent to their owners
+    kMergeReads,      // its missed keys read at the hosts that served them before
   };
 
   explicit HandoverReads(CacheSession& session) noexcept : s_(session) {}
@@ -103,6 +116,10 @@ class HandoverReads {
   // copied and the command asked of the owner again, whose reply is the answer.
   void read(CacheCommand* cmd, std::string_view key, uint32_t owner, uint32_t from,
             std::string_view again = {}, uint8_t again_kind = 0) noexcept;
+  // A merged read of `keys` (in the client's order) is going to their owners: while a
+  // window is open in the cluster, once all have answered, each key they missed
+  // (CacheSession::handoverMisses names them) is read through.
+  void readMerged(CacheCommand* cmd, const std::vector<std::string_view>& keys) noexcept;
   // A write or delete of `key` has gone to `owner`: the key is deleted at the host that
   // served it before, if any (ClusterSnapshot::handoverFrom).
   void wrote(std::string_view key, uint32_t owner) noexcept;
@@ -112,8 +129,19 @@ class HandoverReads {
   // From the session, for a reply or failure of a handover read's fragment: true when this
   // took it (the command waits for the previous host, or was answered here).
   bool replied(CacheCommand* cmd, CacheFragment* f, const char* p, size_t n) noexcept;
-  bool failed(CacheCommand* cmd) noexcept;
+  bool failed(CacheCommand* cmd, CacheFragment* f) noexcept;
   void answered(CacheCommand* cmd) noexcept;
+  // From the session, when every owner of a kMergeAtOwners read has answered: true when
+  // reads went out (the command waits for them), false to merge now.
+  bool readMisses(CacheCommand* cmd) noexcept;
+  // The reads of a kMergeReads command are all answered (or failed): copies out, hits in
+  // the merge, the command complete.
+  void mergeReadsDone(CacheCommand* cmd) noexcept;
+  // The session routes by another table than the one that named `cmd`'s hosts.
+  bool movedOn(const CacheCommand* cmd) const noexcept;
+  // A hit's copy to `owner`, its TTL capped at copy_ttl (none when it has no time left);
+  // true when it was sent.
+  bool copyTo(uint32_t owner, std::string_view key, const HandoverFound& found) noexcept;
 
   CacheSession& s_;
   HandoverSink* sink_ = nullptr;   // the session's table's, while held; null: off

@@ -78,6 +78,8 @@ class CacheWire {
                                       std::string_view /*key*/) const noexcept {
     return 0;
   }
+  // How many replies appendHandoverRead's read has, known before it is written.
+  virtual uint32_t handoverReadReplies() const noexcept { return 1; }
   virtual uint8_t handoverKind(HandoverOp /*op*/) const noexcept { return 0; }
   virtual HandoverFound handoverFound(const FragmentReply* /*replies*/,
                                       uint32_t /*count*/) const noexcept {

@@ -192,7 +192,8 @@ void writePlan(const std::vector<std::string_view>& keys, const uint16_t* fragme
 // each key of the plan, the next item of its fragment's reply if that item is this key's,
 // else nothing (a miss).
 void mergeValues(const FragmentReply* parts, uint16_t fragment_count, const char* plan,
-                 uint32_t keys, std::vector<uint32_t>& at, ByteChain& out) noexcept {
+                 uint32_t keys, std::vector<uint32_t>& at, ByteChain& out,
+                 const HandoverKeyRead* overrides, uint32_t override_count) noexcept {
   for (uint16_t f = 0; f < fragment_count; ++f) {
     const FragmentReply& r = parts[f];
     if (r.bytes == nullptr) {
@@ -210,12 +211,19 @@ void mergeValues(const FragmentReply* parts, uint16_t fragment_count, const char
     out.append("SERVER_ERROR lb: out of memory\r\n");
     return;
   }
+  uint32_t next = 0;   // the next override
   for (uint32_t k = 0; k < keys; ++k) {
     uint16_t f, len;
     memcpy(&f, plan, 2);
     memcpy(&len, plan + 2, 2);
     const std::string_view key(plan + 4, len);
     plan += 4 + len;
+    while (next < override_count && overrides[next].position < k) ++next;
+    if (next < override_count && overrides[next].position == k && overrides[next].reply_len > 5) {
+      // Its owner missed it (so its part has no item of it): the item read through.
+      out.append(overrides[next].reply, overrides[next].reply_len - 5);   // without its END
+      continue;
+    }
     const FragmentReply& r = parts[f];
     std::string_view item_key;
     size_t item_len = 0;
@@ -226,6 +234,35 @@ void mergeValues(const FragmentReply* parts, uint16_t fragment_count, const char
     }
   }
   out.append("END\r\n", 5);
+}
+
+uint32_t missedKeys(const FragmentReply* parts, uint16_t fragment_count, const char* plan,
+                    uint32_t keys, std::vector<uint32_t>& at, uint32_t* positions,
+                    uint32_t cap) noexcept {
+  for (uint16_t f = 0; f < fragment_count; ++f)
+    if (parts[f].bytes == nullptr || isErrorReply(parts[f].bytes, parts[f].len)) return 0;
+  try {
+    at.assign(fragment_count, 0);
+  } catch (...) {
+    return 0;
+  }
+  uint32_t missed = 0;
+  for (uint32_t k = 0; k < keys; ++k) {
+    uint16_t f, len;
+    memcpy(&f, plan, 2);
+    memcpy(&len, plan + 2, 2);
+    const std::string_view key(plan + 4, len);
+    plan += 4 + len;
+    const FragmentReply& r = parts[f];
+    std::string_view item_key;
+    size_t item_len = 0;
+    if (at[f] < r.len && valueItem(r.bytes + at[f], r.len - at[f], &item_key, &item_len) &&
+        item_key == key)
+      at[f] += static_cast<uint32_t>(item_len);
+    else if (missed < cap)
+      positions[missed++] = k;
+  }
+  return missed;
 }
 
 }  // namespace mc

@@ -39,9 +39,19 @@ void writePlan(const std::vector<std::string_view>& keys, const uint16_t* fragme
 
 // Appends the client's reply: every hit among the fragments' replies in the order of the
 // plan's keys, then one END. A fragment that answered an error line gives the whole reply.
-// `cursor` holds positions meanwhile.
+// A key among `overrides` (in the plan's order) with a reply is answered by that reply
+// instead (a handover read's hit: one VALUE item, and END). `cursor` holds positions
+// meanwhile.
 void mergeValues(const FragmentReply* parts, uint16_t fragment_count, const char* plan,
-                 uint32_t keys, std::vector<uint32_t>& cursor, ByteChain& out) noexcept;
+                 uint32_t keys, std::vector<uint32_t>& cursor, ByteChain& out,
+                 const HandoverKeyRead* overrides = nullptr, uint32_t override_count = 0) noexcept;
+
+// The places of the plan's keys that no part answers, as mergeValues reads the parts, in
+// order, into positions[0..cap); how many. None when a part is missing or an error line
+// (the merge answers that).
+uint32_t missedKeys(const FragmentReply* parts, uint16_t fragment_count, const char* plan,
+                    uint32_t keys, std::vector<uint32_t>& cursor, uint32_t* positions,
+                    uint32_t cap) noexcept;
 
 }  // namespace mc
 }  // namespace lb

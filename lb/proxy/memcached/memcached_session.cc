@@ -58,7 +58,7 @@ void MemcachedSession::emitMerged(CacheCommand& cmd, ByteChain& out) noexcept {
     return;
   }
   mc::mergeValues(cmd.parts, cmd.fragment_count, static_cast<const char*>(cmd.plan), cmd.keys,
-                  cache().scratch().cursor, out);
+                  cache().scratch().cursor, out, cmd.handover_keys, cmd.handover_key_count);
 }
 
 ParseStep MemcachedSession::parseOne(const char* p, size_t n) {
@@ -240,7 +240,11 @@ void MemcachedSession::routeRetrieval(CacheCommand* cmd, const mc::Request& r) n
   const Owners owners =
       pickOwners(cmd, r.first_key, 1, keys, "no backend is available for this key");
   if (owners == Owners::kAnswered) return;
-  if (owners == Owners::kOne) {
+  // A plain get of several keys inside a handover window reads the keys its owners miss
+  // through (handover_reads.h), which the merge does: it is merged even with one owner.
+  const bool reads_through = r.command == Command::kGet && handover().enabled() &&
+                             cluster().handoverOpen();
+  if (owners == Owners::kOne && !reads_through) {
     sendFragment(cmd, sc.hosts[0], mc::kReplyValues, [&](ByteChain& chain) {
       mc::writeRetrieval(r, tokens, nullptr, keys, chain);
     });
@@ -251,6 +255,7 @@ void MemcachedSession::routeRetrieval(CacheCommand* cmd, const mc::Request& r) n
   plan_keys.assign(tokens.begin() + static_cast<ptrdiff_t>(r.first_key), tokens.end());
   if (!beginSplit(cmd, kGetMerge, keys, mc::planSize(plan_keys))) return;
   mc::writePlan(plan_keys, sc.key_fragments.data(), static_cast<char*>(cmd->plan));
+  if (reads_through) handover().readMerged(cmd, plan_keys);
   sendSplit(cmd, mc::kReplyValues, [&](ByteChain& out, const uint32_t* key, uint32_t count) {
     mc::writeRetrieval(r, tokens, key, count, out);
   });
@@ -341,8 +346,15 @@ void MemcachedSession::routeKey(CacheCommand* cmd, const mc::Request& r, const c
     handover().wrote(key, host);
 }
 
+uint32_t MemcachedSession::handoverMisses(const CacheCommand& cmd, uint32_t* positions,
+                                          uint32_t cap) noexcept {
+  if (cmd.kind != kGetMerge) return 0;
+  return mc::missedKeys(cmd.parts, cmd.fragment_count, static_cast<const char*>(cmd.plan),
+                        cmd.keys, cache().scratch().cursor, positions, cap);
+}
+
 // A get's hit at the previous host ("VA" and the data), as the owner would have answered
-// the get: one VALUE item and END.
+// the get: one VALUE item and END (for a get of several keys, the merge takes the item).
 std::string_view MemcachedSession::handoverReply(CacheCommand* cmd, const HandoverFound& found,
                                                  std::string_view key) noexcept {
   char head[320];

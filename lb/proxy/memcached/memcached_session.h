@@ -68,6 +68,8 @@ class MemcachedSession final : public CacheProtocolSession<MemcachedSession> {
   void routeKey(CacheCommand* cmd, const mc::Request& r, const char* p) noexcept;
   std::string_view handoverReply(CacheCommand* cmd, const HandoverFound& found,
                                  std::string_view key) noexcept override;
+  uint32_t handoverMisses(const CacheCommand& cmd, uint32_t* positions,
+                          uint32_t cap) noexcept override;
   // CLIENT_ERROR (unsupported) or SERVER_ERROR lb: <what>, counted under `reason`; nothing
   // for a noreply command. lb's own failures (answerFailure) are answered so too.
   void refuse(CacheCommand* cmd, CacheErrorReason reason, std::string_view what) noexcept;

@@ -61,6 +61,7 @@ class RedisWire final : public CacheWire {
     appendKeyCommand(out, "*2\r\n$4\r\nPTTL\r\n", key);
     return 2;
   }
+  uint32_t handoverReadReplies() const noexcept override { return 2; }
   uint8_t handoverKind(HandoverOp) const noexcept override { return redis::kAnyReply; }
   HandoverFound handoverFound(const FragmentReply* r, uint32_t count) const noexcept override {
     HandoverFound found;
@@ -249,7 +250,14 @@ void mergeReplies(const MergeInput& cmd, CacheScratch& sc, ByteChain& out) noexc
         }
       }
       resp::appendArrayHeader(out, cmd.keys);
+      uint32_t next = 0;   // the next override
       for (uint32_t k = 0; k < cmd.keys; ++k) {
+        while (next < cmd.override_count && cmd.overrides[next].position < k) ++next;
+        if (next < cmd.override_count && cmd.overrides[next].position == k &&
+            cmd.overrides[next].reply != nullptr) {
+          out.append(cmd.overrides[next].reply, cmd.overrides[next].reply_len);
+          continue;
+        }
         out.append(cmd.parts[plan[k]].bytes + starts[k], lens[k]);
       }
       return;
@@ -289,6 +297,36 @@ bool ArrayCursor::seek(uint32_t index, std::string_view* element) noexcept {
 
 bool mgetElementFills(std::string_view e) noexcept {
   return e.size() >= 5 && e[0] == '$' && e[1] != '-';
+}
+
+uint32_t missedKeys(const MergeInput& cmd, CacheScratch& sc, uint32_t* positions,
+                    uint32_t cap) noexcept {
+  if (cmd.kind != MergeKind::kMget || cmd.plan == nullptr) return 0;
+  std::vector<uint32_t>& at = sc.cursor;
+  try {
+    at.assign(cmd.fragment_count, 0);
+  } catch (...) {
+    return 0;
+  }
+  for (uint16_t f = 0; f < cmd.fragment_count; ++f) {
+    int64_t count = 0;
+    if (cmd.parts[f].bytes == nullptr || !arrayHeader(cmd.parts[f], &count, &at[f])) return 0;
+  }
+  uint32_t missed = 0;
+  for (uint32_t k = 0; k < cmd.keys; ++k) {
+    if (cmd.plan[k] >= cmd.fragment_count) return 0;
+    const FragmentReply& r = cmd.parts[cmd.plan[k]];
+    uint32_t& pos = at[cmd.plan[k]];
+    ReplyScan scan;
+    const int64_t len = pos < r.len && r.bytes[pos] == '$'
+                            ? resp::scanValue(r.bytes + pos, r.len - pos, scan)
+                            : 0;
+    if (len <= 0) return 0;
+    if (len == 5 && memcmp(r.bytes + pos, "$-1\r\n", 5) == 0 && missed < cap)
+      positions[missed++] = k;
+    pos += static_cast<uint32_t>(len);
+  }
+  return missed;
 }
 
 }  // namespace redis

@@ -44,6 +44,10 @@ struct MergeInput {
   uint16_t fragment_count = 0;
   const uint16_t* plan = nullptr;         // kMget: the fragment of each key
   uint32_t keys = 0;
+  // kMget in a handover window: keys (in the client's order) whose nil is answered by the
+  // value read through instead (those with a reply; handover_reads.h).
+  const HandoverKeyRead* overrides = nullptr;
+  uint32_t override_count = 0;
 };
 
 // Appends the client's reply to `out`. The first fragment (in fragment order) that answered
@@ -54,6 +58,11 @@ struct MergeInput {
 // count, for MSET +OK. Anything else gives "-ERR lb: a backend answered a split command
 // unexpectedly", never a merge of it. `scratch` holds positions meanwhile.
 void mergeReplies(const MergeInput& in, CacheScratch& scratch, ByteChain& out) noexcept;
+
+// MGET: the places of the keys whose element is a nil, in order, into positions[0..cap);
+// how many. None when a part is missing, an error or not what the merge takes.
+uint32_t missedKeys(const MergeInput& cmd, CacheScratch& scratch, uint32_t* positions,
+                    uint32_t cap) noexcept;
 
 // The elements of an array reply, walked forward (a near-cached MGET's fills from a
 // fragment's reply: redis_near_mget.cc).

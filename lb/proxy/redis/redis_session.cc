@@ -75,7 +75,20 @@ void RedisSession::emitMerged(CacheCommand& cmd, ByteChain& out) noexcept {
   in.fragment_count = cmd.fragment_count;
   in.plan = static_cast<const uint16_t*>(cmd.plan);
   in.keys = cmd.keys;
+  in.overrides = cmd.handover_keys;
+  in.override_count = cmd.handover_key_count;
   redis::mergeReplies(in, cache().scratch(), out);
+}
+
+uint32_t RedisSession::handoverMisses(const CacheCommand& cmd, uint32_t* positions,
+                                      uint32_t cap) noexcept {
+  redis::MergeInput in;
+  in.kind = cmd.kind;
+  in.parts = cmd.parts;
+  in.fragment_count = cmd.fragment_count;
+  in.plan = static_cast<const uint16_t*>(cmd.plan);
+  in.keys = cmd.keys;
+  return redis::missedKeys(in, cache().scratch(), positions, cap);
 }
 
 ParseStep RedisSession::parseOne(const char* p, size_t n) {
@@ -434,7 +447,11 @@ void RedisSession::splitByOwner(CacheCommand* cmd, const CommandSpec& spec,
                                                           : redis::kIntegerReply;
   const Owners owners = pickOwners(cmd, 1, per_key, keys, "no backend is available for these keys");
   if (owners == Owners::kAnswered) return;
-  if (owners == Owners::kOne) {
+  // An MGET inside a handover window reads the keys its owners miss through
+  // (handover_reads.h), which the merge does: it is merged even with one owner.
+  const bool reads_through =
+      spec.route == Route::kMget && handover().enabled() && cluster().handoverOpen();
+  if (owners == Owners::kOne && !reads_through) {
     sendRaw(cmd, sc.hosts[0], raw, reply_kind);
     handoverWrote(spec, per_key, keys);
     return;
@@ -446,6 +463,13 @@ void RedisSession::splitByOwner(CacheCommand* cmd, const CommandSpec& spec,
   // against its key count.
   if (!beginSplit(cmd, kind, keys, keys * sizeof(uint16_t))) return;
   memcpy(cmd->plan, sc.key_fragments.data(), keys * sizeof(uint16_t));
+  if (reads_through) {
+    try {
+      sc.keys.assign(args.begin() + 1, args.end());
+      handover().readMerged(cmd, sc.keys);
+    } catch (...) {   // out of memory: merged as outside a window
+    }
+  }
   sendSplit(cmd, reply_kind, [&](ByteChain& out, const uint32_t* key, uint32_t count) {
     resp::appendArrayHeader(out, 1 + count * per_key);
     resp::appendBulk(out, args[0]);

@@ -57,6 +57,8 @@ class RedisSession final : public CacheProtocolSession<RedisSession> {
   ParseStep parseOne(const char* p, size_t n);
   ReplyUse useReply(const CacheCommand& cmd, const char* p, size_t n) noexcept override;
   void emitMerged(CacheCommand& cmd, ByteChain& out) noexcept override;
+  uint32_t handoverMisses(const CacheCommand& cmd, uint32_t* positions,
+                          uint32_t cap) noexcept override;
 
   void dispatch(std::string_view raw, bool inline_form) noexcept;
   void dispatchGet(std::string_view raw, std::string_view key) noexcept;

@@ -7,17 +7,10 @@
 #include <string>
 
 #include "tests/support/cache_fleet.h"
+#include "tests/support/python_client.h"
 
 namespace lb::test {
 namespace {
-
-// Runs `script` with Debian's python (the one python3-pymemcache and python3-redis are for),
-// PORT in it replaced by lb's port.
-CommandResult runPython(std::string script, uint16_t port) {
-  for (size_t at; (at = script.find("PORT")) != std::string::npos;)
-    script.replace(at, 4, std::to_string(port));
-  return runCommand({"/usr/bin/python3", "-c", script}, 120s);
-}
 
 TEST(CacheClientsTest, PymemcacheWithNoreplyFanoutAndLargeValues) {
   CacheFleet fleet(CacheServer::kMemcached, 2);

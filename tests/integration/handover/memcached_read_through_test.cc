@@ -6,6 +6,7 @@
 // that served them while it was down.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -216,6 +217,64 @@ TEST(MemcachedReadThroughTest, GetsGatAndMgAreAnsweredByTheNewOwnerOnceCopied) {
   const std::string metrics = handoverSettled(fleet);
   EXPECT_GE(handoverCount(metrics, "reads", "hit"), 5) << metrics;
   EXPECT_GE(handoverCount(metrics, "copies", "stored"), 5) << metrics;
+}
+
+// A get of several keys split across old and new owners: each key its owner misses is read
+// through, and the client gets every hit in the order of its keys (a key asked twice, twice),
+// its flags kept, as if nothing had moved; the moved keys are copied to the new owner. A get
+// whose keys all have the new owner is read through the same way.
+TEST(MemcachedReadThroughTest, AGetOfSeveralKeysReadsEachMovedKeyThrough) {
+  constexpr int kKeys = 2000;
+  CacheFleet fleet(CacheServer::kMemcached, 4);
+  ASSERT_NO_FATAL_FAILURE(grownBy(fleet, kKeys));
+  const std::vector<int> moved = keysAtFifth(fleet, kKeys);
+  ASSERT_GE(moved.size(), 12u);
+  std::vector<int> kept;
+  for (int i = 0; i < kKeys && kept.size() < 10; ++i)
+    if (std::find(moved.begin(), moved.end(), i) == moved.end()) kept.push_back(i);
+  TcpClient after;
+  ASSERT_TRUE(after.connect(fleet.port()));
+  auto get = [&](const std::vector<int>& keys, const std::string& extra) {
+    std::string line = "get";
+    for (int k : keys) line += " " + keyOf(k);
+    if (!after.send(line + extra + "\r\n") || !after.readUntil("END\r\n", 5s))
+      return std::string("(no reply)");
+    return after.take(after.buffer().size());
+  };
+  auto itemsOf = [](const std::vector<int>& keys) {
+    std::string items;
+    for (int k : keys) {
+      const std::string hit = hitOf(k);
+      items += hit.substr(0, hit.size() - 5);   // without its END
+    }
+    return items + "END\r\n";
+  };
+
+  // Moved and kept keys interleaved, a moved one twice, and one nobody has that moved too.
+  std::vector<std::string> candidates;
+  for (int i = 0; i < 100; ++i) candidates.push_back(keyOf(kKeys + i));   // never set
+  const auto owners = fleet.ringOwners(candidates);
+  std::string absent;
+  for (size_t i = 0; absent.empty() && i < candidates.size(); ++i)
+    if (owners[i] == "s5") absent = candidates[i];
+  ASSERT_FALSE(absent.empty()) << owners[0];
+  const std::vector<int> mixed = {moved[0], kept[0], moved[1], kept[1], moved[2],
+                                  kept[2],  moved[3], moved[0], kept[3], moved[4]};
+  EXPECT_EQ(get(mixed, " " + absent), itemsOf(mixed));
+  // Every key at the new owner: one owner, read through all the same.
+  const std::vector<int> fifth = {moved[5], moved[6], moved[7], moved[8]};
+  EXPECT_EQ(get(fifth, ""), itemsOf(fifth));
+
+  const std::string m = handoverSettled(fleet);
+  EXPECT_GE(handoverCount(m, "reads", "hit"), 10) << m;
+  EXPECT_GE(handoverCount(m, "reads", "miss"), 1) << absent << " is read and missed\n" << m;
+  for (int k : {moved[0], moved[4], moved[8]})
+    EXPECT_EQ(direct(fleet.server(4), "get " + keyOf(k) + "\r\n", "END\r\n"), hitOf(k))
+        << "copied to the new owner";
+  // Read again: the new owner answers now; nothing more is read through.
+  const double hits = handoverCount(m, "reads", "hit");
+  EXPECT_EQ(get(fifth, ""), itemsOf(fifth));
+  EXPECT_EQ(handoverCount(handoverSettled(fleet), "reads", "hit"), hits);
 }
 
 // Acceptance: a memcached server killed; while it is down a cache-aside client reads its keys

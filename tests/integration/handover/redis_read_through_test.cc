@@ -6,6 +6,7 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -195,6 +196,80 @@ TEST_F(RedisReadThroughTest, AFrozenPreviousOwnerCostsAMissNotTheConnection) {
   thaw();
   const std::string m = fleet.metrics();
   EXPECT_GE(handoverCount(m, "reads", "error"), 1) << m;
+}
+
+// MGET reads each key its owner misses through: split across old and new owners (a moved
+// key asked twice, a moved key nobody has), or all at the new owner, every value comes back
+// in the client's order as if nothing had moved, and the moved ones are copied over.
+TEST_F(RedisReadThroughTest, AnMgetReadsEachMovedKeyThrough) {
+  ASSERT_NO_FATAL_FAILURE(grown());
+  CacheFleet& fleet = fleet_;
+  const std::vector<int>& moved = moved_;
+  ASSERT_GE(moved.size(), 9u);
+  std::vector<int> kept;
+  for (int i = 0; i < kKeys && kept.size() < 4; ++i)
+    if (std::find(moved.begin(), moved.end(), i) == moved.end()) kept.push_back(i);
+  // A key never set whose owner is the fifth server: read through, and missed there too.
+  std::vector<std::string> candidates;
+  for (int i = 0; i < 100; ++i) candidates.push_back(keyOf(kKeys + i));
+  const auto owners = fleet.ringOwners(candidates);
+  std::string absent;
+  for (size_t i = 0; absent.empty() && i < candidates.size(); ++i)
+    if (owners[i] == "s5") absent = candidates[i];
+  ASSERT_FALSE(absent.empty());
+
+  TcpClient after;
+  ASSERT_TRUE(after.connect(fleet.port()));
+  const std::vector<int> mixed = {moved[0], kept[0], moved[1], kept[1], moved[2],
+                                  kept[2],  moved[0], kept[3], moved[3]};
+  std::string mget = "*" + std::to_string(mixed.size() + 2) + "\r\n$4\r\nMGET\r\n";
+  for (int k : mixed) mget += "$" + std::to_string(keyOf(k).size()) + "\r\n" + keyOf(k) + "\r\n";
+  mget += "$" + std::to_string(absent.size()) + "\r\n" + absent + "\r\n";
+  ASSERT_TRUE(after.send(mget));
+  auto reply = readResp(after);
+  ASSERT_TRUE(reply);
+  ASSERT_EQ(reply->items.size(), mixed.size() + 1);
+  for (size_t i = 0; i < mixed.size(); ++i)
+    EXPECT_EQ(reply->items[i].text, valueOf(mixed[i])) << "key " << keyOf(mixed[i]);
+  EXPECT_TRUE(reply->items.back().nil);
+
+  // Every key at the new owner: one owner, read through all the same.
+  const std::vector<int> fifth = {moved[4], moved[5], moved[6]};
+  ASSERT_TRUE(after.send(redisEncode({"MGET", keyOf(fifth[0]), keyOf(fifth[1]), keyOf(fifth[2])})));
+  reply = readResp(after);
+  ASSERT_TRUE(reply);
+  ASSERT_EQ(reply->items.size(), 3u);
+  for (size_t i = 0; i < fifth.size(); ++i) EXPECT_EQ(reply->items[i].text, valueOf(fifth[i]));
+
+  const std::string m = handoverSettled(fleet);
+  EXPECT_GE(handoverCount(m, "reads", "hit"), 8) << m;
+  EXPECT_GE(handoverCount(m, "reads", "miss"), 1) << m;
+  TcpClient direct;
+  ASSERT_TRUE(direct.connect(fleet.server(4).port()));
+  for (int k : {moved[0], moved[3], moved[6]})
+    EXPECT_EQ(redisCall(direct, {"GET", keyOf(k)}), valueOf(k)) << "copied to the new owner";
+}
+
+// A previous owner that does not answer an MGET's read costs that key a nil, never the
+// others' values nor the connection.
+TEST_F(RedisReadThroughTest, AnMgetWhosePreviousOwnerIsFrozenGetsANilForThatKeyOnly) {
+  ASSERT_NO_FATAL_FAILURE(grown("timeouts = { response = \"300ms\" }"));
+  CacheFleet& fleet = fleet_;
+  TcpClient reader;
+  const int k = frozenMovedKey(reader);
+  int other = -1;
+  for (int i = 0; i < kKeys && other < 0; ++i)
+    if (&previousOwner(i) != frozen_) other = i;
+  ASSERT_GE(other, 0);
+  ASSERT_TRUE(reader.send(redisEncode({"MGET", keyOf(other), keyOf(k)})));
+  const auto reply = readResp(reader, 10s);
+  ASSERT_TRUE(reply);
+  ASSERT_EQ(reply->items.size(), 2u);
+  EXPECT_EQ(reply->items[0].text, valueOf(other));
+  EXPECT_TRUE(reply->items[1].nil) << reply->items[1].text;
+  EXPECT_EQ(redisCall(reader, {"PING"}), "PONG");
+  thaw();
+  EXPECT_GE(handoverCount(fleet.metrics(), "reads", "error"), 1);
 }
 
 }  // namespace

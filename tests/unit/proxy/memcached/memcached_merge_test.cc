@@ -3,6 +3,7 @@
 // which replies noreply and quiet mode drop (dropReply). Byte-exact: what a client of one
 // memcached 1.6 would have read for the same get.
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -14,9 +15,11 @@
 namespace lb {
 namespace {
 
-// get with `keys`, key k answered by fragment owner[k], fragment f replying replies[f].
+// get with `keys`, key k answered by fragment owner[k], fragment f replying replies[f];
+// `overrides`: the keys read through (handover), in order.
 std::string merge(const std::vector<std::string_view>& keys, const std::vector<uint16_t>& owner,
-                  const std::vector<std::string>& replies) {
+                  const std::vector<std::string>& replies,
+                  const std::vector<HandoverKeyRead>& overrides = {}) {
   std::string plan(mc::planSize(keys), '\0');
   mc::writePlan(keys, owner.data(), plan.data());
   std::vector<FragmentReply> parts;
@@ -25,12 +28,28 @@ std::string merge(const std::vector<std::string_view>& keys, const std::vector<u
   ByteChain out(pool);
   std::vector<uint32_t> cursor;
   mc::mergeValues(parts.data(), static_cast<uint16_t>(parts.size()), plan.data(),
-                  static_cast<uint32_t>(keys.size()), cursor, out);
+                  static_cast<uint32_t>(keys.size()), cursor, out, overrides.data(),
+                  static_cast<uint32_t>(overrides.size()));
   uv_buf_t bufs[16];
   const int n = out.buffers(bufs, 16);
   std::string s;
   for (int i = 0; i < n; ++i) s.append(bufs[i].base, bufs[i].len);
   return s;
+}
+
+// The places of the keys no part has an item for, as the merge reads the parts.
+std::vector<uint32_t> missed(const std::vector<std::string_view>& keys,
+                             const std::vector<uint16_t>& owner,
+                             const std::vector<std::string>& replies) {
+  std::string plan(mc::planSize(keys), '\0');
+  mc::writePlan(keys, owner.data(), plan.data());
+  std::vector<FragmentReply> parts;
+  for (const auto& r : replies) parts.push_back({r.data(), static_cast<uint32_t>(r.size())});
+  std::vector<uint32_t> cursor, positions(keys.size());
+  positions.resize(mc::missedKeys(parts.data(), static_cast<uint16_t>(parts.size()), plan.data(),
+                                  static_cast<uint32_t>(keys.size()), cursor, positions.data(),
+                                  static_cast<uint32_t>(positions.size())));
+  return positions;
 }
 
 TEST(MemcachedMergeTest, HitsFromSeveralServersComeInTheClientsKeyOrderWithOneEnd) {
@@ -127,6 +146,26 @@ TEST(MemcachedMergeTest, QuietModesDropOnlyTheirSuccess) {
   EXPECT_FALSE(drops(mc::kQuietMath, "NF\r\n"));
   for (uint8_t q : {mc::kQuietGet, mc::kQuietStore, mc::kQuietMath})
     EXPECT_FALSE(drops(q, "SERVER_ERROR out of memory\r\n")) << int(q);
+}
+
+// Handover (lb/proxy/cache/handover_reads.h): the keys its owners missed are found in the
+// client's order, a key asked twice twice, and an item read through takes its key's place.
+TEST(MemcachedMergeTest, MissesAreFoundAndAReadThroughFillsTheirPlace) {
+  const std::vector<std::string_view> keys = {"a", "b", "a", "c"};
+  const std::vector<uint16_t> owner = {0, 1, 0, 1};
+  const std::vector<std::string> parts = {"END\r\n", "VALUE c 0 1\r\n3\r\nEND\r\n"};
+  EXPECT_EQ(missed(keys, owner, parts), (std::vector<uint32_t>{0, 1, 2}));
+  HandoverKeyRead a1, b, a2;
+  a1.position = 0;
+  a1.reply = "VALUE a 9 2\r\naa\r\nEND\r\n";
+  a1.reply_len = static_cast<uint32_t>(strlen(a1.reply));
+  b.position = 1;   // read, but missed there too
+  a2 = a1;
+  a2.position = 2;
+  EXPECT_EQ(merge(keys, owner, parts, {a1, b, a2}),
+            "VALUE a 9 2\r\naa\r\nVALUE a 9 2\r\naa\r\nVALUE c 0 1\r\n3\r\nEND\r\n");
+  EXPECT_TRUE(missed(keys, owner, {"SERVER_ERROR busy\r\n", parts[1]}).empty())
+      << "an error part names no miss: the merge answers it";
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // in a part, the edges of MGET, DEL and EXISTS sums, MSET. Byte-exact: what a client of one
 // Redis 7.0 would have read for the same command.
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -103,6 +104,26 @@ TEST(RedisMergeTest, AMissingStoredPartIsAnLbError) {
   uv_buf_t b[4];
   ASSERT_EQ(out.buffers(b, 4), 1);
   EXPECT_EQ(std::string(b[0].base, b[0].len), "-ERR lb: out of memory\r\n");
+}
+
+// Handover (lb/proxy/cache/handover_reads.h): the keys whose element is a nil are found in
+// the client's order, and a value read through stands in the place of its key's nil.
+TEST(RedisMergeTest, MgetMissesAreFoundAndAReadThroughFillsTheirPlace) {
+  const std::vector<std::string> parts = {"*2\r\n$-1\r\n$1\r\nc\r\n", "*2\r\n$1\r\nb\r\n$-1\r\n"};
+  const std::vector<uint16_t> plan = {0, 1, 0, 1};   // a b c d
+  EXPECT_EQ(missedRedis(parts, plan), (std::vector<uint32_t>{0, 3}));
+  HandoverKeyRead a, d;
+  a.position = 0;
+  a.reply = "$2\r\naa\r\n";
+  a.reply_len = static_cast<uint32_t>(strlen(a.reply));
+  d.position = 3;   // read, but missed there too: its nil stays
+  EXPECT_EQ(merge(redis::kMget, parts, plan),
+            "*4\r\n$-1\r\n$1\r\nb\r\n$1\r\nc\r\n$-1\r\n");
+  EXPECT_EQ(mergeRedis(redis::kMget, parts, plan, {a, d}),
+            "*4\r\n$2\r\naa\r\n$1\r\nb\r\n$1\r\nc\r\n$-1\r\n");
+  // A part that is an error, or not what MGET answers, names no miss: the merge answers it.
+  EXPECT_TRUE(missedRedis({"-ERR x\r\n", parts[1]}, plan).empty());
+  EXPECT_TRUE(missedRedis({"*1\r\n$-1\r\n", parts[1]}, plan).empty());
 }
 
 }  // namespace
