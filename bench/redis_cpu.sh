@@ -19,7 +19,9 @@
 #                  keys on their new owner, so each GET hits there (the read-through's
 #                  cheapest case, and the one that must cost nothing)
 #   e.g. bench/redis_cpu.sh before=/work/wt-before/build after=build after_idle=build:handover
-# Env: ROUNDS (5), REQUESTS (200000), CONNS (32), PIPELINE (1), KEYS (100000).
+# Env: ROUNDS (5), REQUESTS (200000), CONNS (32), PIPELINE (1), KEYS (100000),
+#      MGET (0: GET; N: an MGET of N random keys instead, its CPU per MGET), FILL (3: the fill
+#      sends FILL x KEYS random SETs, which leaves e^-FILL of the keys unset: 5% at 3).
 # Loopback only; every process started here is stopped on exit.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -28,6 +30,17 @@ requests=${REQUESTS:-200000}
 conns=${CONNS:-32}
 pipeline=${PIPELINE:-1}
 keys=${KEYS:-100000}
+mget=${MGET:-0}
+fill=${FILL:-3}
+# What each request is: redis-benchmark's GET test, or an MGET of `mget` random keys of the
+# fill's ("key:__rand_int__", as -t set writes them).
+if ((mget > 0)); then
+  what="MGET of $mget"
+  request=(MGET); for _ in $(seq "$mget"); do request+=("key:__rand_int__"); done
+else
+  what=GET
+  request=(-t get)
+fi
 (($# >= 1)) || { echo "usage: $0 LABEL=BUILD_DIR[:MODE] [...]" >&2; exit 2; }
 for tool in redis-server redis-benchmark; do
   command -v "$tool" >/dev/null || { echo "$0: $tool missing (make deps)" >&2; exit 2; }
@@ -84,7 +97,7 @@ for label in "${labels[@]}"; do
     for _ in $(seq 100); do grep -q reloaded "$work/$label.log" && break; sleep 0.05; done
     grep -q reloaded "$work/$label.log" || { echo "$0: $label did not reload" >&2; exit 1; }
   fi
-  redis-benchmark -h 127.0.0.1 -p "${lb_port[$label]}" -c "$conns" -n "$((keys * 3))" -r "$keys" \
+  redis-benchmark -h 127.0.0.1 -p "${lb_port[$label]}" -c "$conns" -n "$((keys * fill))" -r "$keys" \
     -t set -q >/dev/null
 done
 
@@ -98,9 +111,9 @@ redis_cpu() {   # label: its redis-servers' ticks, "user sys"
 }
 
 echo "$(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "redis-benchmark -t get -c $conns -P $pipeline -n $requests -r $keys; lb workers = 1, 3 redis-servers each"
+echo "redis-benchmark -c $conns -P $pipeline -n $requests -r $keys ${request[*]}; lb workers = 1, 3 redis-servers each"
 echo
-echo "| round | label | mode | GET/s | lb CPU µs/GET | redis CPU µs/GET | lb/redis |"
+echo "| round | label | mode | $what/s | lb CPU µs/request | redis CPU µs/request | lb/redis |"
 echo "|---|---|---|---|---|---|---|"
 declare -A all=() ratio=()
 n_labels=${#labels[@]}
@@ -109,7 +122,7 @@ for r in $(seq "$rounds"); do
     label=${labels[$(((r - 1 + k) % n_labels))]}
     cpu0=$(cpu_ticks "${lb_pid[$label]}"); s0=$(redis_cpu "$label")
     out=$(redis-benchmark -h 127.0.0.1 -p "${lb_port[$label]}" -c "$conns" -n "$requests" \
-            -r "$keys" -P "$pipeline" -t get --csv 2>/dev/null)
+            -r "$keys" -P "$pipeline" --csv "${request[@]}" 2>/dev/null)
     cpu1=$(cpu_ticks "${lb_pid[$label]}"); s1=$(redis_cpu "$label")
     rps=$(awk -F'","' '/GET/ { gsub(/"/, ""); split($0, f, ","); print f[2] }' <<<"$out")
     us=$(cpu_us_per_request "$cpu0" "$cpu1" "$requests")
@@ -123,5 +136,5 @@ echo
 median() { printf '%s\n' "$@" | sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
 for label in "${labels[@]}"; do
   # shellcheck disable=SC2086
-  echo "$label (${mode_of[$label]}): median $(median ${all[$label]}) µs/GET (rounds: ${all[$label]% }); lb/redis median $(median ${ratio[$label]}) (rounds: ${ratio[$label]% })"
+  echo "$label (${mode_of[$label]}): median $(median ${all[$label]}) µs per $what (rounds: ${all[$label]% }); lb/redis median $(median ${ratio[$label]}) (rounds: ${ratio[$label]% })"
 done

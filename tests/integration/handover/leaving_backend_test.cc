@@ -65,6 +65,8 @@ TEST(LeavingBackendTest, ARemovedServerAnswersThroughTheWindowAndIsLetGoAfter) {
   ASSERT_TRUE(after.connect(fleet.port()));
   const int hits = hitsOf(after, kKeys);
   EXPECT_GE(hits, kKeys * 999 / 1000) << hits << " of " << kKeys;
+  RecordProperty("hits", hits);
+  RecordProperty("keys_of_the_leaving_server", static_cast<int>(leaving.size()));
   const std::string m = handoverSettled(fleet);
   EXPECT_GE(handoverCount(m, "reads", "hit"), static_cast<double>(leaving.size()) * 0.999) << m;
   // A write through lb deletes at the leaving server, so no later read copies the old value.

@@ -266,6 +266,7 @@ TEST(MemcachedReadThroughTest, AGetOfSeveralKeysReadsEachMovedKeyThrough) {
   EXPECT_EQ(get(fifth, ""), itemsOf(fifth));
 
   const std::string m = handoverSettled(fleet);
+  RecordProperty("reads_hit", static_cast<int>(handoverCount(m, "reads", "hit")));
   EXPECT_GE(handoverCount(m, "reads", "hit"), 10) << m;
   EXPECT_GE(handoverCount(m, "reads", "miss"), 1) << absent << " is read and missed\n" << m;
   for (int k : {moved[0], moved[4], moved[8]})
