@@ -187,10 +187,45 @@ void writePlan(const std::vector<std::string_view>& keys, const uint16_t* fragme
   }
 }
 
+namespace {
+
+// Walks the plan's keys in order against the fragments' replies (every one there, none an
+// error line): fn(k, item) with key k's item, the next item of its fragment's reply if that
+// item is this key's, else an empty view (a miss). False when the cursors (`at`, one per
+// fragment) cannot be made.
+template <class Fn>
+bool walkPlan(const FragmentReply* parts, uint16_t fragment_count, const char* plan,
+              uint32_t keys, std::vector<uint32_t>& at, Fn&& fn) noexcept {
+  try {
+    at.assign(fragment_count, 0);
+  } catch (...) {
+    return false;
+  }
+  for (uint32_t k = 0; k < keys; ++k) {
+    uint16_t f, len;
+    memcpy(&f, plan, 2);
+    memcpy(&len, plan + 2, 2);
+    const std::string_view key(plan + 4, len);
+    plan += 4 + len;
+    const FragmentReply& r = parts[f];
+    std::string_view item_key;
+    size_t item_len = 0;
+    if (at[f] < r.len && valueItem(r.bytes + at[f], r.len - at[f], &item_key, &item_len) &&
+        item_key == key) {
+      fn(k, std::string_view(r.bytes + at[f], item_len));
+      at[f] += static_cast<uint32_t>(item_len);
+    } else {
+      fn(k, std::string_view());
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
 // get k1 k2 ... split by owner: each fragment's reply holds the hits among its keys, in their
-// order, then END. The client gets the hits of all its keys in its order, then one END: for
-// each key of the plan, the next item of its fragment's reply if that item is this key's,
-// else nothing (a miss).
+// order, then END. The client gets the hits of all its keys in its order, then one END; a key
+// its owner missed and a handover read found comes from that read (an override).
 void mergeValues(const FragmentReply* parts, uint16_t fragment_count, const char* plan,
                  uint32_t keys, std::vector<uint32_t>& at, ByteChain& out,
                  const HandoverKeyRead* overrides, uint32_t override_count) noexcept {
@@ -205,33 +240,20 @@ void mergeValues(const FragmentReply* parts, uint16_t fragment_count, const char
       return;
     }
   }
-  try {
-    at.assign(fragment_count, 0);
-  } catch (...) {
+  uint32_t next = 0;   // the next override
+  const bool walked = walkPlan(parts, fragment_count, plan, keys, at,
+                               [&](uint32_t k, std::string_view item) {
+    if (!item.empty()) {
+      out.append(item.data(), item.size());
+      return;
+    }
+    while (next < override_count && overrides[next].position < k) ++next;
+    if (next < override_count && overrides[next].position == k && overrides[next].reply_len > 5)
+      out.append(overrides[next].reply, overrides[next].reply_len - 5);   // without its END
+  });
+  if (!walked) {
     out.append("SERVER_ERROR lb: out of memory\r\n");
     return;
-  }
-  uint32_t next = 0;   // the next override
-  for (uint32_t k = 0; k < keys; ++k) {
-    uint16_t f, len;
-    memcpy(&f, plan, 2);
-    memcpy(&len, plan + 2, 2);
-    const std::string_view key(plan + 4, len);
-    plan += 4 + len;
-    while (next < override_count && overrides[next].position < k) ++next;
-    if (next < override_count && overrides[next].position == k && overrides[next].reply_len > 5) {
-      // Its owner missed it (so its part has no item of it): the item read through.
-      out.append(overrides[next].reply, overrides[next].reply_len - 5);   // without its END
-      continue;
-    }
-    const FragmentReply& r = parts[f];
-    std::string_view item_key;
-    size_t item_len = 0;
-    if (at[f] < r.len && valueItem(r.bytes + at[f], r.len - at[f], &item_key, &item_len) &&
-        item_key == key) {
-      out.append(r.bytes + at[f], item_len);
-      at[f] += static_cast<uint32_t>(item_len);
-    }
   }
   out.append("END\r\n", 5);
 }
@@ -241,28 +263,12 @@ uint32_t missedKeys(const FragmentReply* parts, uint16_t fragment_count, const c
                     uint32_t cap) noexcept {
   for (uint16_t f = 0; f < fragment_count; ++f)
     if (parts[f].bytes == nullptr || isErrorReply(parts[f].bytes, parts[f].len)) return 0;
-  try {
-    at.assign(fragment_count, 0);
-  } catch (...) {
-    return 0;
-  }
   uint32_t missed = 0;
-  for (uint32_t k = 0; k < keys; ++k) {
-    uint16_t f, len;
-    memcpy(&f, plan, 2);
-    memcpy(&len, plan + 2, 2);
-    const std::string_view key(plan + 4, len);
-    plan += 4 + len;
-    const FragmentReply& r = parts[f];
-    std::string_view item_key;
-    size_t item_len = 0;
-    if (at[f] < r.len && valueItem(r.bytes + at[f], r.len - at[f], &item_key, &item_len) &&
-        item_key == key)
-      at[f] += static_cast<uint32_t>(item_len);
-    else if (missed < cap)
-      positions[missed++] = k;
-  }
-  return missed;
+  const bool walked = walkPlan(parts, fragment_count, plan, keys, at,
+                               [&](uint32_t k, std::string_view item) {
+    if (item.empty() && missed < cap) positions[missed++] = k;
+  });
+  return walked ? missed : 0;
 }
 
 }  // namespace mc

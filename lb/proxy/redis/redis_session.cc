@@ -64,11 +64,11 @@ ReplyUse RedisSession::useReply(const CacheCommand& cmd, const char*, size_t) no
   return cmd.kind == kPass ? ReplyUse::kPass : ReplyUse::kStore;
 }
 
-void RedisSession::emitMerged(CacheCommand& cmd, ByteChain& out) noexcept {
-  if (cmd.fan_out) {
-    emitFanOut(cmd, out);
-    return;
-  }
+namespace {
+
+// What the merge of a split command reads of it: its stored parts, its plan, and the values
+// read through in a handover window.
+redis::MergeInput mergeInputOf(const CacheCommand& cmd) noexcept {
   redis::MergeInput in;
   in.kind = cmd.kind;
   in.parts = cmd.parts;
@@ -77,18 +77,22 @@ void RedisSession::emitMerged(CacheCommand& cmd, ByteChain& out) noexcept {
   in.keys = cmd.keys;
   in.overrides = cmd.handover_keys;
   in.override_count = cmd.handover_key_count;
-  redis::mergeReplies(in, cache().scratch(), out);
+  return in;
+}
+
+}  // namespace
+
+void RedisSession::emitMerged(CacheCommand& cmd, ByteChain& out) noexcept {
+  if (cmd.fan_out) {
+    emitFanOut(cmd, out);
+    return;
+  }
+  redis::mergeReplies(mergeInputOf(cmd), cache().scratch(), out);
 }
 
 uint32_t RedisSession::handoverMisses(const CacheCommand& cmd, uint32_t* positions,
                                       uint32_t cap) noexcept {
-  redis::MergeInput in;
-  in.kind = cmd.kind;
-  in.parts = cmd.parts;
-  in.fragment_count = cmd.fragment_count;
-  in.plan = static_cast<const uint16_t*>(cmd.plan);
-  in.keys = cmd.keys;
-  return redis::missedKeys(in, cache().scratch(), positions, cap);
+  return redis::missedKeys(mergeInputOf(cmd), cache().scratch(), positions, cap);
 }
 
 ParseStep RedisSession::parseOne(const char* p, size_t n) {

@@ -9,28 +9,18 @@
 
 #include "lb/routing/handover.h"
 #include "lb/routing/snapshot.h"
-#include "tests/support/pick_test_config.h"
+#include "tests/support/handover_snapshot.h"
 
 namespace lb {
 namespace {
 
-constexpr int64_t kMinute = 60000;
+constexpr int64_t kMinute = kHandoverTestWindowMs;
 
-// The pick test cluster on ring_hash with `n` backends and a one-minute handover window.
-Config ringConfig(size_t n) {
-  Config c = pickTestConfig(n);
-  c.clusters[0].selector = "ring_hash";
-  HandoverConfig h;
-  h.window = Duration{kMinute};
-  c.clusters[0].handover = h;
-  return c;
-}
+Config ringConfig(size_t n) { return handoverTestConfig(n); }
 
 std::shared_ptr<const Snapshot> build(StateRegistry& registry, Config config,
                                       const Snapshot* previous = nullptr) {
-  auto r = buildSnapshot(std::move(config), registry, 1, nullptr, nullptr, previous);
-  EXPECT_TRUE(r.ok());
-  return r.ok() ? r.value() : nullptr;
+  return buildHandoverSnapshot(registry, std::move(config), previous);
 }
 
 // The same window, moved so that `progress` of it has elapsed now.

@@ -11,30 +11,23 @@
 #include "lb/routing/handover.h"
 #include "lb/routing/readdress.h"
 #include "lb/routing/snapshot.h"
-#include "tests/support/pick_test_config.h"
+#include "tests/support/handover_snapshot.h"
 
 namespace lb {
 namespace {
 
-constexpr int64_t kMinute = 60000;
 
 // The pick test cluster on ring_hash with `n` backends and a one-minute handover window,
 // served by a redis listener (it reads through) or by the default HTTP one.
 Config leavingConfig(size_t n, bool redis = true) {
-  Config c = pickTestConfig(n);
-  c.clusters[0].selector = "ring_hash";
-  HandoverConfig h;
-  h.window = Duration{kMinute};
-  c.clusters[0].handover = h;
+  Config c = handoverTestConfig(n);
   if (redis) c.listeners[0].protocol = Protocol::kRedis;
   return c;
 }
 
 std::shared_ptr<const Snapshot> build(StateRegistry& registry, Config config,
                                       const Snapshot* previous = nullptr) {
-  auto r = buildSnapshot(std::move(config), registry, 1, nullptr, nullptr, previous);
-  EXPECT_TRUE(r.ok());
-  return r.ok() ? r.value() : nullptr;
+  return buildHandoverSnapshot(registry, std::move(config), previous);
 }
 
 uint64_t hashAt(uint64_t i) { return i * 0x9e3779b97f4a7c15ULL; }
