@@ -122,11 +122,15 @@ bool HandoverReads::replied(CacheCommand* cmd, CacheFragment* f, const char* p,
   const CacheWire& wire = s_.wire_;
   ReplyArena& arena = s_.arena_;
   if (cmd->handover_stage == kMergeAtOwners) return false;   // stored as any split read's
-  if (cmd->handover_stage == kMergeReads) {
+  if (cmd->handover_stage == kMergeReads || cmd->handover_stage == kMergeAskedAgain) {
     FragmentReply& slot = cmd->parts[f->index];
     slot.bytes = arena.copy(p, n, cmd->seq);
     slot.len = slot.bytes != nullptr ? static_cast<uint32_t>(n) : 0;
-    if (cmd->pending == 0) mergeReadsDone(cmd);
+    if (cmd->pending > 0) return true;
+    if (cmd->handover_stage == kMergeReads)
+      mergeReadsDone(cmd);
+    else
+      mergeAskedDone(cmd);
     return true;
   }
   if (cmd->handover_stage == kAtOwner) {
@@ -213,9 +217,13 @@ bool HandoverReads::replied(CacheCommand* cmd, CacheFragment* f, const char* p,
 // again failed: its first miss is the answer (the read was a hit, counted). A merged read's
 // key read failed: that key is a miss (counted when all are in).
 bool HandoverReads::failed(CacheCommand* cmd, CacheFragment* f) noexcept {
-  if (cmd->handover_stage == kMergeReads) {
+  if (cmd->handover_stage == kMergeReads || cmd->handover_stage == kMergeAskedAgain) {
     cmd->parts[f->index] = {nullptr, 0};
-    if (cmd->pending == 0) mergeReadsDone(cmd);
+    if (cmd->pending > 0) return true;
+    if (cmd->handover_stage == kMergeReads)
+      mergeReadsDone(cmd);
+    else
+      mergeAskedDone(cmd);
     return true;
   }
   if (cmd->handover_stage != kAtPrevious && cmd->handover_stage != kAskedAgain) {
@@ -235,9 +243,16 @@ void HandoverReads::answered(CacheCommand* cmd) noexcept {
   s_.answerStatic(cmd, {cmd->parts[0].bytes, cmd->parts[0].len});
 }
 
-void HandoverReads::readMerged(CacheCommand* cmd,
-                               const std::vector<std::string_view>& keys) noexcept {
+void HandoverReads::readMerged(CacheCommand* cmd, const std::vector<std::string_view>& keys,
+                               std::string_view again, uint8_t again_kind) noexcept {
   if (sink_ == nullptr || !s_.cluster_->handoverOpen() || keys.empty()) return;
+  if (!again.empty()) {
+    const char* bytes = s_.arena_.copy(again.data(), again.size(), cmd->seq);
+    if (bytes == nullptr) return;
+    cmd->handover_reask = bytes;
+    cmd->handover_reask_len = static_cast<uint32_t>(again.size());
+    cmd->handover_reask_kind = again_kind;
+  }
   auto* reads = reinterpret_cast<HandoverKeyRead*>(
       s_.arena_.allocate(sizeof(HandoverKeyRead) * keys.size(), cmd->seq));
   if (reads == nullptr) return;   // merged as outside a window
@@ -277,9 +292,10 @@ bool HandoverReads::readMisses(CacheCommand* cmd) noexcept {
     if (k.from != Pick::kNoHost) keys[count++] = k;
   }
   if (count == 0) return false;
-  // Room for every read's replies after the owners' parts.
+  // Room for every read's replies after the owners' parts, and for each key's owner asked
+  // again.
   const CacheWire& wire = s_.wire_;
-  const uint32_t per_key = wire.handoverReadReplies();
+  const uint32_t per_key = wire.handoverReadReplies() + (cmd->handover_reask != nullptr ? 1 : 0);
   const uint32_t total = cmd->fragment_count + count * per_key;
   if (total > UINT16_MAX) return false;
   auto* parts = reinterpret_cast<FragmentReply*>(
@@ -304,6 +320,7 @@ void HandoverReads::mergeReadsDone(CacheCommand* cmd) noexcept {
   const CacheWire& wire = s_.wire_;
   const uint32_t per_key = wire.handoverReadReplies();
   const bool moved_on = movedOn(cmd);
+  bool asked = false;
   for (uint32_t i = 0; i < cmd->handover_key_count; ++i) {
     HandoverKeyRead& k = cmd->handover_keys[i];
     const std::string_view key{k.key, k.key_len};
@@ -315,12 +332,48 @@ void HandoverReads::mergeReadsDone(CacheCommand* cmd) noexcept {
     else found.result = HandoverRead::kError;
     if (sink_ != nullptr) sink_->stats().reads[static_cast<int>(found.result)].add();
     if (found.result != HandoverRead::kHit) continue;
-    if (!moved_on) copyTo(k.owner, key, found);
+    const bool copied = !moved_on && copyTo(k.owner, key, found);
+    if (cmd->handover_reask != nullptr) {
+      // Its owner answers it, asked again behind the copy on the same connection; without a
+      // copy it would only miss again.
+      if (!copied) continue;
+      ByteChain& out = s_.openFragment(k.owner);
+      out.append({cmd->handover_reask, cmd->handover_reask_len});
+      out.append(key);
+      out.append("\r\n");
+      k.asked_fragment = cmd->fragment_count;
+      s_.queueFragment(cmd, k.owner, cmd->handover_reask_kind, false);
+      asked = true;
+      continue;
+    }
     const std::string_view reply = s_.handoverReply(cmd, found, key);
     k.reply = reply.empty() ? nullptr : reply.data();   // no room: that key's miss
     k.reply_len = static_cast<uint32_t>(reply.size());
   }
-  // The merge sees the owners' parts, and the hits in cmd->handover_keys.
+  if (asked) {
+    cmd->handover_stage = kMergeAskedAgain;
+    return;
+  }
+  mergeComplete(cmd);
+}
+
+void HandoverReads::mergeAskedDone(CacheCommand* cmd) noexcept {
+  for (uint32_t i = 0; i < cmd->handover_key_count; ++i) {
+    HandoverKeyRead& k = cmd->handover_keys[i];
+    if (k.asked_fragment == 0) continue;
+    // The owner's reply, whatever it is (a hit, or a miss if the key went meanwhile); a
+    // failure is the key's miss, as its owner first said.
+    const FragmentReply& r = cmd->parts[k.asked_fragment];
+    if (r.bytes != nullptr && !s_.wire_.isMiss(r.bytes, r.len) && !s_.wire_.isError(r.bytes, r.len)) {
+      k.reply = r.bytes;
+      k.reply_len = r.len;
+    }
+  }
+  mergeComplete(cmd);
+}
+
+void HandoverReads::mergeComplete(CacheCommand* cmd) noexcept {
+  // The merge sees the owners' parts, and the answers in cmd->handover_keys.
   if (cmd->handover_key_count > 0) cmd->fragment_count = cmd->handover_keys[0].first_fragment;
   cmd->handover_stage = kNone;
   s_.complete(cmd);

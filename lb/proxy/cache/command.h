@@ -30,6 +30,7 @@ struct HandoverKeyRead {
   uint32_t owner = 0;
   uint32_t from = 0;
   uint16_t first_fragment = 0;
+  uint16_t asked_fragment = 0;   // the owner asked again behind the copy (0: not asked)
   const char* reply = nullptr;
   uint32_t reply_len = 0;
 };
@@ -154,7 +155,8 @@ struct CacheCommand {
   const char* handover_key = nullptr;
   // A read whose answer must come from the owner (memcached gets: the CAS is the owner's;
   // mg: its flags ask what the owner has): the bytes asked again of the owner behind the
-  // copy, and the kind of their reply; null: the previous host's hit is the answer.
+  // copy, and the kind of their reply; null: the previous host's hit is the answer. For a
+  // merged read of several keys, what goes before each key asked again ("gets ").
   const char* handover_reask = nullptr;
   uint32_t handover_reask_len = 0;
   uint8_t handover_reask_kind = 0;

@@ -33,6 +33,8 @@
 //       replies──> merged: each hit answers its key in place of the owner's miss
 //   kMergeAtOwners ──no miss has a host to read──> merged as any split read
 //   kMergeReads ──a read failed or timed out──> that key's miss
+//   kMergeReads ──hits, for a read that asks again──> kMergeAskedAgain ──the owners'
+//       replies──> merged: each key asked again answered by its owner's reply
 //
 // A read that asks again (read()'s `again`: memcached gets, gat, gats, mg) is answered by the
 // owner, not by the previous host: the copy goes to the owner and the client's command
@@ -101,6 +103,7 @@ class HandoverReads {
     kAskedAgain,   // a hit there, copied to the owner: the command asked of it again
     kMergeAtOwners,   // a merged read of several keys, sent to their owners
     kMergeReads,      // its missed keys read at the hosts that served them before
+    kMergeAskedAgain,  // the hits copied, each key asked of its owner again
   };
 
   explicit HandoverReads(CacheSession& session) noexcept : s_(session) {}
@@ -118,8 +121,12 @@ class HandoverReads {
             std::string_view again = {}, uint8_t again_kind = 0) noexcept;
   // A merged read of `keys` (in the client's order) is going to their owners: while a
   // window is open in the cluster, once all have answered, each key they missed
-  // (CacheSession::handoverMisses names them) is read through.
-  void readMerged(CacheCommand* cmd, const std::vector<std::string_view>& keys) noexcept;
+  // (CacheSession::handoverMisses names them) is read through. With `again` (the bytes
+  // before a key of the command asking for that key alone, "gets "), each hit is asked of
+  // its owner again behind its copy, `again`, the key and "\r\n", replied as `again_kind`,
+  // and that reply answers the key.
+  void readMerged(CacheCommand* cmd, const std::vector<std::string_view>& keys,
+                  std::string_view again = {}, uint8_t again_kind = 0) noexcept;
   // A write or delete of `key` has gone to `owner`: the key is deleted at the host that
   // served it before, if any (ClusterSnapshot::handoverFrom).
   void wrote(std::string_view key, uint32_t owner) noexcept;
@@ -135,8 +142,12 @@ class HandoverReads {
   // reads went out (the command waits for them), false to merge now.
   bool readMisses(CacheCommand* cmd) noexcept;
   // The reads of a kMergeReads command are all answered (or failed): copies out, hits in
-  // the merge, the command complete.
+  // the merge (or asked again), the command complete.
   void mergeReadsDone(CacheCommand* cmd) noexcept;
+  // The owners asked again by a kMergeAskedAgain command have all answered (or failed).
+  void mergeAskedDone(CacheCommand* cmd) noexcept;
+  // The owners' parts only, for the merge, and the command complete.
+  void mergeComplete(CacheCommand* cmd) noexcept;
   // The session routes by another table than the one that named `cmd`'s hosts.
   bool movedOn(const CacheCommand* cmd) const noexcept;
   // A hit's copy to `owner`, its TTL capped at copy_ttl (none when it has no time left);

@@ -240,10 +240,9 @@ void MemcachedSession::routeRetrieval(CacheCommand* cmd, const mc::Request& r) n
   const Owners owners =
       pickOwners(cmd, r.first_key, 1, keys, "no backend is available for this key");
   if (owners == Owners::kAnswered) return;
-  // A plain get of several keys inside a handover window reads the keys its owners miss
+  // A retrieval of several keys inside a handover window reads the keys its owners miss
   // through (handover_reads.h), which the merge does: it is merged even with one owner.
-  const bool reads_through = r.command == Command::kGet && handover().enabled() &&
-                             cluster().handoverOpen();
+  const bool reads_through = handover().enabled() && cluster().handoverOpen();
   if (owners == Owners::kOne && !reads_through) {
     sendFragment(cmd, sc.hosts[0], mc::kReplyValues, [&](ByteChain& chain) {
       mc::writeRetrieval(r, tokens, nullptr, keys, chain);
@@ -255,7 +254,22 @@ void MemcachedSession::routeRetrieval(CacheCommand* cmd, const mc::Request& r) n
   plan_keys.assign(tokens.begin() + static_cast<ptrdiff_t>(r.first_key), tokens.end());
   if (!beginSplit(cmd, kGetMerge, keys, mc::planSize(plan_keys))) return;
   mc::writePlan(plan_keys, sc.key_fragments.data(), static_cast<char*>(cmd->plan));
-  if (reads_through) handover().readMerged(cmd, plan_keys);
+  if (reads_through) {
+    if (r.command == Command::kGet) {
+      handover().readMerged(cmd, plan_keys);
+    } else {
+      // gets, gat, gats: each hit asked of its owner again, alone (its CAS unique, the
+      // exptime gat sets there).
+      LineBuffer again;
+      again.append(tokens[0].data(), tokens[0].size());
+      again.append(" ", 1);
+      if (r.first_key == 2) {   // gat, gats: the exptime first
+        again.append(tokens[1].data(), tokens[1].size());
+        again.append(" ", 1);
+      }
+      if (again.fits()) handover().readMerged(cmd, plan_keys, again.view(), mc::kReplyValues);
+    }
+  }
   sendSplit(cmd, mc::kReplyValues, [&](ByteChain& out, const uint32_t* key, uint32_t count) {
     mc::writeRetrieval(r, tokens, key, count, out);
   });

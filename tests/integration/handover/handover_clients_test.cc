@@ -1,7 +1,7 @@
 // The read-through with the client libraries applications use: a fleet of four grows to five
 // by a reload while pymemcache and redis-py keep reading what they wrote before. Their
-// multi-key reads (get_many, mget) find every key; pymemcache's gets returns the new owner's
-// CAS unique, which its cas then accepts. Each script asserts what the client sees and
+// multi-key reads (get_many, gets_many, mget) find every key; pymemcache's gets and gets_many
+// return the new owner's CAS unique, which its cas then accepts. Each script asserts what the client sees and
 // prints "ok" last; the test checks that it got there.
 #include <gtest/gtest.h>
 
@@ -31,6 +31,12 @@ print("ok")
 from pymemcache.client.base import Client
 c = Client(("127.0.0.1", PORT))
 keys = ["user:%d" % i for i in range(1000)]
+# gets_many first, on keys nothing has read yet: every one, each CAS unique the owner's.
+many = c.gets_many(keys[900:])
+assert sorted(many) == sorted(keys[900:]), len(many)
+value, cas = many["user:950"]
+assert value == b"v950"
+assert c.cas("user:950", b"v950", cas, noreply=False) is True
 got = c.get_many(keys)
 assert got == {"user:%d" % i: b"v%d" % i for i in range(1000)}, len(got)
 # gets of every key: the CAS unique is the owner's now, so cas with it stores.

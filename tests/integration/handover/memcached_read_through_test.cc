@@ -222,7 +222,8 @@ TEST(MemcachedReadThroughTest, GetsGatAndMgAreAnsweredByTheNewOwnerOnceCopied) {
 // A get of several keys split across old and new owners: each key its owner misses is read
 // through, and the client gets every hit in the order of its keys (a key asked twice, twice),
 // its flags kept, as if nothing had moved; the moved keys are copied to the new owner. A get
-// whose keys all have the new owner is read through the same way.
+// whose keys all have the new owner is read through the same way, and so is a gets, each
+// item answered by the new owner with its CAS unique.
 TEST(MemcachedReadThroughTest, AGetOfSeveralKeysReadsEachMovedKeyThrough) {
   constexpr int kKeys = 2000;
   CacheFleet fleet(CacheServer::kMemcached, 4);
@@ -276,6 +277,17 @@ TEST(MemcachedReadThroughTest, AGetOfSeveralKeysReadsEachMovedKeyThrough) {
   const double hits = handoverCount(m, "reads", "hit");
   EXPECT_EQ(get(fifth, ""), itemsOf(fifth));
   EXPECT_EQ(handoverCount(handoverSettled(fleet), "reads", "hit"), hits);
+
+  // gets of several: each item with the new owner's CAS unique, as the new owner itself
+  // answers the same gets once the copies are there.
+  std::string gets = "gets";
+  for (int k : {moved[9], moved[10], moved[11]}) gets += " " + keyOf(k);
+  gets += "\r\n";
+  ASSERT_TRUE(after.send(gets));
+  ASSERT_TRUE(after.readUntil("END\r\n", 5s));
+  const std::string through = after.take(after.buffer().size());
+  EXPECT_EQ(through.find("VALUE " + keyOf(moved[9]) + " "), 0u) << through;
+  EXPECT_EQ(through, direct(fleet.server(4), gets, "END\r\n"));
 }
 
 // Acceptance: a memcached server killed; while it is down a cache-aside client reads its keys
