@@ -16,6 +16,7 @@
 #include "lb/core/log.h"
 #include "lb/health/health_manager.h"
 #include "lb/membership/membership_tls.h"
+#include "lb/runtime/listener.h"
 
 namespace lb {
 
@@ -78,9 +79,19 @@ int runServer(const std::string& config_path) {
   DnsRefresh dns(&loop, server, [&lifecycle](std::shared_ptr<const Snapshot> s) {
     lifecycle.apply(std::move(s));
   });
+  // A port another process listens on is refused by name before any worker binds, a running
+  // lb's too: SO_REUSEPORT would have the two share it without a word.
   std::string error;
-  if (!server.start(snap.value(), &error)) {
-    LB_ERROR("%s", error.c_str());
+  Errors held;
+  for (const ListenerSnapshot& ls : snap.value()->listeners) {
+    std::string why;
+    if (!probeBind(ls, &why))
+      held.push_back({snap.value()->config.file, ls.config->pos,
+                      "listeners." + ls.config->name + ".listen", why});
+  }
+  for (const auto& e : held) LB_ERROR("%s", e.format().c_str());
+  if (!held.empty() || !server.start(snap.value(), &error)) {
+    if (!error.empty()) LB_ERROR("%s", error.c_str());
     lifecycle.finish();   // stops the membership sources too
     dns.stop();
     uv_run(&loop, UV_RUN_DEFAULT);

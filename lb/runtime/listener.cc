@@ -8,6 +8,7 @@
 
 #include "lb/core/log.h"
 #include "lb/core/sys_error.h"
+#include "lb/net/port_holder.h"
 #include "lb/routing/snapshot.h"
 #include "lb/runtime/worker_env.h"
 #include "lb/tls/tls_transport.h"
@@ -51,9 +52,25 @@ int bindSocket(const ListenerSnapshot& ls, std::string* error) {
 }  // namespace
 
 bool probeBind(const ListenerSnapshot& ls, std::string* error) {
+  const sockaddr* addr = reinterpret_cast<const sockaddr*>(&ls.listen_address);
+  PortHolder holder;
   int fd = bindSocket(ls, error);
-  if (fd < 0) return false;
+  if (fd < 0) {
+    // Name who holds it, as `ss -ltnp` would.
+    if (errno == EADDRINUSE && (holder = portHolder(addr)).pid != 0)
+      *error += " (held by pid " + std::to_string(holder.pid) + ", " + holder.name + ")";
+    return false;
+  }
   ::close(fd);   // never listened: no connection was queued on it
+  // Bound: but SO_REUSEPORT would share the port with another process's group just as well,
+  // a second lb started by hand on a running one's ports. That is refused.
+  if (heldByAnother(addr, ls.listen_address_len, &holder)) {
+    *error = "cannot bind " + ls.config->listen + ": another process listens on it (" +
+             (holder.pid != 0 ? "pid " + std::to_string(holder.pid) + ", " + holder.name
+                              : std::string("its owner is not visible to this user")) +
+             "); lb does not share a port with a running lb or any other program";
+    return false;
+  }
   return true;
 }
 

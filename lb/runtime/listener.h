@@ -53,8 +53,9 @@ class Listener {
 // as Listener::open binds it: a throw-away socket with the same options (SO_REUSEADDR,
 // SO_REUSEPORT, so lb's own listeners on that port do not count against it) is bound, never
 // listened on (no connection can be queued on it) and closed. False with *error ("cannot bind
-// ADDR: reason") when another process holds the port, the address is not this host's, or the
-// port needs a privilege lb lacks.
+// ADDR: reason", naming the holder) when another process holds the port, even one whose
+// SO_REUSEPORT group would take lb's sockets in (a second lb started by hand: refused, not
+// silently sharing), the address is not this host's, or the port needs a privilege lb lacks.
 bool probeBind(const ListenerSnapshot& ls, std::string* error);
 
 // Loop thread of `worker`. limits.max_connections for one new connection on `ls`: each worker
