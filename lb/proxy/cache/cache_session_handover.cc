@@ -66,18 +66,22 @@ void sendUnanswered(ServerTable& table, uint32_t slot, uint64_t connect_timeout_
 
 }  // namespace
 
+bool HandoverReads::askAgainWith(CacheCommand* cmd, std::string_view again,
+                                 uint8_t again_kind) noexcept {
+  const char* bytes = s_.arena_.copy(again.data(), again.size(), cmd->seq);
+  if (bytes == nullptr) return false;
+  cmd->handover_reask = bytes;
+  cmd->handover_reask_len = static_cast<uint32_t>(again.size());
+  cmd->handover_reask_kind = again_kind;
+  return true;
+}
+
 void HandoverReads::read(CacheCommand* cmd, std::string_view key, uint32_t owner,
                          uint32_t from, std::string_view again, uint8_t again_kind) noexcept {
   if (sink_ == nullptr || from == Pick::kNoHost) return;
   const char* copy = s_.arena_.copy(key.data(), key.size(), cmd->seq);
   if (copy == nullptr) return;   // read as outside a window
-  if (!again.empty()) {
-    const char* bytes = s_.arena_.copy(again.data(), again.size(), cmd->seq);
-    if (bytes == nullptr) return;
-    cmd->handover_reask = bytes;
-    cmd->handover_reask_len = static_cast<uint32_t>(again.size());
-    cmd->handover_reask_kind = again_kind;
-  }
+  if (!again.empty() && !askAgainWith(cmd, again, again_kind)) return;
   cmd->handover_key = copy;
   cmd->handover_key_len = static_cast<uint32_t>(key.size());
   cmd->handover_owner = owner;
@@ -246,13 +250,7 @@ void HandoverReads::answered(CacheCommand* cmd) noexcept {
 void HandoverReads::readMerged(CacheCommand* cmd, const std::vector<std::string_view>& keys,
                                std::string_view again, uint8_t again_kind) noexcept {
   if (sink_ == nullptr || !s_.cluster_->handoverOpen() || keys.empty()) return;
-  if (!again.empty()) {
-    const char* bytes = s_.arena_.copy(again.data(), again.size(), cmd->seq);
-    if (bytes == nullptr) return;
-    cmd->handover_reask = bytes;
-    cmd->handover_reask_len = static_cast<uint32_t>(again.size());
-    cmd->handover_reask_kind = again_kind;
-  }
+  if (!again.empty() && !askAgainWith(cmd, again, again_kind)) return;
   auto* reads = reinterpret_cast<HandoverKeyRead*>(
       s_.arena_.allocate(sizeof(HandoverKeyRead) * keys.size(), cmd->seq));
   if (reads == nullptr) return;   // merged as outside a window

@@ -148,6 +148,8 @@ class HandoverReads {
   void mergeAskedDone(CacheCommand* cmd) noexcept;
   // The owners' parts only, for the merge, and the command complete.
   void mergeComplete(CacheCommand* cmd) noexcept;
+  // Keeps `again` (in the arena) as what `cmd` asks of the owner again; false without room.
+  bool askAgainWith(CacheCommand* cmd, std::string_view again, uint8_t again_kind) noexcept;
   // The session routes by another table than the one that named `cmd`'s hosts.
   bool movedOn(const CacheCommand* cmd) const noexcept;
   // A hit's copy to `owner`, its TTL capped at copy_ttl (none when it has no time left);
