@@ -28,7 +28,7 @@ std::shared_ptr<const Snapshot> benchSnapshot(StateRegistry& registry, int backe
     cluster.backends.push_back({"cache-" + std::to_string(i),
                                 "10.0." + std::to_string(i / 250) + "." +
                                     std::to_string(i % 250 + 1) + ":11211",
-                                1u + static_cast<uint32_t>(i % 3), "", {}});
+                                1u + static_cast<uint32_t>(i % 3), "", "", {}});
   c.clusters.push_back(cluster);
   ListenerConfig web;
   web.name = "web";

@@ -282,6 +282,10 @@ AdminResponse backendsResponse(const Snapshot& snap) {
       o += ",\"resolved\":";   // where connections go: the address, or its name's answer
       appendJsonString(o, formatAddress(reinterpret_cast<const sockaddr*>(&b.address)));
       o += ",\"weight\":" + std::to_string(b.config->weight);
+      if (!b.config->zone.empty()) {
+        o += ",\"zone\":";
+        appendJsonString(o, b.config->zone);
+      }
       o += ",\"healthy\":";
       o += b.state->healthy.load(std::memory_order_relaxed) ? "true" : "false";
       o += ",\"load\":" + std::to_string(live[i]);
@@ -372,6 +376,24 @@ AdminResponse ringResponse(const Snapshot& snap, std::string_view query) {
   for (uint32_t a = 0; a < hosts; ++a) {
     if (a > 0) o += ',';
     appendJsonString(o, c->backends[c->hostAt(hash, a)].config->name);
+  }
+  // Each host's zone at its position, when the cluster names zones (lb/routing/zone_order.h).
+  bool zoned = false;
+  for (uint32_t i = 0; i < hosts && !zoned; ++i) zoned = !c->backends[i].config->zone.empty();
+  if (zoned) {
+    o += "],\"zones\":[";
+    for (uint32_t a = 0; a < hosts; ++a) {
+      if (a > 0) o += ',';
+      appendJsonString(o, c->backends[c->hostAt(hash, a)].config->zone);
+    }
+  }
+  // The hosts that hold the key's copies (replicas = R): the first R of the order.
+  if (c->config->replicas > 1) {
+    o += "],\"replicas\":[";
+    for (uint32_t a = 0; a < c->config->replicas && a < hosts; ++a) {
+      if (a > 0) o += ',';
+      appendJsonString(o, c->backends[c->hostAt(hash, a)].config->name);
+    }
   }
   // Where the next request for the key goes (nothing reserved: this only looks), or, with
   // every host down, the owner it would fall back to.

@@ -34,10 +34,36 @@ struct SettingSite {
 SettingSite settingSite(const ClusterConfig& settings, const BackendListPaths& paths,
                         const std::string& key) {
   if (!paths.cluster.empty()) return {paths.cluster + "." + key, ""};
-  return {paths.backends, " (cluster '" + settings.name + "' has " + key + " = " +
-                              (key == "maglev.table_size" ? std::to_string(settings.table_size)
-                                                          : std::to_string(settings.vnodes)) +
-                              ")"};
+  const uint64_t value = key == "maglev.table_size" ? settings.table_size
+                         : key == "replicas"        ? settings.replicas
+                                                    : settings.vnodes;
+  return {paths.backends,
+          " (cluster '" + settings.name + "' has " + key + " = " + std::to_string(value) + ")"};
+}
+
+// Each key lives on its first `replicas` hosts, so a list shorter than that cannot hold a key
+// as often as the cluster promises; and the zone-aware walk keeps its used zones in a word.
+void checkReplicasAndZones(const ClusterConfig& c, const std::vector<BackendConfig>& backends,
+                           const BackendListPaths& paths, WalkContext& ctx) {
+  if (c.replicas > backends.size()) {
+    SettingSite site = settingSite(c, paths, "replicas");
+    ctx.error(ctx.positionOf(site.path), site.path,
+              "replicas = " + std::to_string(c.replicas) + " is more than the " +
+                  std::to_string(backends.size()) + " backends" + site.note);
+  }
+  std::vector<std::string_view> zones;
+  for (size_t i = 0; i < backends.size(); ++i) {
+    const std::string& z = backends[i].zone;
+    if (std::find(zones.begin(), zones.end(), z) != zones.end()) continue;
+    zones.push_back(z);
+    if (zones.size() > kMaxZones) {
+      const std::string p = at(paths.backends, i) + ".zone";
+      ctx.error(ctx.positionOf(p), p,
+                "zone '" + z + "' is the cluster's " + std::to_string(zones.size()) +
+                    "th distinct zone (at most " + std::to_string(kMaxZones) + ")");
+      return;
+    }
+  }
 }
 
 void checkDuplicates(const std::vector<BackendConfig>& backends, const std::string& bpath,
@@ -159,6 +185,15 @@ std::string backendHashKeyProblem(const std::string& hash_key) {
   return hash_key.empty() ? "must not be empty (leave it out to use the name)" : "";
 }
 
+std::string zoneNameProblem(const std::string& zone) {
+  if (zone.empty()) return "must not be empty (leave it out for no zone)";
+  if (isPlainName(zone, ".")) return "";
+  if (zone.size() > kMaxNameLength)
+    return "a zone name of " + std::to_string(zone.size()) + " bytes is longer than " +
+           std::to_string(kMaxNameLength);
+  return "'" + zone + "' is not a valid zone name (use letters, digits, '_', '-' and '.')";
+}
+
 void readTomlBackend(WalkContext& ctx, const toml::node& node, const std::string& path,
                  BackendConfig* b) {
   b->pos = posOf(node);
@@ -178,6 +213,7 @@ void readTomlBackend(WalkContext& ctx, const toml::node& node, const std::string
   if (w.string("address", &b->address, true)) check("address", backendAddressProblem(b->address));
   w.integer("weight", kMinBackendWeight, kMaxBackendWeight, &b->weight);
   if (w.string("hash_key", &b->hash_key)) check("hash_key", backendHashKeyProblem(b->hash_key));
+  if (w.string("zone", &b->zone)) check("zone", zoneNameProblem(b->zone));
   w.checkUnknownKeys();
 }
 
@@ -223,6 +259,7 @@ void checkBackendList(const ClusterConfig& settings, const std::vector<BackendCo
   }
   checkDuplicates(backends, paths.backends, ctx);
   checkSelectorRules(settings, backends, paths, ctx);
+  checkReplicasAndZones(settings, backends, paths, ctx);
 }
 
 }  // namespace lb

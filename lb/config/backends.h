@@ -31,6 +31,15 @@ bool isPlainName(std::string_view name, std::string_view extra);
 std::string backendNameProblem(const std::string& name);
 std::string backendAddressProblem(const std::string& address);   // host:port; names allowed
 std::string backendHashKeyProblem(const std::string& hash_key);
+// A zone name: a failure domain's label ("us-east-1a", "rack-7"), 1 to 64 of letters, digits,
+// '_', '-' and '.'. Also the rule for [lb] zone and LB_ZONE.
+std::string zoneNameProblem(const std::string& zone);
+
+// Distinct zones a cluster may name: the zone-aware walk keeps the zones it has used in one
+// 64-bit word (lb/routing/zone_order.h). Real fleets have 2 to 6.
+inline constexpr size_t kMaxZones = 64;
+// Copies of a key a cluster may keep (`replicas`): each write goes to every one of them.
+inline constexpr int64_t kMaxReplicas = 8;
 
 // One entry of a TOML `backends` array, read into *b with the rules above (a table with
 // name, address, optional weight and hash_key; anything else is an unknown key). `path` is
@@ -58,10 +67,11 @@ struct BackendListPaths {
 };
 
 // The checks on a whole list under `settings` (the cluster's selector, vnodes, table_size,
-// twemproxy distribution; settings.backends is ignored): an empty list that was written
-// ("lists no backends"), duplicate names and hash_keys (a hash_key defaults to the name),
-// jump's lack of weights, ketama's host:port hash_keys, twemproxy's name length, maglev's
-// table size against the count, and the ring's total points. Each backend's own values have
+// twemproxy distribution, replicas; settings.backends is ignored): an empty list that was
+// written ("lists no backends"), duplicate names and hash_keys (a hash_key defaults to the
+// name), jump's lack of weights, ketama's host:port hash_keys, twemproxy's name length,
+// maglev's table size against the count, the ring's total points, more replicas than
+// backends, and more than kMaxZones zones. Each backend's own values have
 // been checked by its reader; a value that failed keeps its default here.
 void checkBackendList(const ClusterConfig& settings, const std::vector<BackendConfig>& backends,
                       const BackendListPaths& paths, WalkContext& ctx);

@@ -116,6 +116,9 @@ struct BackendConfig {
   std::string address;     // "host:port": numeric, or a host name resolved by lb/app
   uint32_t weight = 1;
   std::string hash_key;    // defaults to name
+  // The failure domain it stands in (an availability zone, a rack): the key's preference
+  // order takes one host of each zone first (lb/routing/zone_order.h). "": none written.
+  std::string zone;
   SourcePos pos;
 };
 
@@ -196,6 +199,12 @@ struct HandoverConfig {
   SourcePos pos;
 };
 
+// `read = ...` on a cluster with replicas: which of a key's replicas a read goes to first.
+enum class ReplicaRead {
+  kPrimary,   // the key's first host; a miss or failure there is read from the next replica
+  kLocal,     // the first of the key's replicas in lb's own zone ([lb] zone), else the primary
+};
+
 struct ClusterConfig {
   std::string name;
   std::string selector = "ring_hash";
@@ -217,6 +226,10 @@ struct ClusterConfig {
   std::optional<MembershipConfig> membership;   // absent: the backends above are the cluster's
   HotKeysConfig hot_keys;
   std::optional<HandoverConfig> handover;   // absent: moved keys move at once
+  // Each key lives on its first `replicas` hosts of the preference order (redis, memcached:
+  // writes go to all of them; HTTP: any of them may serve it). 1: no replicas.
+  uint32_t replicas = 1;
+  ReplicaRead read = ReplicaRead::kPrimary;
   ClusterTlsConfig tls;
   SourcePos pos;
 };
@@ -228,6 +241,9 @@ struct Config {
   std::string access_log = "-";
   std::string admin_listen = "127.0.0.1:9901";
   Duration drain_timeout{30000};
+  // This instance's zone ([lb] zone, else LB_ZONE in the environment); "": none. Reads with
+  // read = "local" go to a replica in it first.
+  std::string zone;
   std::vector<ListenerConfig> listeners;   // in file order
   std::vector<ClusterConfig> clusters;     // in file order
 

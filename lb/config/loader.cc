@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <utility>
 
@@ -93,10 +94,29 @@ void checkListenAddress(TableWalker& w, std::string_view key, const std::string&
   }
 }
 
+// The instance's zone: [lb] zone when written, else LB_ZONE from the environment, so that one
+// config file serves a fleet whose instances each know their zone (as Envoy's
+// --service-zone does beside its bootstrap file).
+void readZone(WalkContext& ctx, TableWalker* w, Config* c) {
+  if (w != nullptr && w->string("zone", &c->zone)) {
+    if (std::string why = zoneNameProblem(c->zone); !why.empty()) w->errorAt("zone", why);
+    return;
+  }
+  const char* env = getenv("LB_ZONE");
+  if (env == nullptr) return;
+  c->zone = env;
+  if (std::string why = zoneNameProblem(c->zone); !why.empty())
+    ctx.error({}, "LB_ZONE", "(from the environment, as [lb] zone is not set) " + why);
+}
+
 void readLb(WalkContext& ctx, TableWalker& root, Config* c) {
   const toml::table* t = root.subtable("lb");
-  if (!t) return;
+  if (!t) {
+    readZone(ctx, nullptr, c);
+    return;
+  }
   TableWalker w(ctx, *t, "lb");
+  readZone(ctx, &w, c);
   w.integer("workers", 0, 1024, &c->workers);
   w.enumeration<LogLevel>("log_level",
                           {{"error", LogLevel::kError}, {"warn", LogLevel::kWarn},
@@ -329,6 +349,10 @@ void readCluster(WalkContext& ctx, const toml::key& key, const toml::node& node,
       c->hash_balance_factor = static_cast<uint32_t>(factor);
   }
   w.integer("retries", 0, 100, &c->retries);
+  w.integer("replicas", 1, kMaxReplicas, &c->replicas);
+  w.enumeration<ReplicaRead>("read", {{"primary", ReplicaRead::kPrimary},
+                                      {"local", ReplicaRead::kLocal}},
+                             &c->read);
   // Below a second a fleet's DNS would see lb as a flood; HAProxy's `hold valid` defaults to
   // 10s, and nginx's `resolver valid=` is usually set in seconds to minutes.
   if (w.duration("resolve_interval", Duration{0}, &c->resolve_interval) &&

@@ -181,6 +181,33 @@ void checkHandover(const Config& config, const ClusterConfig& c, const std::stri
             "cluster is one (HTTP and TCP listeners ramp keys over and copy nothing)");
 }
 
+// replicas: the cache protocols write each key to its first R hosts, HTTP lets any of them
+// serve it; a TCP connection is one stream to one host, so there it would mean nothing.
+// read = "local" reads from the replica in lb's own zone, so it needs that zone, and a
+// replica to choose.
+void checkReplicas(const Config& config, const ClusterConfig& c, const std::string& path,
+                   WalkContext& ctx) {
+  const std::string rp = path + ".replicas";
+  if (c.replicas > 1)
+    for (const auto& l : config.listeners)
+      if (l.cluster == c.name && l.protocol == Protocol::kTcp) {
+        ctx.error(ctx.positionOf(rp), rp,
+                  "applies to redis, memcached and http listeners; listener '" + l.name +
+                      "' is tcp, whose connection goes to one host");
+        break;
+      }
+  if (c.read != ReplicaRead::kLocal) return;
+  const std::string readp = path + ".read";
+  if (c.replicas < 2)
+    ctx.error(ctx.positionOf(readp), readp,
+              "\"local\" chooses among a key's replicas; set replicas = 2 or more (this "
+              "cluster keeps 1 copy)");
+  if (config.zone.empty())
+    ctx.error(ctx.positionOf(readp), readp,
+              "\"local\" needs this instance's zone: set [lb] zone, or LB_ZONE in the "
+              "environment");
+}
+
 // path and expect say what an HTTP check sends and accepts; on another type they would be
 // silently ignored.
 void checkHealth(const ClusterConfig& c, const std::string& path, WalkContext& ctx) {
@@ -267,6 +294,7 @@ void validateConfig(const Config& config, WalkContext& ctx) {
     checkHealth(c, path, ctx);
     checkSpread(config, c, path, ctx);
     checkHandover(config, c, path, ctx);
+    checkReplicas(config, c, path, ctx);
   }
 }
 

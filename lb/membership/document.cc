@@ -141,6 +141,7 @@ void readBackend(WalkContext& ctx, const JsonPositions& where, const Json& v,
     b->weight = static_cast<uint32_t>(weight);
   if (w.string("hash_key", &b->hash_key, false))
     check("hash_key", backendHashKeyProblem(b->hash_key));
+  if (w.string("zone", &b->zone, false)) check("zone", zoneNameProblem(b->zone));
   w.checkUnknownKeys();
 }
 
@@ -230,6 +231,7 @@ std::string membershipJson(const std::vector<BackendConfig>& backends, int64_t c
     out += "{\"name\": " + quoted(b.name) + ", \"address\": " + quoted(b.address);
     if (b.weight != 1) out += ", \"weight\": " + std::to_string(b.weight);
     if (!b.hash_key.empty()) out += ", \"hash_key\": " + quoted(b.hash_key);
+    if (!b.zone.empty()) out += ", \"zone\": " + quoted(b.zone);
     out += "}";
   }
   out += backends.empty() ? "]" : "\n]";

@@ -6,6 +6,7 @@
 #include "lb/core/hash.h"
 #include "lb/core/log_sink.h"
 #include "lb/routing/cluster_table.h"
+#include "lb/routing/zone_order.h"
 #include "plugins/builtin.h"
 
 #include "plugins/keys/key_chain.h"
@@ -111,6 +112,12 @@ uint64_t tableFingerprint(const ClusterConfig& cluster, const SelectorTable* tab
     field(b.address);
     field(std::to_string(b.weight));
     field(b.hash_key.empty() ? b.name : b.hash_key);
+    // A zone changes the preference order past the owner. Marked by a byte no name holds, and
+    // absent without a zone, so fingerprints of zoneless clusters stay what they were.
+    if (!b.zone.empty()) {
+      bytes.push_back('\1');
+      field(b.zone);
+    }
   }
   // The owners, as keyspaceShares samples them: the midpoint of each of N equal intervals.
   const int bits = key_hash.bits >= 64 ? 64 : key_hash.bits;
@@ -253,7 +260,7 @@ Result<std::shared_ptr<const Snapshot>> buildSnapshot(Config config, StateRegist
                                                 &cs.state->panic);
       continue;
     }
-    cs.table = cs.selector->build(hosts, selectorOptionsOf(cc));
+    cs.table = buildClusterTable(cc, *cs.selector);
     if (cc.hash_balance_factor > 0) cs.bounded.emplace(hosts, cc.hash_balance_factor);
     cs.backends.resize(cc.backends.size());
     std::vector<double> shares = keyspaceShares(*cs.table, cs.selector->key_hash);

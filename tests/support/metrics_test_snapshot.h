@@ -22,13 +22,13 @@ inline Config metricsTestConfig() {
   cache.name = "cache";
   cache.selector = "ring_hash";
   cache.hash_balance_factor = 125;
-  cache.backends = {{"cache-a", "127.0.0.1:9001", 1, "", {}},
-                    {"cache-b", "127.0.0.1:9002", 1, "", {}},
-                    {"cache-c", "127.0.0.1:9003", 2, "", {}}};
+  cache.backends = {{"cache-a", "127.0.0.1:9001", 1, "", "", {}},
+                    {"cache-b", "127.0.0.1:9002", 1, "", "", {}},
+                    {"cache-c", "127.0.0.1:9003", 2, "", "", {}}};
   ClusterConfig plain;
   plain.name = "plain";
   plain.selector = "ring_hash";
-  plain.backends = {{"p-0", "127.0.0.1:9101", 1, "", {}}, {"p-1", "127.0.0.1:9102", 1, "", {}}};
+  plain.backends = {{"p-0", "127.0.0.1:9101", 1, "", "", {}}, {"p-1", "127.0.0.1:9102", 1, "", "", {}}};
   c.clusters = {cache, plain};
   ListenerConfig web;
   web.name = "web";

@@ -18,7 +18,7 @@ inline Config pickTestConfig(size_t backends) {
   cluster.selector = "rendezvous";
   for (size_t i = 0; i < backends; ++i)
     cluster.backends.push_back({"b" + std::to_string(i),
-                                "127.0.0.1:" + std::to_string(9001 + i), 1, "", {}});
+                                "127.0.0.1:" + std::to_string(9001 + i), 1, "", "", {}});
   c.clusters.push_back(cluster);
   ListenerConfig l;
   l.name = "l";

@@ -15,6 +15,7 @@
 #include "lb/cli/analyze/report.h"
 #include "lb/routing/cluster_table.h"
 #include "lb/routing/snapshot.h"
+#include "lb/routing/zone_order.h"
 #include "lb/config/config.h"
 #include "lb/core/hash.h"
 #include "plugins/builtin.h"
@@ -25,6 +26,7 @@ namespace {
 
 constexpr int kExitConfig = 1;
 constexpr int kExitUsage = 2;
+constexpr uint64_t kZoneReportKeys = 100000;
 
 int fail(const std::string& message) {
   fprintf(stderr, "lb analyze: %s\n", message.c_str());
@@ -86,6 +88,55 @@ int simulate(const AnalyzeOptions& o) {
   return 0;
 }
 
+// The share of keys whose first `replicas` hosts of `table` stand in as many distinct zones as
+// they can (min(replicas, zones)).
+double distinctZoneShare(const SelectorTable& table, const std::vector<uint8_t>& zone_of,
+                         uint32_t zones, uint32_t replicas, const std::vector<uint64_t>& hashes) {
+  const uint32_t want = std::min(replicas, zones);
+  uint64_t good = 0;
+  for (uint64_t h : hashes) {
+    uint64_t used = 0;
+    for (uint32_t a = 0; a < replicas; ++a) used |= uint64_t{1} << zone_of[table.pick(h, a)];
+    good += static_cast<uint32_t>(__builtin_popcountll(used)) == want;
+  }
+  return hashes.empty() ? 0.0 : static_cast<double>(good) / static_cast<double>(hashes.size());
+}
+
+// `lb analyze --config F --cluster C` without --key: what the zone-aware order does to this
+// cluster. Its owners are the selector's (primaries_moved is counted, and 0 by construction);
+// its replicas stand in distinct zones where the selector's order often puts two in one.
+int zoneReport(const ClusterConfig& cluster, const SelectorInfo& info,
+               const SelectorTable& table) {
+  uint32_t zones = 0;
+  const std::vector<uint8_t> zone_of = zoneIndices(cluster.backends, &zones);
+  const auto* zoned = dynamic_cast<const ZoneOrderTable*>(&table);
+  const SelectorTable& plain = zoned != nullptr ? zoned->inner() : table;
+  const std::vector<uint64_t> hashes = sampleKeyHashes(info.key_hash, kZoneReportKeys);
+  uint64_t moved = 0;
+  for (uint64_t h : hashes) moved += table.pick(h, 0) != plain.pick(h, 0);
+  const uint32_t replicas = std::max<uint32_t>(cluster.replicas, 2);
+  std::string out = "{\"cluster\": " + jsonString(cluster.name) +
+                    ", \"selector\": " + jsonString(cluster.selector) +
+                    ", \"backends\": " + std::to_string(cluster.backends.size()) +
+                    ", \"zones\": {";
+  for (uint32_t z = 0; z < zones; ++z) {
+    size_t first = 0, count = 0;
+    for (size_t i = 0; i < zone_of.size(); ++i)
+      if (zone_of[i] == z && count++ == 0) first = i;
+    out += (z > 0 ? ", " : "") + jsonString(cluster.backends[first].zone) + ": " +
+           std::to_string(count);
+  }
+  out += "}, \"replicas\": " + std::to_string(cluster.replicas) +
+         ", \"keys\": " + std::to_string(hashes.size()) +
+         ", \"primaries_moved\": " + std::to_string(moved) +
+         ", \"distinct_zones\": {\"first\": " + std::to_string(replicas) +
+         ", \"zone_order\": " + fixedDecimal(distinctZoneShare(table, zone_of, zones, replicas, hashes), 4) +
+         ", \"selector_order\": " + fixedDecimal(distinctZoneShare(plain, zone_of, zones, replicas, hashes), 4) +
+         "}}\n";
+  fputs(out.c_str(), stdout);
+  return 0;
+}
+
 int showKeys(const AnalyzeOptions& o) {
   auto config = loadConfigFile(o.config_file);
   if (!config.ok()) {
@@ -103,15 +154,16 @@ int showKeys(const AnalyzeOptions& o) {
   if (!info)
     return fail("cluster '" + cluster->name + "': unknown selector '" + cluster->selector + "'");
   if (cluster->backends.empty()) return fail("cluster '" + cluster->name + "' has no backends");
-  const auto specs = hostSpecsOf(*cluster);
+  const size_t hosts = cluster->backends.size();
   // The cluster as the proxy routes it, without live state: its preference orders.
   ClusterSnapshot routed;
   routed.config = cluster;
   routed.selector = info;
-  routed.table = info->build(specs, selectorOptionsOf(*cluster));
-  if (!routed.table || routed.hostCount() != specs.size())
+  routed.table = buildClusterTable(*cluster, *info);
+  if (!routed.table || routed.hostCount() != hosts)
     return fail("cluster '" + cluster->name + "': " + cluster->selector +
                 " cannot build a table over its backends");
+  if (o.show_keys.empty()) return zoneReport(*cluster, *info, *routed.table);
 
   // A cache key hashes as its listener hashes it: the hash tag of --listener, else of the
   // cluster's first redis or memcached listener.
@@ -127,17 +179,21 @@ int showKeys(const AnalyzeOptions& o) {
   }
   const std::string_view tag = listener != nullptr ? std::string_view(listener->hash_tag) : "";
 
-  std::vector<std::string> order(specs.size());
+  const bool zoned = std::any_of(cluster->backends.begin(), cluster->backends.end(),
+                                 [](const BackendConfig& b) { return !b.zone.empty(); });
+  std::vector<std::string> order(hosts), zones;
   for (const auto& key : o.show_keys) {
     const std::string_view hashed = keyWithinHashTag(key, tag);
     const uint64_t hash = hashKeyBytes(info->key_hash, hashed);
+    zones.clear();
     for (uint32_t a = 0; a < order.size(); ++a) {
       const uint32_t host = routed.hostAt(hash, a);
-      if (host >= specs.size()) return fail(cluster->selector + ": pick outside the table");
+      if (host >= hosts) return fail(cluster->selector + ": pick outside the table");
       order[a] = cluster->backends[host].name;
+      if (zoned) zones.push_back(cluster->backends[host].zone);
     }
     fputs(preferenceLine(key, hashed.size() != key.size() ? hashed : std::string_view(), hash,
-                         order)
+                         order, zones)
               .c_str(),
           stdout);
   }

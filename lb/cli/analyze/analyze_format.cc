@@ -162,7 +162,8 @@ std::string analyzeText(std::span<const SelectorFigures> figures) {
 }
 
 std::string preferenceLine(std::string_view key, std::string_view hashed, uint64_t hash,
-                           std::span<const std::string> order) {
+                           std::span<const std::string> order,
+                           std::span<const std::string> zones) {
   // hash_hex: the same 64 bits as a string (the access log's key= field): jq and JavaScript
   // read the number as a double and round it.
   char hex[24];
@@ -174,7 +175,13 @@ std::string preferenceLine(std::string_view key, std::string_view hashed, uint64
     if (i > 0) out += ", ";
     out += jsonString(order[i]);
   }
-  return out + "]}\n";
+  out += "]";
+  if (!zones.empty()) {
+    out += ", \"zones\": [";
+    for (size_t i = 0; i < zones.size(); ++i) out += (i > 0 ? ", " : "") + jsonString(zones[i]);
+    out += "]";
+  }
+  return out + "}\n";
 }
 
 }  // namespace lb

@@ -39,9 +39,11 @@ std::string analyzeText(std::span<const SelectorFigures> figures);
 // followed by a newline. hash_hex is the hash as a string (16 lower-case hex digits, as the
 // access log's key= field), which JSON readers that use doubles cannot round. With `hashed`
 // (the part of K inside its hash tag, when a listener's hash_tag selects one), "hashed": "H"
-// follows the key.
+// follows the key. With `zones` (a cluster whose backends name zones), "zones": [...] follows
+// the order, each host's zone at its position.
 std::string preferenceLine(std::string_view key, std::string_view hashed, uint64_t hash,
-                           std::span<const std::string> order);
+                           std::span<const std::string> order,
+                           std::span<const std::string> zones = {});
 inline std::string preferenceLine(std::string_view key, uint64_t hash,
                                   std::span<const std::string> order) {
   return preferenceLine(key, {}, hash, order);

@@ -43,7 +43,11 @@ const char* analyzeUsage() {
          "       lb analyze --config FILE --cluster NAME [--listener L] --key K [--key K2 ...]\n"
          "         each key's hash and preference order in CLUSTER, one JSON line per key;\n"
          "         a cache key is hashed as listener L hashes it (its hash_tag; default:\n"
-         "         the cluster's first redis or memcached listener)\n";
+         "         the cluster's first redis or memcached listener)\n"
+         "       lb analyze --config FILE --cluster NAME\n"
+         "         the cluster's zones and replicas over 100000 sample keys, one JSON line:\n"
+         "         primaries moved by the zone-aware order (always 0) and the share of keys\n"
+         "         whose replicas stand in distinct zones, with that order and without\n";
 }
 
 std::optional<AnalyzeOptions> parseAnalyzeArgs(std::span<char* const> args, std::string& error) {
@@ -147,8 +151,8 @@ std::optional<AnalyzeOptions> parseAnalyzeArgs(std::span<char* const> args, std:
       error = simulate_opt + " does not apply with --config";
       return std::nullopt;
     }
-    if (o.config_file.empty() || o.cluster.empty() || o.show_keys.empty()) {
-      error = "--config needs a file, --cluster NAME and at least one --key";
+    if (o.config_file.empty() || o.cluster.empty()) {
+      error = "--config needs a file and --cluster NAME";
       return std::nullopt;
     }
     return o;

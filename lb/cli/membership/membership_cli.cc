@@ -127,7 +127,7 @@ std::optional<std::vector<BackendConfig>> readFile(const MembershipOptions& o,
 
 bool sameBackend(const BackendConfig& a, const BackendConfig& b) {
   return a.name == b.name && a.address == b.address && a.weight == b.weight &&
-         a.hash_key == b.hash_key;
+         a.hash_key == b.hash_key && a.zone == b.zone;
 }
 
 bool sameList(const std::vector<BackendConfig>& a, const std::vector<BackendConfig>& b) {
@@ -157,7 +157,8 @@ std::string describeChange(const std::vector<BackendConfig>& current,
     if (was == nullptr) {
       out += "  + " + b.name + "  " + b.address +
              (b.weight != 1 ? "  weight " + std::to_string(b.weight) : "") +
-             (b.hash_key.empty() ? "" : "  hash_key " + b.hash_key) + "\n";
+             (b.hash_key.empty() ? "" : "  hash_key " + b.hash_key) +
+             (b.zone.empty() ? "" : "  zone " + b.zone) + "\n";
       ++added;
       continue;
     }
@@ -169,6 +170,7 @@ std::string describeChange(const std::vector<BackendConfig>& current,
     note("weight", std::to_string(was->weight), std::to_string(b.weight));
     note("hash_key", was->hash_key.empty() ? "(name)" : was->hash_key,
          b.hash_key.empty() ? "(name)" : b.hash_key);
+    note("zone", was->zone.empty() ? "(none)" : was->zone, b.zone.empty() ? "(none)" : b.zone);
     if (!what.empty()) {
       out += "  ~ " + b.name + "  " + what + "\n";
       ++changed;

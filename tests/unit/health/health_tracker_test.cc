@@ -20,7 +20,7 @@ Config trackerConfig(size_t backends, bool health, bool outlier, uint32_t panic 
   cluster.panic_threshold = panic;
   for (size_t i = 0; i < backends; ++i)
     cluster.backends.push_back({"b" + std::to_string(i),
-                                "127.0.0.1:" + std::to_string(9001 + i), 1, "", {}});
+                                "127.0.0.1:" + std::to_string(9001 + i), 1, "", "", {}});
   if (health) {
     HealthConfig h;
     h.type = HealthCheckType::kHttp;

@@ -36,7 +36,7 @@ TEST(TableFingerprintTest, ChangesWithABackendAWeightOrAnAddress) {
   const Config base = testing::metricsTestConfig();
   const uint64_t f = fingerprintOf(base, "cache");
   Config added = base;
-  added.clusters[0].backends.push_back({"cache-d", "127.0.0.1:9004", 1, "", {}});
+  added.clusters[0].backends.push_back({"cache-d", "127.0.0.1:9004", 1, "", "", {}});
   EXPECT_NE(fingerprintOf(added, "cache"), f);
   Config weighted = base;
   weighted.clusters[0].backends[0].weight = 3;

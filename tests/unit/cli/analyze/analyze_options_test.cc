@@ -123,7 +123,10 @@ TEST(AnalyzeOptionsTest, ModesDoNotMix) {
   expectError({"--key", "k"}, "--key needs --config");
   expectError({"--cluster", "c"}, "--cluster needs --config");
   expectError({"--config", "f", "--key", "k"}, "--cluster NAME");
-  expectError({"--config", "f", "--cluster", "c"}, "at least one --key");
+  // --config and --cluster alone ask for the cluster's zone report.
+  const auto report = parse({"--config", "f", "--cluster", "c"});
+  ASSERT_TRUE(report.options);
+  EXPECT_TRUE(report.options->show_keys.empty());
 }
 
 }  // namespace

@@ -160,7 +160,7 @@ std::shared_ptr<Snapshot> oneBackend(uint16_t port, const std::string& password)
   cc.name = "c";
   cc.password = password;
   cc.server_connections = 1;
-  cc.backends.push_back({"b0", "127.0.0.1:" + std::to_string(port), 1, "", {}});
+  cc.backends.push_back({"b0", "127.0.0.1:" + std::to_string(port), 1, "", "", {}});
   snap->config.clusters.push_back(cc);
   ClusterSnapshot& cs = snap->clusters.emplace_back();
   cs.config = &snap->config.clusters[0];

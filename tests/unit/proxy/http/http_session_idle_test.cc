@@ -53,7 +53,7 @@ std::shared_ptr<Snapshot> makeSnapshot(uint16_t backend_port) {
   auto snap = std::make_shared<Snapshot>();
   ClusterConfig cc;
   cc.name = "c";
-  cc.backends.push_back({"b0", "127.0.0.1:" + std::to_string(backend_port), 1, "", {}});
+  cc.backends.push_back({"b0", "127.0.0.1:" + std::to_string(backend_port), 1, "", "", {}});
   snap->config.clusters.push_back(cc);
   ListenerConfig lc;
   lc.name = "web";

@@ -55,7 +55,7 @@ std::shared_ptr<Snapshot> makeSnapshot(const std::vector<uint16_t>& ports, uint3
   cc.name = "c";
   cc.retries = retries;
   for (size_t i = 0; i < ports.size(); ++i)
-    cc.backends.push_back({"b" + std::to_string(i), "127.0.0.1:" + std::to_string(ports[i]), 1, "", {}});
+    cc.backends.push_back({"b" + std::to_string(i), "127.0.0.1:" + std::to_string(ports[i]), 1, "", "", {}});
   snap->config.clusters.push_back(cc);
   ListenerConfig lc;
   lc.name = "t";
