@@ -153,7 +153,7 @@ struct TlsWorkerStats {
 
 struct alignas(64) BackendWorkerStats {
   std::array<StatCounter, kCodeClasses> requests;     // by code class
-  std::array<StatCounter, 5> picks;                   // by PickReason (kPickReasonCount)
+  std::array<StatCounter, 6> picks;                   // by PickReason (kPickReasonCount)
   StatCounter bytes_rx;                               // from the backend
   StatCounter bytes_tx;                               // to the backend
   std::array<StatCounter, kLatencyBuckets.size()> latency_le;  // non-cumulative counts
@@ -170,6 +170,9 @@ struct alignas(64) BackendWorkerStats {
   StatCounter failures_at_success;
   // A cluster with `tls`: this worker's handshakes with the backend, and their failures.
   TlsWorkerStats tls;
+  // A cluster with replicas: this backend's copies of writes that failed (refused, reset,
+  // timed out) while the client's reply came from another copy.
+  StatCounter replica_write_failures;
 };
 
 struct alignas(64) ListenerWorkerStats {

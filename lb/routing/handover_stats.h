@@ -10,6 +10,13 @@
 //                                      error
 //   lb_handover_deletes_total{result}  a write of a moved key followed by a delete at its
 //                                      previous host: ok (done, or nothing to delete), error
+//
+// The same read-through serves a cluster's replicas (a miss or a failure at a key's copy read
+// from its next copy), counted apart:
+//
+//   lb_replica_reads_total{result}     primary (the first copy read answered), replica (it
+//                                      missed or failed, and the next copy had the value),
+//                                      miss (no copy had it), error (no copy answered)
 #pragma once
 
 #include <memory>
@@ -21,6 +28,13 @@ namespace lb {
 enum class HandoverRead : uint8_t { kHit, kMiss, kError, kCount };
 enum class HandoverCopy : uint8_t { kStored, kNotStored, kError, kCount };
 enum class HandoverDelete : uint8_t { kOk, kError, kCount };
+
+enum class ReplicaReadResult : uint8_t { kPrimary, kReplica, kMiss, kError, kCount };
+
+inline const char* replicaReadName(ReplicaReadResult r) noexcept {
+  static constexpr const char* kNames[] = {"primary", "replica", "miss", "error"};
+  return kNames[static_cast<int>(r)];
+}
 
 inline const char* handoverReadName(HandoverRead r) noexcept {
   static constexpr const char* kNames[] = {"hit", "miss", "error"};
@@ -39,6 +53,7 @@ struct alignas(64) HandoverWorkerStats {
   StatCounter reads[static_cast<int>(HandoverRead::kCount)];
   StatCounter copies[static_cast<int>(HandoverCopy::kCount)];
   StatCounter deletes[static_cast<int>(HandoverDelete::kCount)];
+  StatCounter replica_reads[static_cast<int>(ReplicaReadResult::kCount)];
 };
 
 class HandoverStats {

@@ -35,6 +35,35 @@ bool spreadStep(const ClusterSnapshot& c, uint64_t hash, const LoadView& loads,
   return pickSpread(*c.table, hash, loads, ctx.spread, bounded, ctx.reserve, out);
 }
 
+// Step "replicas": a read that may read a copy of a key kept on its first `replicas` hosts,
+// in a cluster that reads locally, goes to the first of them in lb's own zone that is usable
+// and, under bounded loads, below its cap (the unit taken in the same compare-and-swap with
+// Reserve::kYes). None such: the steps below choose, from the owner, as for any key. Keeping
+// reads in the zone saves the cross-zone round trip and transfer; Envoy's zone-aware routing
+// does this for its load-balanced pools, not for a hash's owners.
+bool localReplicaStep(const ClusterSnapshot& c, uint64_t hash, const LoadView& loads,
+                      const PickContext& ctx, uint32_t hosts, Pick* out) noexcept {
+  if (!c.local_first || !ctx.replica_read || ctx.from_attempt != 0) return false;
+  const uint32_t copies = c.replicas < hosts ? c.replicas : hosts;
+  for (uint32_t a = 0; a < copies; ++a) {
+    const uint32_t h = c.hostAt(hash, a);
+    if (!c.backends[h].local_zone || !loads.usable(h)) continue;
+    bool reserved = false;
+    if (c.bounded) {
+      const uint64_t cap = c.bounded->cap(h, loads.totalLoad());
+      if (ctx.reserve == Reserve::kYes && loads.reserves()) {
+        if (!loads.tryReserve(h, cap)) continue;
+        reserved = true;
+      } else if (loads.load(h) >= cap) {
+        continue;
+      }
+    }
+    *out = {h, a, a == 0 ? PickReason::kOwner : PickReason::kLocalZone, reserved};
+    return true;
+  }
+  return false;
+}
+
 // Step "bounded": bounded loads over the preference order (Mirrokni et al., SODA 2018, with
 // HAProxy's cap), which walks past down hosts too; without them the health-aware walk.
 Pick boundedStep(const ClusterSnapshot& c, uint64_t hash, const LoadView& loads,
@@ -163,6 +192,21 @@ uint32_t readThroughFrom(const ClusterSnapshot& c, uint64_t hash, const LoadView
   return standIn(c, hash, loads, hosts, &attempt);
 }
 
+// Step "replicas" for a read that reads through: where a miss or a failure at the chosen host
+// is read next, the first other of the key's copies. The copies are the first `replicas`
+// usable hosts of the key's order, as a write chose them (pickReplicas below).
+uint32_t nextCopy(const ClusterSnapshot& c, uint64_t hash, const LoadView& loads,
+                  uint32_t hosts, uint32_t chosen) noexcept {
+  uint32_t seen = 0;
+  for (uint32_t a = 0; a < hosts && seen < c.replicas; ++a) {
+    const uint32_t h = c.hostAt(hash, a);
+    if (!loads.usable(h)) continue;
+    ++seen;
+    if (h != chosen) return h;
+  }
+  return Pick::kNoHost;
+}
+
 }  // namespace
 
 bool ClusterSnapshot::pick(uint64_t hash, const PickContext& ctx, Pick* out) const noexcept {
@@ -184,6 +228,7 @@ bool ClusterSnapshot::pick(uint64_t hash, const PickContext& ctx, Pick* out) con
     if (state && returnStep(*this, hash, view, hosts, out)) return true;
   }
   if (spreadStep(*this, hash, view, ctx, out)) return true;
+  if (localReplicaStep(*this, hash, view, ctx, hosts, out)) return true;
   Pick p = boundedStep(*this, hash, view, ctx);
   if (ctx.from_attempt > 0) {
     if (!retryStep(*this, hash, view, ctx.from_attempt, hosts, &p)) {
@@ -197,6 +242,10 @@ bool ClusterSnapshot::pick(uint64_t hash, const PickContext& ctx, Pick* out) con
   if (!view.usable(p.host)) return false;   // the walk's fallback when every host is down
   if (read_through && handover_window_ms > 0)
     out->from = readThroughFrom(*this, hash, view, hosts, p.host);
+  if (read_through && ctx.replica_read && replicas > 1 && out->from == Pick::kNoHost) {
+    out->from = nextCopy(*this, hash, view, hosts, p.host);
+    out->from_copy = out->from != Pick::kNoHost;
+  }
   return true;
 }
 
@@ -206,6 +255,20 @@ uint32_t ClusterSnapshot::handoverFrom(uint64_t hash, uint32_t owner) const noex
   const LoadView& view = loads ? static_cast<const LoadView&>(*loads)
                                : static_cast<const LoadView&>(kIdleLoads);
   return readThroughFrom(*this, hash, view, hosts, owner);
+}
+
+uint32_t ClusterSnapshot::pickReplicas(uint64_t hash, uint32_t count,
+                                       Pick* out) const noexcept {
+  const uint32_t hosts = hostCount();
+  const LoadView& view = loads ? static_cast<const LoadView&>(*loads)
+                               : static_cast<const LoadView&>(kIdleLoads);
+  uint32_t n = 0;
+  for (uint32_t a = 0; a < hosts && n < count; ++a) {
+    const uint32_t h = hostAt(hash, a);
+    if (!view.usable(h)) continue;
+    out[n++] = {h, a, a < count ? PickReason::kOwner : PickReason::kFailover};
+  }
+  return n;
 }
 
 uint32_t ClusterSnapshot::spreadSetOf(uint64_t hash, uint32_t spread,

@@ -13,6 +13,10 @@
 //              before in Pick::from
 //   spread     a hot key that may spread: the least loaded of its first `spread` usable
 //              hosts (plugins/selectors/hot_spread.h), when one has room
+//   replicas   a key kept on its first `replicas` hosts, read by a caller that may read a
+//              copy, in a cluster with read = "local": the first of those hosts in lb's
+//              own zone that is usable and has room (lb/routing/zone_order.h); first
+//              attempts
 //   bounded    bounded loads when the cluster has hash_balance_factor (past a host at its
 //              cap), else the health-aware walk (past a down host; in panic every host is
 //              usable)
@@ -55,6 +59,10 @@ struct PickContext {
   // handover_reads.h) instead of ramping the key over: the pick never holds a key at its
   // previous host, and names that host in Pick::from while a window is open.
   bool read_through = false;
+  // The caller may be served by any copy of the key (an HTTP request; a cache protocol's
+  // read, not its writes): with replicas and read = "local", the replicas step may choose
+  // a copy in lb's own zone over the owner.
+  bool replica_read = false;
 };
 
 }  // namespace lb

@@ -270,6 +270,10 @@ Result<std::shared_ptr<const Snapshot>> buildSnapshot(Config config, StateRegist
       b.state = registry.backend(cc.name, b.config->name);
       b.keyspace_share = shares[i];
       b.tls = tls;
+      const std::string& zone = snap->config.zone;
+      b.local_zone = !zone.empty() && b.config->zone == zone;
+      b.other_zone = !zone.empty() && !b.config->zone.empty() && b.config->zone != zone;
+      cs.local_first = cs.local_first || (b.local_zone && cc.read == ReplicaRead::kLocal);
       std::string why;
       if (!backendAddress(*b.config, resolved, &b, &why))
         errors.push_back({file, b.config->pos,
@@ -281,6 +285,8 @@ Result<std::shared_ptr<const Snapshot>> buildSnapshot(Config config, StateRegist
     cs.rotation = Rotation(registry.workers());
     cs.fingerprint = tableFingerprint(cc, cs.table.get(), cs.selector->key_hash);
     cs.handover_window_ms = cc.handover ? cc.handover->window.count() : 0;
+    cs.replicas = cc.replicas;
+    if (cs.replicas < 2) cs.local_first = false;
     for (const ListenerConfig& l : snap->config.listeners)
       if (l.cluster == cc.name &&
           (l.protocol == Protocol::kRedis || l.protocol == Protocol::kMemcached))

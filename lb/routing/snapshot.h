@@ -40,6 +40,10 @@ struct BackendSnapshot {
   // The cluster's TLS towards its backends (null: plain), the ClusterSnapshot's, here too
   // because a connection is opened knowing only its backend.
   std::shared_ptr<const TlsClientContext> tls;
+  // Its zone is lb's own ([lb] zone): a read = "local" pick prefers it among a key's
+  // replicas, and a pick of a host not here counts as cross-zone.
+  bool local_zone = false;
+  bool other_zone = false;   // both lb and it name a zone, and they differ
 };
 
 // LoadView over a cluster's shared live-load counters and health flags, and the cluster's
@@ -92,6 +96,10 @@ struct ClusterSnapshot {
   // The cluster's handover.window in ms (0: off): how long a backend that health brings back
   // takes to get its keys back (BackendState::returned_at_ms).
   int64_t handover_window_ms = 0;
+  // The cluster's replicas (1: none), and whether a read that may read a copy goes to the
+  // copy in lb's own zone first (read = "local", and some backend is in that zone).
+  uint32_t replicas = 1;
+  bool local_first = false;
   // A redis or memcached listener serves the cluster: its handover reads through (every pick
   // of the cluster then does, PickContext::read_through) instead of ramping keys over.
   bool reads_through = false;
@@ -106,6 +114,11 @@ struct ClusterSnapshot {
   // the host that stood in for a returned owner), for a write that deletes it there.
   // Pick::kNoHost when there is none.
   uint32_t handoverFrom(uint64_t hash, uint32_t owner) const noexcept;
+  // Step "replicas" for a write: the key's copies, the first `count` usable hosts of its
+  // preference order (a down host's copy goes to the next one, where reads walking past it
+  // will look), each as a Pick at its position, into out[]; returns how many (fewer when
+  // fewer are usable). Bounded loads do not move a copy: reads find it only where it is.
+  uint32_t pickReplicas(uint64_t hash, uint32_t count, Pick* out) const noexcept;
   // Whether a handover window may be open in the cluster (a membership change's, not yet
   // seen over, or a returned backend's): a read of several keys is then worth reading
   // through key by key. Two relaxed loads at most.

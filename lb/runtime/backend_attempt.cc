@@ -55,7 +55,8 @@ void CommandPicks::begin(WorkerEnv& env, const ListenerConfig& listener,
   cluster_ = &cluster;
 }
 
-bool CommandPicks::pickForKey(uint64_t hash, uint32_t* host, uint32_t* from) noexcept {
+bool CommandPicks::pickForKey(uint64_t hash, uint32_t* host, uint32_t* from, bool read,
+                              bool* from_copy) noexcept {
   const ClusterSnapshot& c = *cluster_;
   const CommandLoads loads(*c.loads, held_.data(), held_units_);
   PickContext ctx;
@@ -63,6 +64,7 @@ bool CommandPicks::pickForKey(uint64_t hash, uint32_t* host, uint32_t* from) noe
   // A cache command never ramps a key over: its reads read through (handover_reads.h), its
   // writes go to the new owner.
   ctx.read_through = true;
+  ctx.replica_read = read;
   // Only bounded loads weigh the command's own units; the health walk reads the cluster's
   // view directly, as every other pick does.
   if (c.bounded) ctx.loads = &loads;
@@ -72,7 +74,19 @@ bool CommandPicks::pickForKey(uint64_t hash, uint32_t* host, uint32_t* from) noe
   take(p);
   *host = p.host;
   if (from != nullptr) *from = p.from;
+  if (from_copy != nullptr) *from_copy = p.from_copy;
   return true;
+}
+
+uint32_t CommandPicks::pickReplicas(uint64_t hash, uint32_t count, uint32_t* hosts) noexcept {
+  Pick picks[kMaxCopies];
+  if (count > kMaxCopies) count = kMaxCopies;
+  const uint32_t n = cluster_->pickReplicas(hash, count, picks);
+  for (uint32_t i = 0; i < n; ++i) {
+    take(picks[i]);
+    hosts[i] = picks[i].host;
+  }
+  return n;
 }
 
 bool CommandPicks::pickWithoutKey(uint32_t* host) noexcept {
@@ -163,6 +177,8 @@ PickContext BackendAttempt::context(uint32_t from_attempt) const noexcept {
   ctx.reserve = Reserve::kYes;
   ctx.spread = from_attempt == 0 ? spread_ : 0;
   ctx.order = in_rotation_ ? PickOrder::kTable : PickOrder::kKey;
+  // Any copy of the key may answer a request (HTTP replicas: the one in lb's zone first).
+  ctx.replica_read = true;
   return ctx;
 }
 

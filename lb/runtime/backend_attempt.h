@@ -29,6 +29,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "lb/config/backends.h"
 #include "lb/routing/snapshot.h"
 #include "lb/runtime/upstream_pool.h"
 
@@ -52,6 +53,9 @@ class WorkerEnv;
 // One per worker (the cache worker's), used by one command at a time: a command's picks
 // and sends all happen inside one parse. Loop thread; nothing allocates once reserveHosts
 // has sized it for the largest cluster.
+// The most copies of a key a write goes to (a cluster's replicas, at most kMaxReplicas).
+inline constexpr uint32_t kMaxCopies = static_cast<uint32_t>(kMaxReplicas);
+
 class CommandPicks {
  public:
   CommandPicks() = default;
@@ -70,7 +74,13 @@ class CommandPicks {
   // when there is no usable host (no backends, or every one is down): nothing taken.
   // With `from`, the pick reads through (PickContext::read_through): *from is where a miss
   // at *host is read from inside a handover window, Pick::kNoHost when nowhere.
-  bool pickForKey(uint64_t hash, uint32_t* host, uint32_t* from = nullptr) noexcept;
+  // `read`: a plain read, which a copy of the key may answer (PickContext::replica_read).
+  // *from_copy (when given): *from is the key's next copy (Pick::from_copy).
+  bool pickForKey(uint64_t hash, uint32_t* host, uint32_t* from = nullptr,
+                  bool read = false, bool* from_copy = nullptr) noexcept;
+  // Loop thread. The hosts of a write of a key kept on `count` copies
+  // (ClusterSnapshot::pickReplicas), each taken and counted, into hosts[]; how many.
+  uint32_t pickReplicas(uint64_t hash, uint32_t count, uint32_t* hosts) noexcept;
   // Loop thread. The same for a command without a key, by the listener's on_missing_key:
   // "random" walks from a random hash, "round_robin" takes the worker's next host in the
   // cluster's rotation (and advances it). False for "reject", or when no host is usable.

@@ -27,6 +27,7 @@ const char* pickReasonName(PickReason r) noexcept {
     case PickReason::kFailover: return "failover";
     case PickReason::kFallback: return "fallback";
     case PickReason::kSpread: return "spread";
+    case PickReason::kLocalZone: return "local_zone";
   }
   return "owner";
 }

@@ -29,8 +29,9 @@ class LoadView {
 // Why a host was picked; the label of lb_backend_picks_total.
 // kSpread: a hot key's HTTP GET or HEAD, sent to the least loaded of the first
 // hot_keys.spread hosts of its order (plugins/selectors/hot_spread.h), the owner included.
-enum class PickReason : uint8_t { kOwner, kBounded, kFailover, kFallback, kSpread };
-inline constexpr int kPickReasonCount = 5;
+// kLocalZone: a replica of the key in lb's own zone, not its owner (read = "local").
+enum class PickReason : uint8_t { kOwner, kBounded, kFailover, kFallback, kSpread, kLocalZone };
+inline constexpr int kPickReasonCount = 6;
 const char* pickReasonName(PickReason r) noexcept;
 
 struct Pick {
@@ -43,6 +44,9 @@ struct Pick {
   // one), where a miss at `host` is read from; kNoHost when there is none.
   static constexpr uint32_t kNoHost = UINT32_MAX;
   uint32_t from = kNoHost;
+  // `from` is the key's next copy (replicas), not the host that served it before a change:
+  // a miss or a failure at `host` is read there, and a hit copied back without a TTL cap.
+  bool from_copy = false;
 };
 
 // Whether a bounded pick takes the unit of live load it admits (a request about to go) or

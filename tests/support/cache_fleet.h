@@ -43,6 +43,13 @@ class CacheFleet {
   void setWeights(std::vector<int> weights) { weights_ = std::move(weights); }
   // Extra command-line arguments for every server start() runs ({"--requirepass", "pw"}).
   void setServerArgs(std::vector<std::string> args) { server_args_ = std::move(args); }
+  // Server i's zone (zones[i]; absent or "": none), lb's own zone ("" : none), and the
+  // cluster's selector (default twemproxy), for start().
+  void setZones(std::vector<std::string> zones, std::string lb_zone = "") {
+    zones_ = std::move(zones);
+    lb_zone_ = std::move(lb_zone);
+  }
+  void setSelector(std::string selector) { selector_ = std::move(selector); }
 
   // Starts the servers and lb; `listener_extra` and `cluster_extra` are TOML lines added to
   // the listener's and the cluster's tables. True once lb's ports accept.
@@ -89,10 +96,11 @@ class CacheFleet {
   std::string config() const {
     const char* proto = kind_ == CacheServer::kRedis ? "redis" : "memcached";
     std::string toml = "[lb]\nworkers = " + std::to_string(workers_) + "\naccess_log = \"" + lb_.accessLogPath() +
-                       "\"\n[admin]\nlisten = \"127.0.0.1:" + std::to_string(admin_) +
+                       "\"\n" + (lb_zone_.empty() ? "" : "zone = \"" + lb_zone_ + "\"\n") +
+                       "[admin]\nlisten = \"127.0.0.1:" + std::to_string(admin_) +
                        "\"\n[listeners.cache]\nlisten = \"127.0.0.1:" + std::to_string(port_) +
                        "\"\nprotocol = \"" + proto + "\"\ncluster = \"fleet\"\n" +
-                       listener_extra_ + "\n[clusters.fleet]\nselector = \"twemproxy\"\n" +
+                       listener_extra_ + "\n[clusters.fleet]\nselector = \"" + selector_ + "\"\n" +
                        cluster_extra_ + "\nbackends = [\n";
     for (int i = 0; i < count_; ++i) {
       if (static_cast<size_t>(i) < removed_.size() && removed_[static_cast<size_t>(i)]) continue;
@@ -100,6 +108,7 @@ class CacheFleet {
               (static_cast<size_t>(i) < weights_.size()
                    ? ", weight = " + std::to_string(weights_[static_cast<size_t>(i)])
                    : std::string()) +
+              (zoneOf(i).empty() ? std::string() : ", zone = \"" + zoneOf(i) + "\"") +
               " },\n";
     }
     toml += "]\n";
@@ -108,6 +117,9 @@ class CacheFleet {
 
   uint16_t port() const { return port_; }
   uint16_t adminPort() const { return admin_; }
+  std::string zoneOf(int i) const {
+    return static_cast<size_t>(i) < zones_.size() ? zones_[static_cast<size_t>(i)] : "";
+  }
   CacheServer& server(int i) { return *servers_[static_cast<size_t>(i)]; }
   int size() const { return count_; }
   static std::string name(int i) { return "s" + std::to_string(i + 1); }
@@ -155,6 +167,9 @@ class CacheFleet {
   std::vector<int> weights_;
   std::vector<bool> removed_;   // by server index: out of the cluster (remove)
   std::vector<std::string> server_args_;
+  std::vector<std::string> zones_;
+  std::string lb_zone_;
+  std::string selector_ = "twemproxy";
   std::vector<std::unique_ptr<CacheServer>> servers_;
   std::string listener_extra_;
   std::string cluster_extra_;

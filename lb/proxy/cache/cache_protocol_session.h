@@ -85,8 +85,9 @@ class CacheProtocolSession : public CacheSession {
   // Routes keys scratch().args[first + k * step], k < keys (keys >= 1), their hosts in
   // scratch().hosts. kAnswered when a key has no usable backend (`cmd` is refused with
   // `no_backend`, counted as kNoBackend) or the scratch cannot grow (kOutOfMemory).
+  // `read`: the command only reads its keys (MGET, get k1 k2): any copy may answer each.
   Owners pickOwners(CacheCommand* cmd, size_t first, size_t step, size_t keys,
-                    std::string_view no_backend) noexcept {
+                    std::string_view no_backend, bool read = false) noexcept {
     CacheScratch& sc = cache().scratch();
     try {
       sc.hosts.resize(keys);
@@ -96,7 +97,7 @@ class CacheProtocolSession : public CacheSession {
     }
     bool one = true;
     for (size_t k = 0; k < keys; ++k) {
-      if (!pickHost(sc.args[first + k * step], &sc.hosts[k])) {
+      if (!pickHost(sc.args[first + k * step], &sc.hosts[k], read)) {
         self().refuse(cmd, CacheErrorReason::kNoBackend, no_backend);
         return Owners::kAnswered;
       }

@@ -201,8 +201,8 @@ void CacheSession::nearFillsReplied(CacheCommand*, uint16_t, const char*, size_t
 // Through the worker's CommandPicks, the one admission every protocol shares: the unit of
 // live load is taken at the pick (a compare-and-swap under the bounded-load cap), so the cap
 // holds across workers for cache commands as for HTTP.
-bool CacheSession::pickHost(std::string_view key, uint32_t* host) noexcept {
-  return pickHashed(countKey(key), host);
+bool CacheSession::pickHost(std::string_view key, uint32_t* host, bool read) noexcept {
+  return pickHashed(countKey(key), host, read);
 }
 
 uint64_t CacheSession::routeHash(std::string_view key) const noexcept {
@@ -223,14 +223,15 @@ void CacheSession::countHashed(uint64_t route_hash, std::string_view key) noexce
   cluster_->countKey(env_.index(), route_hash, key);
 }
 
-bool CacheSession::pickHashed(uint64_t route_hash, uint32_t* host) noexcept {
-  return cache_.picks().pickForKey(route_hash, host);
+bool CacheSession::pickHashed(uint64_t route_hash, uint32_t* host, bool read) noexcept {
+  return cache_.picks().pickForKey(route_hash, host, nullptr, read);
 }
 
 bool CacheSession::pickHashed(uint64_t route_hash, uint32_t* host, uint32_t* from) noexcept {
   *from = Pick::kNoHost;
-  return cache_.picks().pickForKey(route_hash, host,
-                                   handover_reads_.enabled() ? from : nullptr);
+  from_copy_ = false;
+  return cache_.picks().pickForKey(route_hash, host, handover_reads_.enabled() ? from : nullptr,
+                                   true, &from_copy_);
 }
 
 bool CacheSession::pickKeyless(uint32_t* host) noexcept {
@@ -332,6 +333,10 @@ static void unlinkFragment(CacheCommand* cmd, CacheFragment* f) noexcept {
 void CacheSession::fragmentReply(CacheFragment* f, const char* p, size_t n) noexcept {
   CacheCommand* cmd = f->command;
   unlinkFragment(cmd, f);
+  if (cmd->replicated) {
+    replicaReplied(cmd, f, p, n);
+    return;
+  }
   if (cmd->handover_stage != HandoverReads::kNone && handover_reads_.replied(cmd, f, p, n))
     return;
   if (cmd->near_fill || cmd->near_writes > 0) near_reads_.replied(cmd, p, n);
@@ -381,6 +386,10 @@ void CacheSession::fragmentFailed(CacheFragment* f, CacheErrorReason reason,
                                   std::string_view text) noexcept {
   CacheCommand* cmd = f->command;
   unlinkFragment(cmd, f);
+  if (cmd->replicated) {
+    replicaFailed(cmd, f, reason, text);
+    return;
+  }
   if (cmd->handover_stage != HandoverReads::kNone && handover_reads_.failed(cmd, f)) return;
   // A write that failed may still have been applied: its keys' stripes move again.
   if (cmd->near_writes > 0) near_reads_.replied(cmd, nullptr, 0);

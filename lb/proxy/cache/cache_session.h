@@ -155,7 +155,8 @@ class CacheSession : public Session,
   // --- For parse(): routing -------------------------------------------------------------
   // The host `key` goes to now (the listener's hash tag, the cluster's key hash and
   // selector, bounded loads and health, the pick counted); false when no backend is usable.
-  bool pickHost(std::string_view key, uint32_t* host) noexcept;
+  // `read`: a plain read, which any copy of the key may answer (replicas, read = "local").
+  bool pickHost(std::string_view key, uint32_t* host, bool read = false) noexcept;
   // The same in two steps, for a read the near cache may answer without a backend: the
   // hash that routes `key` (counted for hot-key detection), then the pick by it.
   uint64_t countKey(std::string_view key) noexcept;
@@ -163,7 +164,7 @@ class CacheSession : public Session,
   uint64_t routeHash(std::string_view key) const noexcept;
   // Counts `key`, routed by `route_hash` (routeHash's), as countKey does.
   void countHashed(uint64_t route_hash, std::string_view key) noexcept;
-  bool pickHashed(uint64_t route_hash, uint32_t* host) noexcept;
+  bool pickHashed(uint64_t route_hash, uint32_t* host, bool read = false) noexcept;
   // The same for a command whose key may be read through or deleted at the host that served
   // it before (handover()): *from is that host inside a handover window, else Pick::kNoHost.
   bool pickHashed(uint64_t route_hash, uint32_t* host, uint32_t* from) noexcept;
@@ -209,6 +210,17 @@ class CacheSession : public Session,
   // `plan_bytes` of the protocol's plan (cmd->plan). False when memory is exhausted.
   bool merge(CacheCommand* cmd, uint16_t fragments, size_t plan_bytes) noexcept;
 
+  // --- For parse(): writes to a key's copies (cache_session_replicas.cc) --------------------
+  // The cluster keeps each key on more than one host (replicas): a write goes to all.
+  uint32_t replicas() const noexcept { return cluster_->replicas; }
+  // Makes `cmd` a write to the copies of the key routed by `route_hash`: their hosts (the
+  // key's first `replicas` usable hosts, taken and counted) into hosts[] (kMaxCopies), one
+  // stored reply each. Returns how many; 0 when none is usable or memory is exhausted (`cmd`
+  // not touched: the caller refuses it). The protocol then sends the same bytes to each host
+  // in that order (sendFragment), and the client gets the first copy's reply that came back,
+  // in the key's order: the primary's, or the first replica's when the primary failed.
+  uint32_t beginReplicated(CacheCommand* cmd, uint64_t route_hash, uint32_t* hosts) noexcept;
+
   // --- For parse(): commands that address every server (the listener's fanout) ---------
   // Makes `cmd` a merged command of `kind` with one fragment for each backend of the
   // cluster, host h being fragment h (the protocol then sends them in host order); each
@@ -243,6 +255,12 @@ class CacheSession : public Session,
   void followSnapshot() noexcept;
   void releaseHeld() noexcept;
   friend class NearReads;
+  // A replicated write's reply or failure (cache_session_replicas.cc), and its end once
+  // every copy is in.
+  void replicaReplied(CacheCommand* cmd, CacheFragment* f, const char* p, size_t n) noexcept;
+  void replicaFailed(CacheCommand* cmd, CacheFragment* f, CacheErrorReason reason,
+                     std::string_view text) noexcept;
+  void replicasDone(CacheCommand* cmd, CacheErrorReason reason, std::string_view text) noexcept;
   friend class HandoverReads;
   // The near cache a command of this session took its tickets from (near_reads_'s, or a held
   // table's for a command dispatched before the session moved on).
@@ -288,6 +306,9 @@ class CacheSession : public Session,
   ServerTable* table_ = nullptr;
   NearReads near_reads_{*this};    // table_'s near cache, while held
   HandoverReads handover_reads_{*this};   // table_'s handover sink, while held
+  // The last pickHashed with a `from` named the key's next copy (replicas), not its previous
+  // host: HandoverReads::read reads it as a replica read.
+  bool from_copy_ = false;
   // Tables of snapshots the session has moved on from, held (with their near caches) while
   // commands dispatched by them wait for replies: those numbered below `until_seq`. Oldest
   // first; empty but for the moments after a reload with commands in flight.

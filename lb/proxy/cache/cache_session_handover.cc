@@ -86,7 +86,12 @@ void HandoverReads::read(CacheCommand* cmd, std::string_view key, uint32_t owner
   cmd->handover_key_len = static_cast<uint32_t>(key.size());
   cmd->handover_owner = owner;
   cmd->handover_from = from;
+  cmd->handover_copy = s_.from_copy_;
   cmd->handover_stage = kAtOwner;
+}
+
+void HandoverReads::countReplica(ReplicaReadResult r) noexcept {
+  if (sink_ != nullptr) sink_->stats().replica_reads[static_cast<int>(r)].add();
 }
 
 void HandoverReads::wrote(std::string_view key, uint32_t owner) noexcept {
@@ -101,16 +106,50 @@ void HandoverReads::wrote(std::string_view key, uint32_t owner) noexcept {
                  [&](ByteChain& out) { wire.appendDelete(out, key); });
 }
 
+// The read goes to the previous host (or the next copy); `miss` (in the arena, or static) is
+// kept as the answer should that fail or miss too. parts: [0] that answer, [1..] the other
+// host's replies.
+void HandoverReads::readAtFrom(CacheCommand* cmd, const char* miss, size_t n) noexcept {
+  const CacheWire& wire = s_.wire_;
+  const std::string_view key{cmd->handover_key, cmd->handover_key_len};
+  ByteChain& out = s_.openFragment(cmd->handover_from);
+  const uint32_t replies = wire.appendHandoverRead(out, key);
+  auto* parts = reinterpret_cast<FragmentReply*>(
+      s_.arena_.allocate(sizeof(FragmentReply) * (1 + replies), cmd->seq));
+  if (parts != nullptr && miss != nullptr) {
+    for (uint32_t i = 0; i <= replies; ++i) parts[i] = {nullptr, 0};
+    parts[0] = {miss, static_cast<uint32_t>(n)};
+    cmd->parts = parts;
+  }
+  // The bytes are in the server's chain: their fragments go behind them whatever happens,
+  // so that the connection stays aligned; without room for the replies they are dropped.
+  cmd->handover_stage = kAtPrevious;
+  for (uint32_t i = 0; i < replies; ++i)
+    s_.queueFragment(cmd, cmd->handover_from, wire.handoverKind(HandoverOp::kRead), false);
+  if (cmd->parts == nullptr) {
+    s_.detach(cmd);
+    cmd->handover_stage = kNone;
+    s_.answerStatic(cmd, {});
+    s_.finish(CacheOutcome::kProtocolError);
+  }
+}
+
 bool HandoverReads::movedOn(const CacheCommand* cmd) const noexcept {
   // Its hosts' numbers may mean other servers in the table the session routes by now.
   return !s_.held_.empty() && cmd->seq < s_.held_.back().until_seq;
 }
 
-bool HandoverReads::copyTo(uint32_t owner, std::string_view key,
-                           const HandoverFound& found) noexcept {
-  const int64_t cap = s_.cluster_->config->handover->copy_ttl.count();
-  const int64_t ttl = found.ttl_ms == HandoverFound::kNoTtl ? cap : std::min(found.ttl_ms, cap);
-  if (ttl <= 0 || sink_ == nullptr) return false;
+bool HandoverReads::copyTo(uint32_t owner, std::string_view key, const HandoverFound& found,
+                           bool replica) noexcept {
+  // A replica's copy keeps the item's own time to live, none included: it is the same item.
+  // A handover's is capped at copy_ttl, which bounds the race with writes that bypass lb.
+  int64_t ttl = found.ttl_ms;
+  if (!replica) {
+    const int64_t cap = s_.cluster_->config->handover->copy_ttl.count();
+    ttl = found.ttl_ms == HandoverFound::kNoTtl ? cap : std::min(found.ttl_ms, cap);
+  }
+  const bool expired = ttl != HandoverFound::kNoTtl && ttl <= 0;   // gone since: copy nothing
+  if (expired || sink_ == nullptr) return false;
   const CacheWire& wire = sink_->wire();
   const auto& t = s_.listener_->config->timeouts;
   sendUnanswered(*s_.table_, s_.slot_, static_cast<uint64_t>(t.connect.count()),
@@ -140,33 +179,11 @@ bool HandoverReads::replied(CacheCommand* cmd, CacheFragment* f, const char* p,
   if (cmd->handover_stage == kAtOwner) {
     // A hit or an error at the owner is its answer; so is a miss once the session moved on.
     if (sink_ == nullptr || moved_on || !wire.isMiss(p, n)) {
+      if (cmd->handover_copy) countReplica(ReplicaReadResult::kPrimary);
       cmd->handover_stage = kNone;
       return false;
     }
-    // The read goes to the previous host; the owner's miss is kept as the answer should
-    // that fail. parts: [0] the owner's reply, [1..] the previous host's.
-    const std::string_view key{cmd->handover_key, cmd->handover_key_len};
-    ByteChain& out = s_.openFragment(cmd->handover_from);
-    const uint32_t replies = wire.appendHandoverRead(out, key);
-    auto* parts = reinterpret_cast<FragmentReply*>(
-        arena.allocate(sizeof(FragmentReply) * (1 + replies), cmd->seq));
-    const char* miss = arena.copy(p, n, cmd->seq);
-    if (parts != nullptr && miss != nullptr) {
-      for (uint32_t i = 0; i <= replies; ++i) parts[i] = {nullptr, 0};
-      parts[0] = {miss, static_cast<uint32_t>(n)};
-      cmd->parts = parts;
-    }
-    // The bytes are in the server's chain: their fragments go behind them whatever happens,
-    // so that the connection stays aligned; without room for the replies they are dropped.
-    cmd->handover_stage = kAtPrevious;
-    for (uint32_t i = 0; i < replies; ++i)
-      s_.queueFragment(cmd, cmd->handover_from, wire.handoverKind(HandoverOp::kRead), false);
-    if (cmd->parts == nullptr) {
-      s_.detach(cmd);
-      cmd->handover_stage = kNone;
-      s_.answerStatic(cmd, {});
-      s_.finish(CacheOutcome::kProtocolError);
-    }
+    readAtFrom(cmd, arena.copy(p, n, cmd->seq), n);
     return true;
   }
   if (cmd->handover_stage == kAskedAgain) {
@@ -186,13 +203,21 @@ bool HandoverReads::replied(CacheCommand* cmd, CacheFragment* f, const char* p,
   for (uint32_t i = 1; i <= replies; ++i) complete = complete && cmd->parts[i].bytes != nullptr;
   if (complete) found = wire.handoverFound(cmd->parts + 1, replies);
   else found.result = HandoverRead::kError;
-  if (sink_ != nullptr) sink_->stats().reads[static_cast<int>(found.result)].add();
+  if (cmd->handover_copy)
+    countReplica(found.result == HandoverRead::kHit    ? ReplicaReadResult::kReplica
+                 : found.result == HandoverRead::kMiss ? ReplicaReadResult::kMiss
+                                                       : ReplicaReadResult::kError);
+  else if (sink_ != nullptr)
+    sink_->stats().reads[static_cast<int>(found.result)].add();
   if (found.result != HandoverRead::kHit) {
     answered(cmd);
     return true;
   }
   const std::string_view key{cmd->handover_key, cmd->handover_key_len};
-  const bool copied = !moved_on && copyTo(cmd->handover_owner, key, found);
+  // The copy back goes to the copy read first, where the key was missing (a failed one
+  // would only fail it again).
+  const bool copied = !moved_on && !cmd->handover_owner_failed &&
+                      copyTo(cmd->handover_owner, key, found, cmd->handover_copy);
   if (cmd->handover_reask != nullptr) {
     // Asked again behind the copy, on the same connection: the owner answers with the item.
     // Without a copy it would only miss again: the owner's miss is the answer.
@@ -230,12 +255,37 @@ bool HandoverReads::failed(CacheCommand* cmd, CacheFragment* f) noexcept {
       mergeAskedDone(cmd);
     return true;
   }
+  // A key's copy failed before health noticed: the read goes to its next copy, within the
+  // same command. A command asked of its owner (gets, mg) is asked of the next copy as it
+  // is, and its reply is the answer; a plain read reads the value there.
+  if (cmd->handover_stage == kAtOwner && cmd->handover_copy && sink_ != nullptr &&
+      !movedOn(cmd)) {
+    cmd->handover_owner_failed = true;
+    if (cmd->handover_reask != nullptr) {
+      ByteChain& out = s_.openFragment(cmd->handover_from);
+      out.append({cmd->handover_reask, cmd->handover_reask_len});
+      cmd->handover_stage = kAskedAgain;
+      s_.queueFragment(cmd, cmd->handover_from, cmd->handover_reask_kind, false);
+      return true;
+    }
+    const std::string_view miss = s_.wire_.missReply();
+    readAtFrom(cmd, miss.data(), miss.size());
+    return true;
+  }
+  // The next copy failed too: the command fails as any whose server failed.
+  if (cmd->handover_owner_failed) {
+    if (cmd->handover_stage == kAtPrevious) countReplica(ReplicaReadResult::kError);
+    cmd->handover_stage = kNone;
+    return false;
+  }
   if (cmd->handover_stage != kAtPrevious && cmd->handover_stage != kAskedAgain) {
     cmd->handover_stage = kNone;
     return false;
   }
   s_.detach(cmd);
-  if (sink_ != nullptr && cmd->handover_stage == kAtPrevious)
+  if (cmd->handover_copy && cmd->handover_stage == kAtPrevious)
+    countReplica(ReplicaReadResult::kError);
+  else if (sink_ != nullptr && cmd->handover_stage == kAtPrevious)
     sink_->stats().reads[static_cast<int>(HandoverRead::kError)].add();
   answered(cmd);
   return true;

@@ -162,8 +162,9 @@ ServerTable* CacheWorker::holdTable(const Snapshot& snapshot, uint32_t cluster,
 }
 
 HandoverSink* CacheWorker::handoverSinkOf(const ClusterSnapshot& c, const CacheWire& wire) {
-  if (!c.config->handover || c.handover_window_ms <= 0 || !c.state || !wire.handsOver())
-    return nullptr;
+  // Replicas read through the same way: a miss or a failure at one copy is read at the next.
+  const bool hands_over = c.config->handover && c.handover_window_ms > 0;
+  if ((!hands_over && c.replicas < 2) || !c.state || !wire.handsOver()) return nullptr;
   for (const auto& s : sinks_)
     if (s->state() == c.state.get() && &s->wire() == &wire) return s.get();
   sinks_.push_back(std::make_unique<HandoverSink>(c.state, wire, env_.index()));

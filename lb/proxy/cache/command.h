@@ -115,6 +115,10 @@ struct CacheCommand {
   // and the others are waited for, so that the reply names every server that failed;
   // `plan` holds each fragment's server name (const std::string*).
   bool fan_out = false;
+  // A write to each of its key's copies (CacheSession::beginReplicated): `parts` holds each
+  // copy's reply, `plan` each fragment's host (uint32_t); the first copy that answered, in
+  // the key's order, gives the client's reply.
+  bool replicated = false;
 
   // kDone and !merged: the bytes the client gets (in the arena, or static).
   const char* reply = nullptr;
@@ -151,6 +155,10 @@ struct CacheCommand {
   uint32_t handover_owner = 0;
   uint32_t handover_from = UINT32_MAX;
   uint8_t handover_stage = 0;                 // HandoverReads::Stage
+  // handover_from is the key's next copy (replicas), not its previous owner; and the copy
+  // read first failed, so the next copy's answer (or its miss) is the client's.
+  bool handover_copy = false;
+  bool handover_owner_failed = false;
   uint32_t handover_key_len = 0;
   const char* handover_key = nullptr;
   // A read whose answer must come from the owner (memcached gets: the CAS is the owner's;

@@ -63,6 +63,7 @@ class CacheWire;
 struct HandoverFound;
 struct ClusterState;
 struct HandoverWorkerStats;
+enum class ReplicaReadResult : uint8_t;
 
 // The worker's owner of the copies and deletes handover reads send, one per cluster state
 // and protocol (CacheWorker::handoverSink): their replies are counted and dropped. Outlives
@@ -154,7 +155,12 @@ class HandoverReads {
   bool movedOn(const CacheCommand* cmd) const noexcept;
   // A hit's copy to `owner`, its TTL capped at copy_ttl (none when it has no time left);
   // true when it was sent.
-  bool copyTo(uint32_t owner, std::string_view key, const HandoverFound& found) noexcept;
+  bool copyTo(uint32_t owner, std::string_view key, const HandoverFound& found,
+              bool replica = false) noexcept;
+  // Reads the command's key at its handover_from host; `miss` (n bytes) answers it should
+  // that miss or fail.
+  void readAtFrom(CacheCommand* cmd, const char* miss, size_t n) noexcept;
+  void countReplica(ReplicaReadResult r) noexcept;
 
   CacheSession& s_;
   HandoverSink* sink_ = nullptr;   // the session's table's, while held; null: off

@@ -70,10 +70,13 @@ class CacheWire {
   // Handover reads (handover_reads.h), for a protocol that has them (handsOver()): whether
   // a reply to a plain read of one key is a miss; the read of `key` at its previous host,
   // appended to `out`, and how many replies it has (each framed with handoverKind); what they
-  // found; the copy of a hit to the new owner that overwrites nothing, expiring in `ttl_ms`;
-  // the delete that follows a write of a moved key; and how a copy or a delete fared.
+  // found; the copy of a hit to the new owner that overwrites nothing, expiring in `ttl_ms`
+  // (kNoTtl: never, a replica's copy of an item without one); the delete that follows a
+  // write of a moved key; and how a copy or a delete fared. missReply: a plain read's miss,
+  // the answer when a key's primary failed and its replica missed too.
   virtual bool handsOver() const noexcept { return false; }
   virtual bool isMiss(const char* /*p*/, size_t /*n*/) const noexcept { return false; }
+  virtual std::string_view missReply() const noexcept { return {}; }
   virtual uint32_t appendHandoverRead(ByteChain& /*out*/,
                                       std::string_view /*key*/) const noexcept {
     return 0;

@@ -33,6 +33,7 @@ class MemcachedWire final : public CacheWire {
     return n >= 4 && p[0] == 'E' && p[1] == 'N' && (p[2] == '\r' || p[2] == ' ') &&
            p[n - 2] == '\r' && p[n - 1] == '\n';
   }
+  std::string_view missReply() const noexcept override { return "END\r\n"; }
   // mg with the value, the client flags and the remaining TTL in seconds, in one reply:
   // "VA <size> f<flags> t<ttl>" and the data block, or EN.
   uint32_t appendHandoverRead(ByteChain& out, std::string_view key) const noexcept override {
@@ -100,7 +101,8 @@ class MemcachedWire final : public CacheWire {
     out.append(" ");
     out.appendDecimal(found.flags);
     out.append(" ");
-    out.appendDecimal(ttl_ms < 1000 ? 1 : (ttl_ms + 999) / 1000);
+    // exptime 0: never (a replica's copy of an item that has none).
+    out.appendDecimal(ttl_ms == HandoverFound::kNoTtl ? 0 : ttl_ms < 1000 ? 1 : (ttl_ms + 999) / 1000);
     out.append(" ");
     out.appendDecimal(static_cast<int64_t>(found.value.size()));
     out.append("\r\n");

@@ -238,7 +238,7 @@ void MemcachedSession::routeRetrieval(CacheCommand* cmd, const mc::Request& r) n
     return;
   }
   const Owners owners =
-      pickOwners(cmd, r.first_key, 1, keys, "no backend is available for this key");
+      pickOwners(cmd, r.first_key, 1, keys, "no backend is available for this key", true);
   if (owners == Owners::kAnswered) return;
   // A retrieval of several keys inside a handover window reads the keys its owners miss
   // through (handover_reads.h), which the merge does: it is merged even with one owner.

@@ -53,6 +53,7 @@ class RedisWire final : public CacheWire {
   bool isMiss(const char* p, size_t n) const noexcept override {
     return n == 5 && memcmp(p, "$-1\r\n", 5) == 0;
   }
+  std::string_view missReply() const noexcept override { return "$-1\r\n"; }
   // GET and PTTL, pipelined on one connection: Redis runs them back to back unless another
   // client's command falls between, which can only make the TTL read later (shorter) or
   // find the key gone (-2: nothing is copied).
@@ -84,9 +85,15 @@ class RedisWire final : public CacheWire {
     found.ttl_ms = pttl == -1 ? HandoverFound::kNoTtl : (pttl < 0 ? 0 : pttl);
     return found;
   }
-  // SET key value PX ttl NX: the owner keeps whatever it has.
+  // SET key value PX ttl NX: the owner keeps whatever it has (without a TTL, SET key value NX).
   void appendCopy(ByteChain& out, std::string_view key, const HandoverFound& found,
                   int64_t ttl_ms) const noexcept override {
+    if (ttl_ms == HandoverFound::kNoTtl) {
+      appendKeyCommand(out, "*4\r\n$3\r\nSET\r\n", key);
+      out.append(found.value);
+      out.append("$2\r\nNX\r\n");
+      return;
+    }
     appendKeyCommand(out, "*6\r\n$3\r\nSET\r\n", key);
     out.append(found.value);
     char ttl[24];

@@ -226,8 +226,12 @@ void RedisSession::dispatch(std::string_view raw, bool inline_form) noexcept {
         return;
       }
       if (near().enabled() && spec->read_only) near().bypass(hash);
+      if (!spec->read_only && replicas() > 1) {
+        sendReplicated(cmd, raw, key, hash);
+        return;
+      }
       uint32_t host;
-      if (!pickHashed(hash, &host)) {
+      if (!pickHashed(hash, &host, spec->read_only)) {
         refuse(cmd, CacheErrorReason::kNoBackend, "no backend is available for this key");
         return;
       }
@@ -280,6 +284,20 @@ void RedisSession::sendGet(CacheCommand* cmd, std::string_view raw, std::string_
   if (near().enabled()) near().sent(cmd, host);
   handover().read(cmd, key, host, from);
   sendRaw(cmd, host, raw, redis::kAnyReply);
+}
+
+// A write of a key kept on several hosts (replicas): the same command to each of its copies,
+// answered with the first copy's reply in the key's order (cache_session_replicas.cc).
+void RedisSession::sendReplicated(CacheCommand* cmd, std::string_view raw, std::string_view key,
+                                  uint64_t hash) noexcept {
+  uint32_t hosts[kMaxCopies];
+  const uint32_t copies = beginReplicated(cmd, hash, hosts);
+  if (copies == 0) {
+    refuse(cmd, CacheErrorReason::kNoBackend, "no backend is available for this key");
+    return;
+  }
+  for (uint32_t i = 0; i < copies; ++i) sendRaw(cmd, hosts[i], raw, redis::kAnyReply);
+  handover().wrote(key, hosts[0]);
 }
 
 // A command that may change its keys, before it is routed: each key it names leaves the near
@@ -449,7 +467,8 @@ void RedisSession::splitByOwner(CacheCommand* cmd, const CommandSpec& spec,
   const uint8_t reply_kind = spec.route == Route::kMget   ? redis::kArrayReply
                              : spec.route == Route::kMset ? redis::kOkReply
                                                           : redis::kIntegerReply;
-  const Owners owners = pickOwners(cmd, 1, per_key, keys, "no backend is available for these keys");
+  const Owners owners = pickOwners(cmd, 1, per_key, keys, "no backend is available for these keys",
+                                   spec.route == Route::kMget);
   if (owners == Owners::kAnswered) return;
   // An MGET inside a handover window reads the keys its owners miss through
   // (handover_reads.h), which the merge does: it is merged even with one owner.

@@ -62,6 +62,8 @@ class RedisSession final : public CacheProtocolSession<RedisSession> {
 
   void dispatch(std::string_view raw, bool inline_form) noexcept;
   void dispatchGet(std::string_view raw, std::string_view key) noexcept;
+  void sendReplicated(CacheCommand* cmd, std::string_view raw, std::string_view key,
+                      uint64_t hash) noexcept;
   void sendGet(CacheCommand* cmd, std::string_view raw, std::string_view key, uint64_t hash,
                NearLook look = {}) noexcept;
   bool nearCacheable(const char* p, size_t n) const noexcept override;
