@@ -220,6 +220,9 @@ class CacheSession : public Session,
   // in that order (sendFragment), and the client gets the first copy's reply that came back,
   // in the key's order: the primary's, or the first replica's when the primary failed.
   uint32_t beginReplicated(CacheCommand* cmd, uint64_t route_hash, uint32_t* hosts) noexcept;
+  // The same hosts (taken and counted), for a write that goes to one copy and changes the
+  // others otherwise (a compare-and-swap: HandoverReads::deleteAt); how many.
+  uint32_t copiesOf(uint64_t route_hash, uint32_t* hosts) noexcept;
 
   // --- For parse(): commands that address every server (the listener's fanout) ---------
   // Makes `cmd` a merged command of `kind` with one fragment for each backend of the

@@ -97,7 +97,11 @@ void HandoverReads::countReplica(ReplicaReadResult r) noexcept {
 void HandoverReads::wrote(std::string_view key, uint32_t owner) noexcept {
   if (sink_ == nullptr) return;
   const uint32_t from = s_.cluster_->handoverFrom(s_.routeHash(key), owner);
-  if (from == Pick::kNoHost) return;
+  if (from != Pick::kNoHost) deleteAt(key, from);
+}
+
+void HandoverReads::deleteAt(std::string_view key, uint32_t from) noexcept {
+  if (sink_ == nullptr) return;
   const CacheWire& wire = sink_->wire();
   const auto& t = s_.listener_->config->timeouts;
   sendUnanswered(*s_.table_, s_.slot_, static_cast<uint64_t>(t.connect.count()),

@@ -32,6 +32,10 @@ uint32_t CacheSession::beginReplicated(CacheCommand* cmd, uint64_t route_hash,
   return count;
 }
 
+uint32_t CacheSession::copiesOf(uint64_t route_hash, uint32_t* hosts) noexcept {
+  return cache_.picks().pickReplicas(route_hash, cluster_->replicas, hosts);
+}
+
 namespace {
 
 // The reply the client gets once every copy is in: the first copy's, in the key's order, that

@@ -131,6 +131,9 @@ class HandoverReads {
   // A write or delete of `key` has gone to `owner`: the key is deleted at the host that
   // served it before, if any (ClusterSnapshot::handoverFrom).
   void wrote(std::string_view key, uint32_t owner) noexcept;
+  // A delete of `key` at `host`, answered to nobody (counted with the handover deletes): a
+  // replica's copy that a compare-and-swap at the primary made stale.
+  void deleteAt(std::string_view key, uint32_t host) noexcept;
 
  private:
   friend class CacheSession;

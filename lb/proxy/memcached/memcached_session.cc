@@ -335,6 +335,10 @@ void MemcachedSession::routeKey(CacheCommand* cmd, const mc::Request& r, const c
     near().writeBegin(cmd, 1);
     near().write(cmd, key);
   }
+  if (replicas() > 1 && r.command != Command::kMetaGet && r.command != Command::kMetaDebug) {
+    replicateKey(cmd, r, p, key);
+    return;
+  }
   uint32_t host, from = Pick::kNoHost;
   // mg reads through, answered by the owner asked again behind the copy, so that every
   // flag it has means what it means at the owner. A base64 key's bytes cannot go in the
@@ -358,6 +362,60 @@ void MemcachedSession::routeKey(CacheCommand* cmd, const mc::Request& r, const c
   // A base64 key (meta b) may hold bytes a text delete cannot carry: it is not followed.
   if (r.command != Command::kMetaGet && r.command != Command::kMetaDebug && !r.base64_key)
     handover().wrote(key, host);
+}
+
+namespace {
+
+// A compare-and-swap: cas, or a meta command with the C flag (ms, md, ma). It holds the CAS
+// unique of one copy, which no other copy shares.
+bool comparesCas(const mc::Request& r, const std::vector<std::string_view>& tokens) noexcept {
+  if (r.command == Command::kCas) return true;
+  if (r.command != Command::kMetaSet && r.command != Command::kMetaDelete &&
+      r.command != Command::kMetaArithmetic)
+    return false;
+  for (size_t i = 2; i < tokens.size(); ++i)
+    if (!tokens[i].empty() && tokens[i][0] == 'C') return true;
+  return false;
+}
+
+}  // namespace
+
+// A write of a key kept on several hosts (replicas): the same command to each copy, the
+// client answered by the first copy's reply in the key's order (cache_session_replicas.cc).
+// A compare-and-swap goes to the primary alone, whose CAS unique the client read, and the
+// other copies are deleted behind it: a read there then misses and reads the new value
+// through from the next copy, instead of a stale copy answering. incr, decr, append and
+// prepend go to every copy like any write; docs/operations.md says what a copy that missed
+// one leaves behind.
+void MemcachedSession::replicateKey(CacheCommand* cmd, const mc::Request& r, const char* p,
+                                    std::string_view key) noexcept {
+  const std::vector<std::string_view>& tokens = cache().scratch().args;
+  const uint64_t hash = countKey(key);
+  const uint8_t kind = mc::replyKindOf(r.command);
+  uint32_t hosts[kMaxCopies];
+  if (comparesCas(r, tokens)) {
+    const uint32_t copies = copiesOf(hash, hosts);
+    if (copies == 0) {
+      refuse(cmd, CacheErrorReason::kNoBackend, "no backend is available for this key");
+      return;
+    }
+    sendFragment(cmd, hosts[0], kind, [&](ByteChain& chain) {
+      mc::writeForwarded(r, tokens, p, chain);
+    });
+    if (!r.base64_key)
+      for (uint32_t i = 1; i < copies; ++i) handover().deleteAt(key, hosts[i]);
+    return;
+  }
+  const uint32_t copies = beginReplicated(cmd, hash, hosts);
+  if (copies == 0) {
+    refuse(cmd, CacheErrorReason::kNoBackend, "no backend is available for this key");
+    return;
+  }
+  for (uint32_t i = 0; i < copies; ++i)
+    sendFragment(cmd, hosts[i], kind, [&](ByteChain& chain) {
+      mc::writeForwarded(r, tokens, p, chain);
+    });
+  if (!r.base64_key) handover().wrote(key, hosts[0]);
 }
 
 uint32_t MemcachedSession::handoverMisses(const CacheCommand& cmd, uint32_t* positions,

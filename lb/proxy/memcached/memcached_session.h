@@ -66,6 +66,8 @@ class MemcachedSession final : public CacheProtocolSession<MemcachedSession> {
   void routeOneRetrieval(CacheCommand* cmd, const mc::Request& r) noexcept;
   bool nearCacheable(const char* p, size_t n) const noexcept override;
   void routeKey(CacheCommand* cmd, const mc::Request& r, const char* p) noexcept;
+  void replicateKey(CacheCommand* cmd, const mc::Request& r, const char* p,
+                    std::string_view key) noexcept;
   std::string_view handoverReply(CacheCommand* cmd, const HandoverFound& found,
                                  std::string_view key) noexcept override;
   uint32_t handoverMisses(const CacheCommand& cmd, uint32_t* positions,
