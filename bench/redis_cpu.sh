@@ -18,8 +18,12 @@
 #                  the measured GETs run inside an open window; the fill's SETs put the moved
 #                  keys on their new owner, so each GET hits there (the read-through's
 #                  cheapest case, and the one that must cost nothing)
+#         replicas `replicas = 2` on four redis-servers (two per zone, zones named): each SET
+#                  goes to both copies, each GET to the first
 #   e.g. bench/redis_cpu.sh before=/work/wt-before/build after=build after_idle=build:handover
+#        OP=set bench/redis_cpu.sh one=build two=build:replicas
 # Env: ROUNDS (5), REQUESTS (200000), CONNS (32), PIPELINE (1), KEYS (100000),
+#      OP (get; set: redis-benchmark's SET test instead, over the same keys),
 #      MGET (0: GET; N: an MGET of N random keys instead, its CPU per MGET), FILL (3: the fill
 #      sends FILL x KEYS random SETs, which leaves e^-FILL of the keys unset: 5% at 3).
 # Loopback only; every process started here is stopped on exit.
@@ -32,14 +36,16 @@ pipeline=${PIPELINE:-1}
 keys=${KEYS:-100000}
 mget=${MGET:-0}
 fill=${FILL:-3}
+op=${OP:-get}
+[[ $op == get || $op == set ]] || { echo "$0: OP must be get or set" >&2; exit 2; }
 # What each request is: redis-benchmark's GET test, or an MGET of `mget` random keys of the
 # fill's ("key:__rand_int__", as -t set writes them).
 if ((mget > 0)); then
   what="MGET of $mget"
   request=(MGET); for _ in $(seq "$mget"); do request+=("key:__rand_int__"); done
 else
-  what=GET
-  request=(-t get)
+  what=${op^^}
+  request=(-t "$op")
 fi
 (($# >= 1)) || { echo "usage: $0 LABEL=BUILD_DIR[:MODE] [...]" >&2; exit 2; }
 for tool in redis-server redis-benchmark; do
@@ -53,8 +59,8 @@ for arg in "$@"; do
   label=${arg%%=*}; rest=${arg#*=}
   dir=${rest%%:*}; mode=plain
   [[ $rest == *:* ]] && mode=${rest#*:}
-  [[ $mode == plain || $mode == handover || $mode == window ]] ||
-    { echo "$0: $label: mode '$mode' is not plain, handover or window" >&2; exit 2; }
+  [[ $mode == plain || $mode == handover || $mode == window || $mode == replicas ]] ||
+    { echo "$0: $label: mode '$mode' is not plain, handover, window or replicas" >&2; exit 2; }
   [[ -x $dir/lb ]] || { echo "$0: $dir/lb not found" >&2; exit 2; }
   labels+=("$label"); build_of[$label]=$(cd "$dir" && pwd); mode_of[$label]=$mode
 done
@@ -72,10 +78,17 @@ write_config() {   # label server_port...
     echo "cluster = \"fleet\""
     echo "[clusters.fleet]"
     echo "selector = \"ring_hash\""
-    [[ ${mode_of[$label]} == plain ]] || echo "handover = { window = \"1h\" }"
+    [[ ${mode_of[$label]} == handover || ${mode_of[$label]} == window ]] &&
+      echo "handover = { window = \"1h\" }"
+    [[ ${mode_of[$label]} == replicas ]] && echo "replicas = 2"
     echo "backends = ["
     local i=0 p
-    for p in "$@"; do echo "  { name = \"r$i\", address = \"127.0.0.1:$p\" },"; i=$((i + 1)); done
+    local zone=""
+    for p in "$@"; do
+      [[ ${mode_of[$label]} == replicas ]] && zone=", zone = \"z$((i % 2))\""
+      echo "  { name = \"r$i\", address = \"127.0.0.1:$p\"$zone },"
+      i=$((i + 1))
+    done
     echo "]"
   } >"$work/$label.toml"
 }
@@ -87,7 +100,11 @@ for label in "${labels[@]}"; do
   done
   servers_of[$label]="${ports[*]}"; server_pids_of[$label]="${spids[*]}"
   lb_port[$label]=$(free_port); admin_port[$label]=$(free_port)
-  write_config "$label" "${ports[@]:0:3}"
+  if [[ ${mode_of[$label]} == replicas ]]; then
+    write_config "$label" "${ports[@]}"
+  else
+    write_config "$label" "${ports[@]:0:3}"
+  fi
   (cd "$work" && exec "${build_of[$label]}/lb" --config "$work/$label.toml" >"$work/$label.log" 2>&1) &
   lb_pid[$label]=$!; pids+=($!)
   wait_port "${lb_port[$label]}"
@@ -111,7 +128,7 @@ redis_cpu() {   # label: its redis-servers' ticks, "user sys"
 }
 
 echo "$(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "redis-benchmark -c $conns -P $pipeline -n $requests -r $keys ${request[*]}; lb workers = 1, 3 redis-servers each"
+echo "redis-benchmark -c $conns -P $pipeline -n $requests -r $keys ${request[*]}; lb workers = 1, 3 redis-servers each (4 with replicas)"
 echo
 echo "| round | label | mode | $what/s | lb CPU µs/request | redis CPU µs/request | lb/redis |"
 echo "|---|---|---|---|---|---|---|"
@@ -124,7 +141,7 @@ for r in $(seq "$rounds"); do
     out=$(redis-benchmark -h 127.0.0.1 -p "${lb_port[$label]}" -c "$conns" -n "$requests" \
             -r "$keys" -P "$pipeline" --csv "${request[@]}" 2>/dev/null)
     cpu1=$(cpu_ticks "${lb_pid[$label]}"); s1=$(redis_cpu "$label")
-    rps=$(awk -F'","' '/GET/ { gsub(/"/, ""); split($0, f, ","); print f[2] }' <<<"$out")
+    rps=$(awk -F'","' '/GET|SET/ { gsub(/"/, ""); split($0, f, ","); print f[2] }' <<<"$out")
     us=$(cpu_us_per_request "$cpu0" "$cpu1" "$requests")
     sus=$(cpu_us_per_request "$s0" "$s1" "$requests")
     rel=$(awk -v a="$us" -v b="$sus" 'BEGIN { if (b + 0 > 0) printf "%.3f", a / b; else print "-" }')

@@ -98,7 +98,8 @@ std::vector<MetricFamily> collectSnapshotMetrics(const Snapshot& snap) {
   MetricFamily picks = family("lb_backend_picks_total",
                               "Times the selector picked the backend, by reason: owner (the "
                               "key's owner), bounded (owner over its load cap), failover "
-                              "(owner unhealthy), fallback (no eligible host).",
+                              "(owner unhealthy), fallback (no eligible host), spread (a hot "
+                              "key spread), local_zone (a key's copy in lb's zone).",
                               MetricType::Counter, n * kPickReasonCount);
   MetricFamily bytes = family("lb_backend_bytes_total",
                               "Bytes exchanged with the backend: rx from it, tx to it.",

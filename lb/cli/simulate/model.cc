@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "lb/cli/simulate/lru_fleet.h"
+#include "lb/cli/simulate/replica_model.h"
 #include "lb/cli/simulate/workload.h"
 #include "lb/routing/handover.h"
 #include "lb/routing/snapshot.h"
@@ -50,8 +51,9 @@ struct Action {
 
 class Run {
  public:
-  Run(const SimScenario& s, const SimSelector& sel, uint32_t factor, SimHandover handover)
-      : s_(s), sel_(sel), factor_(factor), handover_(handover),
+  Run(const SimScenario& s, const SimSelector& sel, uint32_t factor, SimHandover handover,
+      uint32_t replicas)
+      : s_(s), sel_(sel), factor_(factor), handover_(handover), replicas_(replicas),
         rng_(s.seed * 0x9e3779b97f4a7c15ULL + 7) {}
 
   std::optional<SimResult> go(std::string& error);
@@ -70,6 +72,7 @@ class Run {
   const SimSelector& sel_;
   uint32_t factor_;
   SimHandover handover_;
+  uint32_t replicas_;
   SimRng rng_;
   std::unique_ptr<SimWorkload> work_;
   std::unique_ptr<LruFleet> fleet_;
@@ -93,7 +96,7 @@ class Run {
   double writes_ = 0;
   // Per-step counters.
   uint64_t reads_ = 0, hits_ = 0, misses_ = 0, misdirected_ = 0, stale_ = 0, retries_ = 0,
-           total_ = 0, handover_reads_ = 0;
+           total_ = 0, handover_reads_ = 0, replica_reads_ = 0;
   std::vector<uint64_t> served_;
   uint32_t before_n_ = 0, after_n_ = 0;
   double last_change_ = 0;
@@ -105,7 +108,7 @@ bool Run::build(Ring& ring, const std::vector<uint32_t>& ids, std::string& error
   for (const uint32_t id : ids) specs.push_back({"b" + std::to_string(id), weights_[id]});
   ring.ids = ids;
   ring.owner.assign(hashes_.size(), UINT32_MAX);
-  ring.routed.table = sel_.build(specs, sel_.options);
+  ring.routed.table = simZoneTable(sel_.build(specs, sel_.options), ids, s_.zones);
   if (!ring.routed.table || ring.routed.hostCount() != specs.size()) {
     error = sel_.name + ": cannot build a table over " + std::to_string(specs.size()) + " hosts";
     return false;
@@ -182,6 +185,17 @@ void Run::request(double t) {
   }
   const bool write = writes_ > 0 && rng_.uniform() < writes_;
   uint32_t g = route(*ring, k, true);
+  // With replicas a key's copies take the place of its one host: a write reaches each, a
+  // read the first reachable one (and the next ones on a miss).
+  SimCopies copies;
+  if (replicas_ > 1) {
+    copies = simCopies(ring->routed, ring->ids, hashes_[k], replicas_, marked_);
+    for (uint32_t i = 0; i < copies.n; ++i)
+      if (reachable_[copies.ids[i]]) {
+        g = copies.ids[i];
+        break;
+      }
+  }
   double since = 0;
   uint32_t prev = previousOwner(*ring, proxy, k, g, t, since);
   // The ramp holds a moved key at its previous owner until its moment, unless that owner is
@@ -206,10 +220,26 @@ void Run::request(double t) {
     // cannot copy a value older than it.
     ++version_[k];
     fleet_->erase(g, k);
+    for (uint32_t i = 0; i < copies.n; ++i) fleet_->erase(copies.ids[i], k);
     if (prev != LruFleet::kNone) fleet_->erase(prev, k);
     return;
   }
   ++reads_;
+  if (replicas_ > 1) {
+    const SimCopyRead cr = simReadCopies(*fleet_, copies, reachable_, k);
+    if (cr.value == LruFleet::kNone) {
+      // The application fills the key through lb after its miss: every reachable copy.
+      ++misses_;
+      fleet_->fill(g, k, version_[k]);
+      for (uint32_t i = 0; i < copies.n; ++i)
+        if (reachable_[copies.ids[i]]) fleet_->fill(copies.ids[i], k, version_[k]);
+    } else {
+      ++hits_;
+      if (cr.from_replica) ++replica_reads_;
+      if (cr.value != version_[k]) ++stale_;
+    }
+    return;
+  }
   uint32_t v = fleet_->touch(g, k);
   if (v == LruFleet::kNone && prev != LruFleet::kNone && reachable_[prev]) {
     // Read-through: the previous owner answers, and its value is copied to the new owner.
@@ -277,6 +307,7 @@ std::optional<SimResult> Run::go(std::string& error) {
   r.balance_factor = factor_;
   r.handover = handover_;
   r.handover_window_s = handover_ == SimHandover::kOff ? 0 : s_.handover_window_s;
+  r.replicas = replicas_;
   writes_ = s_.writes;
 
   // Spatial sampling: simulate about samples_per_step requests a step, with every server's
@@ -347,8 +378,9 @@ std::optional<SimResult> Run::go(std::string& error) {
   // removes the sampling error of the key count (SHARDS' adjustment, ibid.).
   const double kept = static_cast<double>(work_->sampledKeys()) /
                       static_cast<double>(work_->totalKeys());
+  const double copies = s_.capacity_per_copy ? replicas_ : 1;
   std::vector<uint32_t> caps(servers, static_cast<uint32_t>(std::max<long>(
-                                          1, std::lround(s_.capacity * kept))));
+                                          1, std::lround(s_.capacity * copies * kept))));
   fleet_ = std::make_unique<LruFleet>(caps);
   reachable_.assign(servers, 1);
   marked_.assign(servers, 1);
@@ -385,14 +417,25 @@ std::optional<SimResult> Run::go(std::string& error) {
   }
   std::vector<uint32_t> failed;
   for (const auto& e : s_.events) {
-    if (e.kind != SimEvent::Kind::kFail && e.kind != SimEvent::Kind::kFlap) continue;
+    if (e.kind != SimEvent::Kind::kFail && e.kind != SimEvent::Kind::kFlap &&
+        e.kind != SimEvent::Kind::kFailZone)
+      continue;
     const double t = e.at_s >= 0 ? e.at_s : s_.event_at_s;
     event_t_ = change ? std::min(event_t_, t) : t;
-    for (uint32_t i = 0; i < e.count && i < old_ids.size(); ++i) {
-      const uint32_t id = old_ids[old_ids.size() - 1 - i];
+    // fail-zone:N: every server of the last N zones crashes at once.
+    std::vector<uint32_t> hit;
+    if (e.kind == SimEvent::Kind::kFailZone) {
+      for (const uint32_t id : old_ids)
+        if (s_.zones > 0 && id % s_.zones >= s_.zones - std::min(e.count, s_.zones))
+          hit.push_back(id);
+    } else {
+      for (uint32_t i = 0; i < e.count && i < old_ids.size(); ++i)
+        hit.push_back(old_ids[old_ids.size() - 1 - i]);
+    }
+    for (const uint32_t id : hit) {
       watched_.push_back(id);
       failed.push_back(id);
-      if (e.kind == SimEvent::Kind::kFail) {
+      if (e.kind != SimEvent::Kind::kFlap) {
         // A crash: the cache is lost; the restarted server comes back empty.
         actions_.push_back({Action::Kind::kReach, t, id, false});
         actions_.push_back({Action::Kind::kClear, t, id});
@@ -447,6 +490,7 @@ std::optional<SimResult> Run::go(std::string& error) {
   for (uint64_t i = 0; i < steps; ++i) {
     const double t0 = static_cast<double>(i) * s_.step_s;
     reads_ = hits_ = misses_ = misdirected_ = stale_ = retries_ = total_ = handover_reads_ = 0;
+    replica_reads_ = 0;
     std::fill(served_.begin(), served_.end(), 0);
     for (uint64_t j = 0; j < per_step; ++j) {
       const double t = t0 + s_.step_s * static_cast<double>(j) / static_cast<double>(per_step);
@@ -475,6 +519,7 @@ std::optional<SimResult> Run::go(std::string& error) {
     r.misdirected_reads += p.misdirected_reads_per_s * s_.step_s;
     r.stale_reads += p.stale_reads_per_s * s_.step_s;
     r.handover_reads += p.handover_reads_per_s * s_.step_s;
+    r.replica_reads += static_cast<double>(replica_reads_) * scale * s_.step_s;
     if (misdirected_ > 0) r.split_brain_s += s_.step_s;
     if (t0 + s_.step_s <= event_t_ + 1e-9) {
       before_reads += static_cast<double>(reads_);
@@ -552,8 +597,8 @@ std::optional<SimResult> Run::go(std::string& error) {
 
 std::optional<SimResult> simulateSelector(const SimScenario& scenario, const SimSelector& sel,
                                           uint32_t balance_factor, std::string& error,
-                                          SimHandover handover) {
-  Run run(scenario, sel, balance_factor, handover);
+                                          SimHandover handover, uint32_t replicas) {
+  Run run(scenario, sel, balance_factor, handover, replicas);
   return run.go(error);
 }
 

@@ -40,6 +40,8 @@ struct SimResult {
   uint32_t balance_factor = 0;         // bounded loads' factor (percent), 0 = off
   SimHandover handover = SimHandover::kOff;
   double handover_window_s = 0;
+  uint32_t replicas = 1;               // copies of each key in this run
+  double replica_reads = 0;            // misses at a key's first copy read at another (total)
   uint32_t servers_before = 0, servers_after = 0;
   double hit_ratio_before = 0;
   double hit_ratio_after_event = 0;     // over the first after_window_s after the event
@@ -71,10 +73,12 @@ struct SimSelector {
 };
 
 // Runs the scenario for one selector, bounded loads at `balance_factor` percent (0: off),
-// keys handed over as `handover` says for the scenario's handover window. nullopt with
+// keys handed over as `handover` says for the scenario's handover window, each key kept on
+// `replicas` hosts (1: one; the scenario's zones apply either way). nullopt with
 // `error` set when a table cannot be built.
 std::optional<SimResult> simulateSelector(const SimScenario& scenario, const SimSelector& sel,
                                           uint32_t balance_factor, std::string& error,
-                                          SimHandover handover = SimHandover::kOff);
+                                          SimHandover handover = SimHandover::kOff,
+                                          uint32_t replicas = 1);
 
 }  // namespace lb

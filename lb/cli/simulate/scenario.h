@@ -10,9 +10,11 @@
 namespace lb {
 
 struct SimEvent {
-  enum class Kind { kAdd, kRemove, kFail, kFlap, kWeight, kRollout };
+  enum class Kind { kAdd, kRemove, kFail, kFlap, kWeight, kRollout, kFailZone };
   Kind kind = Kind::kAdd;
-  uint32_t count = 1;        // servers added, removed, failed or flapping (the last ones)
+  // servers added, removed, failed or flapping (the last ones); fail-zone: zones lost (the
+  // last ones, every server in them)
+  uint32_t count = 1;
   double at_s = -1;          // < 0: the scenario's default event time
   double recover_s = -1;     // fail: back after this long (empty cache), < 0 never
   double period_s = 3;       // flap: unreachable for a third of each period
@@ -47,6 +49,15 @@ struct SimScenario {
   // Handover (lb's `handover = { window }`): how long after a change of owners the previous
   // table keeps serving moved keys. 0: the runs hand nothing over.
   double handover_window_s = 0;
+  // Zones: server i stands in zone i % zones (0: none), and the tables walk them as lb does
+  // (lb/routing/zone_order.h). Replicas: each key lives on its first `replicas` usable hosts
+  // (writes delete at every copy; a read that misses reads the next copy and copies a hit
+  // back); a run with replicas is paired with one without on the same fleet.
+  uint32_t zones = 0;
+  uint32_t replicas = 1;
+  // `capacity` is per copy: a run with R copies gets R times as much (the default capacity;
+  // a --capacity given is the same for every run).
+  bool capacity_per_copy = false;
   uint64_t seed = 1;
 };
 

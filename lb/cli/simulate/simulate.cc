@@ -117,15 +117,19 @@ int runSimulate(int argc, char** argv) {
                           options->selector_options};
     // Plain, then with bounded loads when a factor is given; each without a handover, then
     // with each kind of it when a window is given.
-    for (const uint32_t factor : {0u, options->balance_factor}) {
-      for (const SimHandover h :
-           {SimHandover::kOff, SimHandover::kReadThrough, SimHandover::kRamp}) {
-        auto r = simulateSelector(s, sel, factor, error, h);
-        if (!r) return fail(kExitUsage, error);
-        runs.push_back(std::move(*r));
-        if (s.handover_window_s <= 0) break;
+    // With --replicas, the same once more with each key on R hosts.
+    for (const uint32_t replicas : {1u, s.replicas}) {
+      for (const uint32_t factor : {0u, options->balance_factor}) {
+        for (const SimHandover h :
+             {SimHandover::kOff, SimHandover::kReadThrough, SimHandover::kRamp}) {
+          auto r = simulateSelector(s, sel, factor, error, h, replicas);
+          if (!r) return fail(kExitUsage, error);
+          runs.push_back(std::move(*r));
+          if (s.handover_window_s <= 0) break;
+        }
+        if (options->balance_factor == 0) break;
       }
-      if (options->balance_factor == 0) break;
+      if (s.replicas <= 1) break;
     }
   }
   const std::string out = options->format == SimulateOptions::Format::kJson

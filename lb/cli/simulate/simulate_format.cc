@@ -46,6 +46,7 @@ std::string perSecond(double v) {
 std::string simRunName(const SimResult& r) {
   std::string name = r.balance_factor ? r.selector + "+bounded" : r.selector;
   if (r.handover != SimHandover::kOff) name += "+" + simHandoverName(r.handover);
+  if (r.replicas > 1) name += "+replicas:" + std::to_string(r.replicas);
   return name;
 }
 
@@ -105,6 +106,8 @@ std::string simulateJson(std::span<const SimResult> runs) {
            ", \"hash_balance_factor\": " + std::to_string(r.balance_factor) +
            ", \"handover\": " + quoted(simHandoverName(r.handover)) +
            ", \"handover_window_s\": " + num(r.handover_window_s) +
+           ", \"replicas\": " + std::to_string(r.replicas) +
+           ", \"replica_reads\": " + num(r.replica_reads) +
            ", \"servers_before\": " + std::to_string(r.servers_before) +
            ", \"servers_after\": " + std::to_string(r.servers_after) +
            ", \"hit_ratio_before\": " + num(r.hit_ratio_before) +

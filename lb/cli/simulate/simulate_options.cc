@@ -55,7 +55,9 @@ const char* simulateUsage() {
          "                   [--rate R] [--writes F] [--hash-balance-factor PCT]\n"
          "                   [--handover WINDOW]\n"
          "                   [--event add:K[@T] | remove:K[@T] | fail:K[@T][,recover:D]\n"
-         "                           | flap:K[@T][,period:D] | weight:I=W[@T] | rollout:P,D]...\n"
+         "                           | flap:K[@T][,period:D] | weight:I=W[@T] | rollout:P,D\n"
+         "                           | fail-zone:Z[@T][,recover:D]]...\n"
+         "                   [--zones Z] [--replicas R]\n"
          "                   [--duration 60s] [--step 1s] [--samples N] [--rise N] [--fall N]\n"
          "                   [--check-interval 2s] [--seed N] [--format text|json]\n"
          "                   [--plot FILE.svg]\n"
@@ -65,6 +67,8 @@ const char* simulateUsage() {
          "         --handover adds two runs per selector: +read-through (a miss at a key's\n"
          "         new owner read from its previous one and copied) and +ramp (each moved\n"
          "         key moves at its own moment in the window).\n"
+         "         --zones puts server i in zone i % Z (fail-zone:Z loses the last Z zones);\n"
+         "         --replicas R adds a run per selector with each key on R hosts.\n"
          "         Defaults: 4 servers, 100000 uniform keys, capacity 95% of keys/servers,\n"
          "         1000000 requests/s, event add:1 at 10s, 100000 sampled requests a step.\n";
 }
@@ -83,19 +87,23 @@ std::optional<SimEvent> parseSimEvent(std::string_view text, std::string& error)
   const size_t comma = rest.find(',');
   const std::string_view head = rest.substr(0, comma);
   const std::string_view tail = comma == std::string_view::npos ? "" : rest.substr(comma + 1);
-  if (kind == "add" || kind == "remove" || kind == "fail" || kind == "flap") {
-    e.kind = kind == "add"      ? SimEvent::Kind::kAdd
-             : kind == "remove" ? SimEvent::Kind::kRemove
-             : kind == "fail"   ? SimEvent::Kind::kFail
-                                : SimEvent::Kind::kFlap;
+  if (kind == "add" || kind == "remove" || kind == "fail" || kind == "flap" ||
+      kind == "fail-zone") {
+    e.kind = kind == "add"         ? SimEvent::Kind::kAdd
+             : kind == "remove"    ? SimEvent::Kind::kRemove
+             : kind == "fail"      ? SimEvent::Kind::kFail
+             : kind == "fail-zone" ? SimEvent::Kind::kFailZone
+                                   : SimEvent::Kind::kFlap;
     if (!countAt(head, e, why)) return bad(why);
     if (!tail.empty()) {
-      const std::string_view want = e.kind == SimEvent::Kind::kFail   ? "recover:"
+      const std::string_view want = e.kind == SimEvent::Kind::kFail ||
+                                            e.kind == SimEvent::Kind::kFailZone
+                                        ? "recover:"
                                     : e.kind == SimEvent::Kind::kFlap ? "period:"
                                                                       : "";
       if (want.empty() || tail.substr(0, want.size()) != want)
         return bad("unexpected '" + std::string(tail) + "'");
-      double& target = e.kind == SimEvent::Kind::kFail ? e.recover_s : e.period_s;
+      double& target = e.kind == SimEvent::Kind::kFlap ? e.period_s : e.recover_s;
       if (!parseSeconds(tail.substr(want.size()), target, why)) return bad(why);
       if (e.kind == SimEvent::Kind::kFlap && e.period_s <= 0) return bad("period must be > 0");
     }
@@ -130,7 +138,7 @@ std::optional<SimEvent> parseSimEvent(std::string_view text, std::string& error)
     e.proxies = static_cast<uint32_t>(p);
     return e;
   }
-  return bad("unknown event (add, remove, fail, flap, weight, rollout)");
+  return bad("unknown event (add, remove, fail, fail-zone, flap, weight, rollout)");
 }
 
 std::optional<SimulateOptions> parseSimulateArgs(std::span<char* const> args, std::string& error) {
@@ -149,7 +157,7 @@ std::optional<SimulateOptions> parseSimulateArgs(std::span<char* const> args, st
         "--selector", "--servers", "--keys", "--popularity", "--capacity", "--rate",
         "--writes", "--hash-balance-factor", "--event", "--duration", "--step", "--samples",
         "--rise", "--fall", "--check-interval", "--seed", "--format", "--plot", "--vnodes",
-        "--table-size", "--handover"};
+        "--table-size", "--handover", "--zones", "--replicas"};
     bool known = false;
     for (auto k : kWithValue) known = known || arg == k;
     if (!known) {
@@ -232,6 +240,12 @@ std::optional<SimulateOptions> parseSimulateArgs(std::span<char* const> args, st
     } else if (arg == "--plot") {
       if (value.empty()) return range("a file name");
       o.plot_file = value;
+    } else if (arg == "--zones") {
+      if (!parseUnsigned(value, 2, 64, n)) return range("an integer in [2, 64]");
+      s.zones = static_cast<uint32_t>(n);
+    } else if (arg == "--replicas") {
+      if (!parseUnsigned(value, 1, 8, n)) return range("an integer in [1, 8]");
+      s.replicas = static_cast<uint32_t>(n);
     } else if (arg == "--vnodes") {
       if (!parseUnsigned(value, 1, 10000, n)) return range("an integer in [1, 10000]");
       o.selector_options.vnodes = static_cast<uint32_t>(n);
@@ -241,11 +255,30 @@ std::optional<SimulateOptions> parseSimulateArgs(std::span<char* const> args, st
     }
   }
   if (s.events.empty()) s.events.push_back(SimEvent{});
+  for (const SimEvent& e : s.events)
+    if (e.kind == SimEvent::Kind::kFailZone && (s.zones < 2 || e.count >= s.zones)) {
+      error = "--event fail-zone:" + std::to_string(e.count) + ": needs --zones above " +
+              std::to_string(e.count) + " (the zones that stay)";
+      return std::nullopt;
+    }
+  if (s.zones > s.servers) {
+    error = "--zones: " + std::to_string(s.zones) + " zones for " + std::to_string(s.servers) +
+            " servers (at least one server a zone)";
+    return std::nullopt;
+  }
+  if (s.replicas > s.servers) {
+    error = "--replicas: " + std::to_string(s.replicas) + " copies on " +
+            std::to_string(s.servers) + " servers";
+    return std::nullopt;
+  }
   if (s.step_s > s.duration_s) {
     error = "--step: longer than --duration";
     return std::nullopt;
   }
   o.capacity_given = capacity_given;
+  // The default fleet holds 95% of the keys once per copy: a run with replicas gets the
+  // memory its copies need, so that both runs start from the same steady state.
+  s.capacity_per_copy = !capacity_given;
   if (!capacity_given)
     s.capacity = static_cast<uint32_t>(
         std::max<uint64_t>(1, static_cast<uint64_t>(0.95 * static_cast<double>(s.keys) / s.servers)));

@@ -219,10 +219,12 @@ TEST_F(MetricsPrometheusTest, DashboardQueriesReturnDataFromARealLb) {
   auto traffic_until = std::chrono::steady_clock::now() + 2500ms;
   for (int i = 0; std::chrono::steady_clock::now() < traffic_until; ++i)
     send(c, std::to_string(i));
-  // Every row but Cache, Membership, TLS and Handover: an HTTP fleet has no redis or
-  // memcached listener, no membership cluster, no TLS and no handover (the tests below).
+  // Every row but Cache, Membership, TLS, Handover and Zones: an HTTP fleet has no redis or
+  // memcached listener, no membership cluster, no TLS, no handover and no zones (the tests
+  // below).
   for (const auto& [row, panels] : panelsByRow(dashboard))
-    if (row != "Cache" && row != "Membership" && row != "TLS" && row != "Handover")
+    if (row != "Cache" && row != "Membership" && row != "TLS" && row != "Handover" &&
+        row != "Zones")
       expectPanelsHaveData(prom, panels);
 }
 
@@ -271,6 +273,29 @@ TEST_F(MetricsPrometheusTest, DashboardHandoverRowQueriesReturnDataFromALbWithAW
   ASSERT_TRUE(rows.count("Handover")) << "no Handover row";
   expectPanelsHaveData(prom, rows["Handover"]);
   EXPECT_EQ(lb.process().stop(SIGTERM, 10s), 0) << lb.output();
+}
+
+// The Zones row against a redis fleet in two zones, with lb in one of them, two copies of
+// each key and local reads.
+TEST_F(MetricsPrometheusTest, DashboardZonesRowQueriesReturnDataFromAReplicatedRedisFleet) {
+  CacheFleet fleet(CacheServer::kRedis, 4);
+  fleet.setZones({"a", "b", "a", "b"}, "a");
+  fleet.setSelector("ring_hash");
+  ASSERT_TRUE(fleet.start("", "replicas = 2\nread = \"local\"")) << fleet.output();
+  PrometheusServer prom;
+  ASSERT_EQ(prom.start(fleet.adminPort()), "");
+  auto rows = panelsByRow(lb::testing::JsonReader::parse(readDashboard()));
+  ASSERT_TRUE(rows.count("Zones")) << "no Zones row";
+  TcpClient c;
+  ASSERT_TRUE(c.connect(fleet.port()));
+  auto traffic_until = std::chrono::steady_clock::now() + 2500ms;
+  for (int i = 0; std::chrono::steady_clock::now() < traffic_until; ++i) {
+    const std::string key = "user:" + std::to_string(i);
+    ASSERT_EQ(redisCall(c, {"SET", key, "v"}), "OK");
+    ASSERT_EQ(redisCall(c, {"GET", key}), "v");
+  }
+  expectPanelsHaveData(prom, rows["Zones"]);
+  EXPECT_EQ(fleet.lb().process().stop(), 0) << fleet.output();
 }
 
 TEST_F(MetricsPrometheusTest, DashboardCacheRowQueriesReturnDataFromALiveRedisListener) {

@@ -58,6 +58,11 @@ std::map<std::string, std::set<std::string>> exportedSeries() {
   config.clusters[0].membership = MembershipConfig{};
   // A handover window: the lb_handover_* families.
   config.clusters[0].handover = HandoverConfig{};
+  // Replicas and zones, lb's own among them: the lb_replica_* and lb_cross_zone_* families.
+  config.clusters[0].replicas = 2;
+  config.zone = "a";
+  for (size_t i = 0; i < config.clusters[0].backends.size(); ++i)
+    config.clusters[0].backends[i].zone = i % 2 ? "b" : "a";
   // A redis listener: the cache families (commands by result, lb's own cache errors).
   ListenerConfig redis;
   redis.name = "redis";
@@ -362,6 +367,20 @@ TEST_F(GrafanaDashboardTest, HasAMembershipRowOfRevisionSyncAgeAndUpdates) {
                                            "lb_membership_last_sync_timestamp_seconds",
                                            "lb_membership_watch_up", "lb_membership_updates_total",
                                            "lb_cluster_table_fingerprint"}));
+}
+
+TEST_F(GrafanaDashboardTest, HasAZonesRowOfCrossZoneShareReplicaReadsAndWriteFailures) {
+  // The Zones row: the share of picks that cross zones, replica reads by result, and the
+  // replica write failures by backend.
+  const auto panels = rowPanels("Zones");
+  EXPECT_EQ(panels.size(), 3u) << "the Zones row is missing or changed";
+  std::set<std::string> below;
+  for (const JsonValue* p : panels)
+    for (const auto& t : (*p)["targets"].items())
+      for (const auto& [m, _] : scanPromql(t["expr"].asString()).selectors) below.insert(m);
+  EXPECT_EQ(below, (std::set<std::string>{"lb_cross_zone_requests_total",
+                                           "lb_backend_picks_total", "lb_replica_reads_total",
+                                           "lb_replica_write_failures_total"}));
 }
 
 TEST_F(GrafanaDashboardTest, HasAHotKeysRowOfActiveSharesDetectionsAndBackendShare) {
