@@ -48,6 +48,9 @@ class OriginFleet {
     return out;
   }
 
+  // Stops origin i (SIGKILL: as a crashed server) and waits for it to exit.
+  void stopOne(size_t i) { procs_[i]->stop(9); }
+
   // requests_served from the origin's /stats (includes this request), or -1.
   long requestsServed(size_t i) const {
     HttpResponse r = httpExchange(ports_[i], httpRequest("GET", "/stats"));
