@@ -242,10 +242,8 @@ bool ClusterSnapshot::pick(uint64_t hash, const PickContext& ctx, Pick* out) con
   if (!view.usable(p.host)) return false;   // the walk's fallback when every host is down
   if (read_through && handover_window_ms > 0)
     out->from = readThroughFrom(*this, hash, view, hosts, p.host);
-  if (read_through && ctx.replica_read && replicas > 1 && out->from == Pick::kNoHost) {
-    out->from = nextCopy(*this, hash, view, hosts, p.host);
-    out->from_copy = out->from != Pick::kNoHost;
-  }
+  // The next copy is found only when the read needs it (nextCopyOf): most reads hit.
+  out->from_copy = read_through && ctx.replica_read && replicas > 1 && out->from == Pick::kNoHost;
   return true;
 }
 
@@ -269,6 +267,14 @@ uint32_t ClusterSnapshot::pickReplicas(uint64_t hash, uint32_t count,
     out[n++] = {h, a, a < count ? PickReason::kOwner : PickReason::kFailover};
   }
   return n;
+}
+
+uint32_t ClusterSnapshot::nextCopyOf(uint64_t hash, uint32_t chosen) const noexcept {
+  const uint32_t hosts = hostCount();
+  if (hosts == 0 || replicas < 2) return Pick::kNoHost;
+  const LoadView& view = loads ? static_cast<const LoadView&>(*loads)
+                               : static_cast<const LoadView&>(kIdleLoads);
+  return nextCopy(*this, hash, view, hosts, chosen);
 }
 
 uint32_t ClusterSnapshot::spreadSetOf(uint64_t hash, uint32_t spread,

@@ -119,6 +119,10 @@ struct ClusterSnapshot {
   // will look), each as a Pick at its position, into out[]; returns how many (fewer when
   // fewer are usable). Bounded loads do not move a copy: reads find it only where it is.
   uint32_t pickReplicas(uint64_t hash, uint32_t count, Pick* out) const noexcept;
+  // Where a read of a key with copies, sent to `chosen`, reads a miss or a failure there:
+  // the first other of the key's copies (the first `replicas` usable hosts of its order);
+  // Pick::kNoHost when there is none.
+  uint32_t nextCopyOf(uint64_t hash, uint32_t chosen) const noexcept;
   // Whether a handover window may be open in the cluster (a membership change's, not yet
   // seen over, or a returned backend's): a read of several keys is then worth reading
   // through key by key. Two relaxed loads at most.

@@ -75,7 +75,8 @@ class CommandPicks {
   // With `from`, the pick reads through (PickContext::read_through): *from is where a miss
   // at *host is read from inside a handover window, Pick::kNoHost when nowhere.
   // `read`: a plain read, which a copy of the key may answer (PickContext::replica_read).
-  // *from_copy (when given): *from is the key's next copy (Pick::from_copy).
+  // *from_copy (when given): a miss or a failure is read at the key's next copy
+  // (Pick::from_copy).
   bool pickForKey(uint64_t hash, uint32_t* host, uint32_t* from = nullptr,
                   bool read = false, bool* from_copy = nullptr) noexcept;
   // Loop thread. The hosts of a write of a key kept on `count` copies

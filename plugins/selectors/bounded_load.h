@@ -44,8 +44,9 @@ struct Pick {
   // one), where a miss at `host` is read from; kNoHost when there is none.
   static constexpr uint32_t kNoHost = UINT32_MAX;
   uint32_t from = kNoHost;
-  // `from` is the key's next copy (replicas), not the host that served it before a change:
-  // a miss or a failure at `host` is read there, and a hit copied back without a TTL cap.
+  // A read of a key with copies (replicas) and no `from`: a miss or a failure at `host` is
+  // read at the key's next copy (ClusterSnapshot::nextCopyOf, found when needed), and a hit
+  // copied back without a TTL cap.
   bool from_copy = false;
 };
 

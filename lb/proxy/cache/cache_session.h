@@ -168,6 +168,11 @@ class CacheSession : public Session,
   // The same for a command whose key may be read through or deleted at the host that served
   // it before (handover()): *from is that host inside a handover window, else Pick::kNoHost.
   bool pickHashed(uint64_t route_hash, uint32_t* host, uint32_t* from) noexcept;
+  // That pick's read reads through: from its previous host (`from`), or from the key's next
+  // copy.
+  bool readsThrough(uint32_t from) const noexcept {
+    return from != Pick::kNoHost || from_copy_;
+  }
 
   // --- For parse(): the handover read-through, through its one handle (handover_reads.h)
   HandoverReads& handover() noexcept { return handover_reads_; }
@@ -309,8 +314,8 @@ class CacheSession : public Session,
   ServerTable* table_ = nullptr;
   NearReads near_reads_{*this};    // table_'s near cache, while held
   HandoverReads handover_reads_{*this};   // table_'s handover sink, while held
-  // The last pickHashed with a `from` named the key's next copy (replicas), not its previous
-  // host: HandoverReads::read reads it as a replica read.
+  // The last pickHashed read a key with copies (replicas): HandoverReads::read reads a miss
+  // or a failure through from its next copy.
   bool from_copy_ = false;
   // Tables of snapshots the session has moved on from, held (with their near caches) while
   // commands dispatched by them wait for replies: those numbered below `until_seq`. Oldest

@@ -78,7 +78,7 @@ bool HandoverReads::askAgainWith(CacheCommand* cmd, std::string_view again,
 
 void HandoverReads::read(CacheCommand* cmd, std::string_view key, uint32_t owner,
                          uint32_t from, std::string_view again, uint8_t again_kind) noexcept {
-  if (sink_ == nullptr || from == Pick::kNoHost) return;
+  if (sink_ == nullptr || !s_.readsThrough(from)) return;
   const char* copy = s_.arena_.copy(key.data(), key.size(), cmd->seq);
   if (copy == nullptr) return;   // read as outside a window
   if (!again.empty() && !askAgainWith(cmd, again, again_kind)) return;
@@ -138,6 +138,14 @@ void HandoverReads::readAtFrom(CacheCommand* cmd, const char* miss, size_t n) no
   }
 }
 
+bool HandoverReads::resolveFrom(CacheCommand* cmd) noexcept {
+  if (cmd->handover_from != Pick::kNoHost) return true;
+  if (!cmd->handover_copy) return false;
+  const std::string_view key{cmd->handover_key, cmd->handover_key_len};
+  cmd->handover_from = s_.cluster_->nextCopyOf(s_.routeHash(key), cmd->handover_owner);
+  return cmd->handover_from != Pick::kNoHost;
+}
+
 bool HandoverReads::movedOn(const CacheCommand* cmd) const noexcept {
   // Its hosts' numbers may mean other servers in the table the session routes by now.
   return !s_.held_.empty() && cmd->seq < s_.held_.back().until_seq;
@@ -181,9 +189,12 @@ bool HandoverReads::replied(CacheCommand* cmd, CacheFragment* f, const char* p,
     return true;
   }
   if (cmd->handover_stage == kAtOwner) {
-    // A hit or an error at the owner is its answer; so is a miss once the session moved on.
-    if (sink_ == nullptr || moved_on || !wire.isMiss(p, n)) {
-      if (cmd->handover_copy) countReplica(ReplicaReadResult::kPrimary);
+    // A hit or an error at the owner is its answer; so is a miss once the session moved on,
+    // or a miss of a key that has no other copy to read.
+    const bool miss = sink_ != nullptr && !moved_on && wire.isMiss(p, n);
+    if (!miss || !resolveFrom(cmd)) {
+      if (cmd->handover_copy)
+        countReplica(miss ? ReplicaReadResult::kMiss : ReplicaReadResult::kPrimary);
       cmd->handover_stage = kNone;
       return false;
     }
@@ -263,7 +274,7 @@ bool HandoverReads::failed(CacheCommand* cmd, CacheFragment* f) noexcept {
   // same command. A command asked of its owner (gets, mg) is asked of the next copy as it
   // is, and its reply is the answer; a plain read reads the value there.
   if (cmd->handover_stage == kAtOwner && cmd->handover_copy && sink_ != nullptr &&
-      !movedOn(cmd)) {
+      !movedOn(cmd) && resolveFrom(cmd)) {
     cmd->handover_owner_failed = true;
     if (cmd->handover_reask != nullptr) {
       ByteChain& out = s_.openFragment(cmd->handover_from);

@@ -164,6 +164,10 @@ class HandoverReads {
   // that miss or fail.
   void readAtFrom(CacheCommand* cmd, const char* miss, size_t n) noexcept;
   void countReplica(ReplicaReadResult r) noexcept;
+  // The host a miss or a failure of `cmd` is read at: its handover_from, or, for a key with
+  // copies, its next copy, found now and kept there (the session has not moved on). False
+  // when there is none.
+  bool resolveFrom(CacheCommand* cmd) noexcept;
 
   CacheSession& s_;
   HandoverSink* sink_ = nullptr;   // the session's table's, while held; null: off

@@ -295,7 +295,7 @@ void MemcachedSession::routeOneRetrieval(CacheCommand* cmd, const mc::Request& r
   if (plain) {
     near().sent(cmd, host);
     handover().read(cmd, key, host, from);
-  } else if (from != Pick::kNoHost) {
+  } else if (readsThrough(from)) {
     LineBuffer again;
     mc::writeRetrieval(r, tokens, nullptr, 1, again);
     if (again.fits()) handover().read(cmd, key, host, from, again.view(), mc::kReplyValues);
@@ -348,7 +348,7 @@ void MemcachedSession::routeKey(CacheCommand* cmd, const mc::Request& r, const c
     refuse(cmd, CacheErrorReason::kNoBackend, "no backend is available for this key");
     return;
   }
-  if (reads && from != Pick::kNoHost) {
+  if (reads && readsThrough(from)) {
     LineBuffer again;
     mc::writeForwarded(r, tokens, p, again);
     if (again.fits())
