@@ -130,6 +130,25 @@ class CacheFleet {
   // Each key's owner as GET /ring names it (one curl run, one connection), "?" when the
   // answer had none.
   std::vector<std::string> ringOwners(const std::vector<std::string>& keys) {
+    std::vector<std::string> owners;
+    for (const auto& doc : ringAnswers(keys)) owners.push_back(doc ? (*doc)["owner"].text : "?");
+    return owners;
+  }
+
+  // Each key's copies as GET /ring names them ("replicas": empty without replicas).
+  std::vector<std::vector<std::string>> ringReplicas(const std::vector<std::string>& keys) {
+    std::vector<std::vector<std::string>> out;
+    for (const auto& doc : ringAnswers(keys)) {
+      std::vector<std::string> copies;
+      if (doc)
+        for (const auto& item : (*doc)["replicas"].items) copies.push_back(item.text);
+      out.push_back(copies);
+    }
+    return out;
+  }
+
+  // GET /ring for each key, parsed, in order (one curl run); nullopt where it did not answer.
+  std::vector<std::optional<testjson::Value>> ringAnswers(const std::vector<std::string>& keys) {
     std::vector<std::string> argv = {"curl", "-s", "--max-time", "60"};
     for (const auto& k : keys) {
       std::string escaped;
@@ -142,17 +161,16 @@ class CacheFleet {
                      "/ring?cluster=fleet&key=" + escaped);
     }
     const auto r = runCommand(argv, 90s);
-    std::vector<std::string> owners;
+    std::vector<std::optional<testjson::Value>> docs;
     size_t start = 0;
-    while (start < r.out.size() && owners.size() < keys.size()) {
+    while (start < r.out.size() && docs.size() < keys.size()) {
       size_t end = r.out.find('\n', start);
       if (end == std::string::npos) end = r.out.size();
-      const auto doc = testjson::parse(r.out.substr(start, end - start));
-      owners.push_back(doc ? (*doc)["owner"].text : "?");
+      docs.push_back(testjson::parse(r.out.substr(start, end - start)));
       start = end + 1;
     }
-    owners.resize(keys.size(), "?");
-    return owners;
+    docs.resize(keys.size());
+    return docs;
   }
 
   // The metrics page, or "" when the scrape failed.

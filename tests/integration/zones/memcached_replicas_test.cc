@@ -76,28 +76,6 @@ TEST(MemcachedReplicasTest, EveryKeyLivesOnTwoServersInTwoZones) {
   }
 }
 
-// Each key's copies as /ring names them, one curl run.
-std::vector<std::vector<std::string>> ringReplicas(uint16_t admin) {
-  std::vector<std::string> argv = {"curl", "-s", "--max-time", "60"};
-  for (int i = 0; i < kKeys; ++i)
-    argv.push_back("http://127.0.0.1:" + std::to_string(admin) + "/ring?cluster=fleet&key=k" +
-                   std::to_string(i));
-  const auto r = runCommand(argv, 90s);
-  std::vector<std::vector<std::string>> out;
-  size_t start = 0;
-  while (start < r.out.size()) {
-    const size_t end = r.out.find('\n', start);
-    const auto doc = testjson::parse(r.out.substr(start, end - start));
-    std::vector<std::string> copies;
-    if (doc)
-      for (const auto& item : (*doc)["replicas"].items) copies.push_back(item.text);
-    out.push_back(copies);
-    if (end == std::string::npos) break;
-    start = end + 1;
-  }
-  return out;
-}
-
 // Keys read (get_hits) at server `s` since its stats were reset.
 int hitsAt(CacheFleet& fleet, int s) {
   const auto r = runPython(R"(
@@ -141,7 +119,9 @@ print(bad)
                               fleet.port());
   ASSERT_EQ(read.out, "0\n") << read.err;
 
-  const auto copies = ringReplicas(fleet.adminPort());
+  std::vector<std::string> keys;
+  for (int i = 0; i < kKeys; ++i) keys.push_back("k" + std::to_string(i));
+  const auto copies = fleet.ringReplicas(keys);
   ASSERT_EQ(copies.size(), static_cast<size_t>(kKeys));
   std::vector<int> expected(6, 0);
   for (const auto& key_copies : copies) {

@@ -149,28 +149,6 @@ int getCalls(CacheServer& s) {
   return at == std::string::npos ? 0 : std::stoi(r.out.substr(at + 18));
 }
 
-// Each key's copies as /ring names them ("replicas"), one curl run.
-std::vector<std::vector<std::string>> ringReplicas(uint16_t admin, int keys) {
-  std::vector<std::string> argv = {"curl", "-s", "--max-time", "60"};
-  for (int i = 0; i < keys; ++i)
-    argv.push_back("http://127.0.0.1:" + std::to_string(admin) + "/ring?cluster=fleet&key=user:" +
-                   std::to_string(i));
-  const auto r = runCommand(argv, 90s);
-  std::vector<std::vector<std::string>> out;
-  size_t start = 0;
-  while (start < r.out.size()) {
-    const size_t end = r.out.find('\n', start);
-    const auto doc = testjson::parse(r.out.substr(start, end - start));
-    std::vector<std::string> copies;
-    if (doc)
-      for (const auto& item : (*doc)["replicas"].items) copies.push_back(item.text);
-    out.push_back(copies);
-    if (end == std::string::npos) break;
-    start = end + 1;
-  }
-  return out;
-}
-
 // With lb in zone a and read = "local", a key with a copy in zone a is read there, any other
 // key at its primary: counted at the servers themselves.
 TEST(RedisLocalReadsTest, AKeyWithACopyInLbsZoneIsReadThereAndTheOthersAtThePrimary) {
@@ -191,7 +169,9 @@ TEST(RedisLocalReadsTest, AKeyWithACopyInLbsZoneIsReadThereAndTheOthersAtThePrim
   ASSERT_EQ(replies.size(), static_cast<size_t>(kLocalKeys));
   for (int i = 0; i < kLocalKeys; ++i) ASSERT_EQ(replies[i].text, valueOf(i)) << keyOf(i);
 
-  const auto copies = ringReplicas(fleet.adminPort(), kLocalKeys);
+  std::vector<std::string> keys;
+  for (int i = 0; i < kLocalKeys; ++i) keys.push_back(keyOf(i));
+  const auto copies = fleet.ringReplicas(keys);
   ASSERT_EQ(copies.size(), static_cast<size_t>(kLocalKeys));
   std::vector<int> expected(6, 0);
   int local = 0;
