@@ -277,6 +277,15 @@ uint32_t ClusterSnapshot::nextCopyOf(uint64_t hash, uint32_t chosen) const noexc
   return nextCopy(*this, hash, view, hosts, chosen);
 }
 
+uint32_t ClusterSnapshot::readCopyOf(uint64_t hash) const noexcept {
+  PickContext ctx;
+  ctx.read_through = true;
+  ctx.replica_read = true;
+  Pick p;
+  pick(hash, ctx, &p);
+  return p.host;
+}
+
 uint32_t ClusterSnapshot::spreadSetOf(uint64_t hash, uint32_t spread,
                                       SpreadSet* out) const noexcept {
   return spreadSet(*table, hash, loads.get(), spread, out);

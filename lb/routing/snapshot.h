@@ -123,6 +123,9 @@ struct ClusterSnapshot {
   // the first other of the key's copies (the first `replicas` usable hosts of its order);
   // Pick::kNoHost when there is none.
   uint32_t nextCopyOf(uint64_t hash, uint32_t chosen) const noexcept;
+  // The copy a read of the key goes to now (the pick of a read that may read a copy, taking
+  // nothing): what a read of several keys, which does not keep each key's host, was read at.
+  uint32_t readCopyOf(uint64_t hash) const noexcept;
   // Whether a handover window may be open in the cluster (a membership change's, not yet
   // seen over, or a returned backend's): a read of several keys is then worth reading
   // through key by key. Two relaxed loads at most.

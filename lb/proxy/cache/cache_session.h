@@ -188,6 +188,16 @@ class CacheSession : public Session,
   // handoverReply's, in the form of that key's element of a part.
   virtual uint32_t handoverMisses(const CacheCommand& cmd, uint32_t* positions,
                                   uint32_t cap) noexcept;
+  // For such a read in a cluster with replicas, whose part `fragment` failed at its server:
+  // that part's reply had every one of its keys missed (in the arena, or static), so that
+  // they are read at their next copies; "" when the protocol cannot say it (the command then
+  // fails as any whose server failed).
+  virtual std::string_view mergedMissReply(CacheCommand* cmd, uint16_t fragment) noexcept;
+  // A read of several keys reads what its owners miss through (merged even with one owner):
+  // inside a handover window, or always in a cluster with replicas.
+  bool mergedReadsThrough() const noexcept {
+    return handover_reads_.enabled() && (cluster_->handoverOpen() || cluster_->replicas > 1);
+  }
 
   // --- For parse(): the near cache, through its one handle (near_reads.h) ---------------
   NearReads& near() noexcept { return near_reads_; }

@@ -261,6 +261,17 @@ bool HandoverReads::replied(CacheCommand* cmd, CacheFragment* f, const char* p,
 // again failed: its first miss is the answer (the read was a hit, counted). A merged read's
 // key read failed: that key is a miss (counted when all are in).
 bool HandoverReads::failed(CacheCommand* cmd, CacheFragment* f) noexcept {
+  // A part of a merged read of keys with copies failed before health noticed: its keys
+  // read as missed there, and are read at their next copies with the other misses.
+  if (cmd->handover_stage == kMergeAtOwners && cmd->handover_copy && !movedOn(cmd)) {
+    const std::string_view miss = s_.mergedMissReply(cmd, f->index);
+    if (!miss.empty()) {
+      cmd->parts[f->index] = {miss.data(), static_cast<uint32_t>(miss.size())};
+      if (cmd->pending > 0) return true;
+      if (!readMisses(cmd)) s_.complete(cmd);
+      return true;
+    }
+  }
   if (cmd->handover_stage == kMergeReads || cmd->handover_stage == kMergeAskedAgain) {
     cmd->parts[f->index] = {nullptr, 0};
     if (cmd->pending > 0) return true;
@@ -314,8 +325,10 @@ void HandoverReads::answered(CacheCommand* cmd) noexcept {
 
 void HandoverReads::readMerged(CacheCommand* cmd, const std::vector<std::string_view>& keys,
                                std::string_view again, uint8_t again_kind) noexcept {
-  if (sink_ == nullptr || !s_.cluster_->handoverOpen() || keys.empty()) return;
+  if (sink_ == nullptr || !s_.mergedReadsThrough() || keys.empty()) return;
   if (!again.empty() && !askAgainWith(cmd, again, again_kind)) return;
+  // Outside a handover window, the keys' misses are read at their next copies (replicas).
+  cmd->handover_copy = !s_.cluster_->handoverOpen();
   auto* reads = reinterpret_cast<HandoverKeyRead*>(
       s_.arena_.allocate(sizeof(HandoverKeyRead) * keys.size(), cmd->seq));
   if (reads == nullptr) return;   // merged as outside a window
@@ -350,8 +363,15 @@ bool HandoverReads::readMisses(CacheCommand* cmd) noexcept {
     if (positions[i] >= all) continue;
     HandoverKeyRead k = keys[positions[i]];
     const uint64_t hash = s_.routeHash({k.key, k.key_len});
-    k.owner = c.hostAt(hash, 0);
-    k.from = c.handoverFrom(hash, k.owner);
+    if (cmd->handover_copy) {
+      // The copy it was read at, as the pick chose it, and the next one; a hit there is
+      // copied back to the first.
+      k.owner = c.readCopyOf(hash);
+      k.from = c.nextCopyOf(hash, k.owner);
+    } else {
+      k.owner = c.hostAt(hash, 0);
+      k.from = c.handoverFrom(hash, k.owner);
+    }
     if (k.from != Pick::kNoHost) keys[count++] = k;
   }
   if (count == 0) return false;
@@ -393,9 +413,14 @@ void HandoverReads::mergeReadsDone(CacheCommand* cmd) noexcept {
       complete = complete && cmd->parts[k.first_fragment + r].bytes != nullptr;
     if (complete) found = wire.handoverFound(cmd->parts + k.first_fragment, per_key);
     else found.result = HandoverRead::kError;
-    if (sink_ != nullptr) sink_->stats().reads[static_cast<int>(found.result)].add();
+    if (cmd->handover_copy)
+      countReplica(found.result == HandoverRead::kHit    ? ReplicaReadResult::kReplica
+                   : found.result == HandoverRead::kMiss ? ReplicaReadResult::kMiss
+                                                         : ReplicaReadResult::kError);
+    else if (sink_ != nullptr)
+      sink_->stats().reads[static_cast<int>(found.result)].add();
     if (found.result != HandoverRead::kHit) continue;
-    const bool copied = !moved_on && copyTo(k.owner, key, found);
+    const bool copied = !moved_on && copyTo(k.owner, key, found, cmd->handover_copy);
     if (cmd->handover_reask != nullptr) {
       // Its owner answers it, asked again behind the copy on the same connection; without a
       // copy it would only miss again.
@@ -446,6 +471,8 @@ std::string_view CacheSession::handoverReply(CacheCommand*, const HandoverFound&
                                             std::string_view) noexcept {
   return found.reply;
 }
+
+std::string_view CacheSession::mergedMissReply(CacheCommand*, uint16_t) noexcept { return {}; }
 
 uint32_t CacheSession::handoverMisses(const CacheCommand&, uint32_t*, uint32_t) noexcept {
   return 0;

@@ -242,7 +242,7 @@ void MemcachedSession::routeRetrieval(CacheCommand* cmd, const mc::Request& r) n
   if (owners == Owners::kAnswered) return;
   // A retrieval of several keys inside a handover window reads the keys its owners miss
   // through (handover_reads.h), which the merge does: it is merged even with one owner.
-  const bool reads_through = handover().enabled() && cluster().handoverOpen();
+  const bool reads_through = mergedReadsThrough();
   if (owners == Owners::kOne && !reads_through) {
     sendFragment(cmd, sc.hosts[0], mc::kReplyValues, [&](ByteChain& chain) {
       mc::writeRetrieval(r, tokens, nullptr, keys, chain);
@@ -416,6 +416,11 @@ void MemcachedSession::replicateKey(CacheCommand* cmd, const mc::Request& r, con
       mc::writeForwarded(r, tokens, p, chain);
     });
   if (!r.base64_key) handover().wrote(key, hosts[0]);
+}
+
+// A part of a get of several keys that failed, as if its server had none of them: END.
+std::string_view MemcachedSession::mergedMissReply(CacheCommand* cmd, uint16_t) noexcept {
+  return cmd->kind == kGetMerge ? std::string_view("END\r\n") : std::string_view();
 }
 
 uint32_t MemcachedSession::handoverMisses(const CacheCommand& cmd, uint32_t* positions,

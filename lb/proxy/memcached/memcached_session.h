@@ -70,6 +70,7 @@ class MemcachedSession final : public CacheProtocolSession<MemcachedSession> {
                     std::string_view key) noexcept;
   std::string_view handoverReply(CacheCommand* cmd, const HandoverFound& found,
                                  std::string_view key) noexcept override;
+  std::string_view mergedMissReply(CacheCommand* cmd, uint16_t fragment) noexcept override;
   uint32_t handoverMisses(const CacheCommand& cmd, uint32_t* positions,
                           uint32_t cap) noexcept override;
   // CLIENT_ERROR (unsupported) or SERVER_ERROR lb: <what>, counted under `reason`; nothing

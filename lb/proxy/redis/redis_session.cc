@@ -90,6 +90,22 @@ void RedisSession::emitMerged(CacheCommand& cmd, ByteChain& out) noexcept {
   redis::mergeReplies(mergeInputOf(cmd), cache().scratch(), out);
 }
 
+// An MGET part that failed, as if its server had every one of its keys missing: an array of
+// as many nils as the part has keys.
+std::string_view RedisSession::mergedMissReply(CacheCommand* cmd, uint16_t fragment) noexcept {
+  if (cmd->kind != kMget || cmd->plan == nullptr) return {};
+  const auto* plan = static_cast<const uint16_t*>(cmd->plan);
+  uint32_t keys = 0;
+  for (uint32_t k = 0; k < cmd->keys; ++k) keys += plan[k] == fragment;
+  char head[16];
+  const int len = snprintf(head, sizeof head, "*%u\r\n", keys);
+  char* out = arena().allocate(static_cast<size_t>(len) + 5 * size_t{keys}, cmd->seq);
+  if (out == nullptr) return {};
+  memcpy(out, head, static_cast<size_t>(len));
+  for (uint32_t k = 0; k < keys; ++k) memcpy(out + len + 5 * k, "$-1\r\n", 5);
+  return {out, static_cast<size_t>(len) + 5 * size_t{keys}};
+}
+
 uint32_t RedisSession::handoverMisses(const CacheCommand& cmd, uint32_t* positions,
                                       uint32_t cap) noexcept {
   return redis::missedKeys(mergeInputOf(cmd), cache().scratch(), positions, cap);
@@ -472,8 +488,7 @@ void RedisSession::splitByOwner(CacheCommand* cmd, const CommandSpec& spec,
   if (owners == Owners::kAnswered) return;
   // An MGET inside a handover window reads the keys its owners miss through
   // (handover_reads.h), which the merge does: it is merged even with one owner.
-  const bool reads_through =
-      spec.route == Route::kMget && handover().enabled() && cluster().handoverOpen();
+  const bool reads_through = spec.route == Route::kMget && mergedReadsThrough();
   if (owners == Owners::kOne && !reads_through) {
     sendRaw(cmd, sc.hosts[0], raw, reply_kind);
     handoverWrote(spec, per_key, keys);

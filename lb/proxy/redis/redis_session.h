@@ -57,6 +57,7 @@ class RedisSession final : public CacheProtocolSession<RedisSession> {
   ParseStep parseOne(const char* p, size_t n);
   ReplyUse useReply(const CacheCommand& cmd, const char* p, size_t n) noexcept override;
   void emitMerged(CacheCommand& cmd, ByteChain& out) noexcept override;
+  std::string_view mergedMissReply(CacheCommand* cmd, uint16_t fragment) noexcept override;
   uint32_t handoverMisses(const CacheCommand& cmd, uint32_t* positions,
                           uint32_t cap) noexcept override;
 

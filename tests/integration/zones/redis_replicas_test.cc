@@ -12,6 +12,7 @@
 
 #include "tests/support/cache_fleet.h"
 #include "tests/support/health_harness.h"
+#include "tests/support/python_client.h"
 #include "tests/support/redis_keys.h"
 #include "tests/support/temp_dir.h"
 
@@ -140,6 +141,37 @@ print(json.dumps({'errors': errors, 'wrong': wrong, 'reads': reads, 'passes': pa
   EXPECT_EQ(metrics.find("lb_replica_reads_total{cluster=\"fleet\",result=\"replica\"} 0\n"),
             std::string::npos)
       << "no read was answered by a replica";
+}
+
+// An MGET of keys on a lost zone's servers, sent before health could notice: each part that
+// failed is read at its keys' next copies, and the client gets every value.
+TEST(RedisReplicasZoneLossTest, AnMgetSplitOverALostZoneReadsEveryValue) {
+  CacheFleet fleet(CacheServer::kRedis, 6);
+  fleet.setZones(kZones);
+  fleet.setSelector("rendezvous");
+  ASSERT_TRUE(fleet.start("", "replicas = 2\nhealth = { type = \"redis\", interval = \"60s\", "
+                              "timeout = \"1s\" }"))
+      << fleet.output();
+  TcpClient c;
+  ASSERT_TRUE(c.connect(fleet.port()));
+  ASSERT_TRUE(setKeys(c, 2000));
+  kill(fleet.server(4).pid(), SIGKILL);
+  kill(fleet.server(5).pid(), SIGKILL);
+  const auto r = runPython(R"(
+import redis
+r = redis.Redis(host='127.0.0.1', port=PORT, socket_timeout=20)
+bad = errors = 0
+for at in range(0, 2000, 50):
+    keys = ['user:%d' % i for i in range(at, at + 50)]
+    try:
+        values = r.mget(keys)
+        bad += sum(v != ('value-%d' % (i * 7919)).encode() for i, v in zip(range(at, at + 50), values))
+    except Exception:
+        errors += 1
+print(bad, errors)
+)",
+                           fleet.port());
+  EXPECT_EQ(r.out, "0 0\n") << r.err;
 }
 
 // GET calls a server has counted since its stats were reset (INFO commandstats).
