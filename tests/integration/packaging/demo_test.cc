@@ -50,7 +50,8 @@ TEST_P(ExampleConfigTest, PassesLbCheck) {
 INSTANTIATE_TEST_SUITE_P(Conf, ExampleConfigTest,
                          ::testing::Values("conf/demo.toml", "conf/http_cache.toml",
                                            "conf/memcached_redis.toml", "conf/lb.toml",
-                                           "conf/redis.toml", "conf/memcached.toml"));
+                                           "conf/redis.toml", "conf/memcached.toml",
+                                           "conf/redis_zones.toml"));
 
 TEST(RunDemoTest, AnswersCurlRedisCliAndMemcachedAndStopsEverythingOnSigint) {
   uint16_t http = freePort(), tcp = freePort(), admin = freePort();

@@ -5,6 +5,7 @@
 #include <signal.h>
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -55,6 +56,12 @@ TEST(HttpReplicasTest, AKeysCopyInLbsZoneServesItAndTheOthersTakeItWhenItIsDown)
     ASSERT_TRUE(ring);
     for (const auto& item : (*ring)["replicas"].items()) copies[k].push_back(item.asString());
     ASSERT_EQ(copies[k].size(), 2u);
+    // /ring shows each host's zone beside the order: one of each zone first.
+    const auto& zones = (*ring)["zones"].items();
+    ASSERT_EQ(zones.size(), 6u);
+    EXPECT_EQ(std::set<std::string>({zones[0].asString(), zones[1].asString(),
+                                     zones[2].asString()}).size(),
+              3u);
     std::string expected = copies[k][0];
     for (const auto& name : copies[k])
       if (zone_of[name] == "a") {
