@@ -147,6 +147,27 @@ class CacheFleet {
     return out;
   }
 
+  // Where read = "local" sends each read of keys with these copies (ringReplicas), counted
+  // per server: a key's first copy in `zone`, else its first copy. *local: the keys with a
+  // copy in `zone`. An empty result when a key has no copies.
+  std::vector<int> localReadsByServer(const std::vector<std::vector<std::string>>& copies,
+                                      const std::string& zone, int* local = nullptr) const {
+    std::vector<int> reads(static_cast<size_t>(count_), 0);
+    if (local != nullptr) *local = 0;
+    for (const auto& key_copies : copies) {
+      if (key_copies.empty()) return {};
+      int target = indexOf(key_copies[0]);
+      for (const auto& name : key_copies)
+        if (zoneOf(indexOf(name)) == zone) {
+          target = indexOf(name);
+          if (local != nullptr) ++*local;
+          break;
+        }
+      ++reads[static_cast<size_t>(target)];
+    }
+    return reads;
+  }
+
   // GET /ring for each key, parsed, in order (one curl run); nullopt where it did not answer.
   std::vector<std::optional<testjson::Value>> ringAnswers(const std::vector<std::string>& keys) {
     std::vector<std::string> argv = {"curl", "-s", "--max-time", "60"};

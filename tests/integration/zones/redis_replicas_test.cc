@@ -205,19 +205,9 @@ TEST(RedisLocalReadsTest, AKeyWithACopyInLbsZoneIsReadThereAndTheOthersAtThePrim
   for (int i = 0; i < kLocalKeys; ++i) keys.push_back(keyOf(i));
   const auto copies = fleet.ringReplicas(keys);
   ASSERT_EQ(copies.size(), static_cast<size_t>(kLocalKeys));
-  std::vector<int> expected(6, 0);
+  for (const auto& key_copies : copies) ASSERT_EQ(key_copies.size(), 2u);
   int local = 0;
-  for (const auto& key_copies : copies) {
-    ASSERT_EQ(key_copies.size(), 2u);
-    int target = fleet.indexOf(key_copies[0]);
-    for (const auto& name : key_copies)
-      if (kZones[fleet.indexOf(name)] == "a") {
-        target = fleet.indexOf(name);
-        ++local;
-        break;
-      }
-    ++expected[target];
-  }
+  const std::vector<int> expected = fleet.localReadsByServer(copies, "a", &local);
   std::vector<int> counted;
   for (int s = 0; s < fleet.size(); ++s) counted.push_back(getCalls(fleet.server(s)));
   EXPECT_EQ(counted, expected);
