@@ -48,6 +48,11 @@ TEST(HttpReplicasTest, AKeysCopyInLbsZoneServesItAndTheOthersTakeItWhenItIsDown)
   ASSERT_TRUE(lb.start(config(origins, web, admin), {web, admin})) << lb.output();
   std::map<std::string, std::string> zone_of;
   for (size_t i = 0; i < origins.size(); ++i) zone_of[origins.name(i)] = kZones[i];
+  // /backends shows each backend's zone.
+  const auto backends = adminJson(admin, "/backends");
+  ASSERT_TRUE(backends);
+  for (const auto& b : (*backends)["clusters"].items()[0]["backends"].items())
+    EXPECT_EQ(b["zone"].asString(), zone_of[b["name"].asString()]);
 
   std::vector<std::vector<std::string>> copies(kKeys);
   int local = 0;
