@@ -13,12 +13,20 @@ namespace lb {
 
 HandoverSink::HandoverSink(std::shared_ptr<ClusterState> state, const CacheWire& wire,
                            unsigned worker) noexcept
-    : state_(std::move(state)), wire_(wire), stats_(state_->handover.worker(worker)) {
+    : state_(std::move(state)), wire_(wire), stats_(state_->handover.worker(worker)),
+      worker_(worker) {
   copies_.session = this;
   deletes_.session = this;
+  replica_writes_.session = this;
 }
 
 void HandoverSink::fragmentReply(CacheFragment* f, const char* p, size_t n) noexcept {
+  if (f->command == &replica_writes_) {
+    if (wire_.isError(p, n) && f->copy_of != nullptr)
+      f->copy_of->per_worker[worker_].replica_write_failures.add();
+    f->command = nullptr;
+    return;
+  }
   const HandoverWrite w = wire_.handoverWritten(p, n);
   if (f->command == &copies_) {
     const HandoverCopy c = w == HandoverWrite::kDone      ? HandoverCopy::kStored
@@ -34,7 +42,9 @@ void HandoverSink::fragmentReply(CacheFragment* f, const char* p, size_t n) noex
 }
 
 void HandoverSink::fragmentFailed(CacheFragment* f, CacheErrorReason, std::string_view) noexcept {
-  if (f->command == &copies_)
+  if (f->command == &replica_writes_) {
+    if (f->copy_of != nullptr) f->copy_of->per_worker[worker_].replica_write_failures.add();
+  } else if (f->command == &copies_)
     stats_.copies[static_cast<int>(HandoverCopy::kError)].add();
   else
     stats_.deletes[static_cast<int>(HandoverDelete::kError)].add();
@@ -47,21 +57,30 @@ namespace {
 // A copy or a delete to `host` of the session's table: the bytes, then a fragment of the
 // sink's behind them. Nothing waits for it; its host carries it as a unit of live load until
 // it is answered, added here since no pick took one for it.
-template <class Write>
-void sendUnanswered(ServerTable& table, uint32_t slot, uint64_t connect_timeout_ms,
-                    uint32_t response_timeout_ms, CacheWorker& worker, CacheCommand* owner,
-                    uint32_t host, uint8_t reply_kind, Write&& write) noexcept {
+// Behind the bytes just written to `host`'s connection: `f` (taken before they were
+// written, so that no byte goes out without its fragment) queued for their reply.
+void queueUnanswered(ServerTable& table, uint32_t slot, uint32_t response_timeout_ms,
+                     CacheFragment* f, CacheCommand* owner, uint32_t host,
+                     uint8_t reply_kind) noexcept {
   ServerGroup* g = table.hosts[host];
   ServerConnection* s = g->servers[slot % g->servers.size()];
-  CacheFragment* f = worker.newFragment();
-  if (f == nullptr) return;   // out of memory: no copy, no delete, nothing sent
-  write(s->open(connect_timeout_ms));
   f->command = owner;
   f->reply_kind = reply_kind;
   f->timeout_ms = response_timeout_ms;
   f->sent_ns = uv_hrtime();
   g->state->addLive();
   s->push(f);
+}
+
+template <class Write>
+void sendUnanswered(ServerTable& table, uint32_t slot, uint64_t connect_timeout_ms,
+                    uint32_t response_timeout_ms, CacheWorker& worker, CacheCommand* owner,
+                    uint32_t host, uint8_t reply_kind, Write&& write) noexcept {
+  ServerGroup* g = table.hosts[host];
+  CacheFragment* f = worker.newFragment();
+  if (f == nullptr) return;   // out of memory: no copy, no delete, nothing sent
+  write(g->servers[slot % g->servers.size()]->open(connect_timeout_ms));
+  queueUnanswered(table, slot, response_timeout_ms, f, owner, host, reply_kind);
 }
 
 }  // namespace
@@ -144,6 +163,23 @@ bool HandoverReads::resolveFrom(CacheCommand* cmd) noexcept {
   const std::string_view key{cmd->handover_key, cmd->handover_key_len};
   cmd->handover_from = s_.cluster_->nextCopyOf(s_.routeHash(key), cmd->handover_owner);
   return cmd->handover_from != Pick::kNoHost;
+}
+
+ByteChain* HandoverReads::openCopy(uint32_t host) noexcept {
+  if (sink_ == nullptr || open_copy_ != nullptr) return nullptr;
+  open_copy_ = s_.cache_.newFragment();
+  if (open_copy_ == nullptr) return nullptr;
+  open_copy_->copy_of = s_.table_->hosts[host]->state.get();
+  return &s_.openFragment(host);
+}
+
+void HandoverReads::copyWritten(uint32_t host, uint8_t reply_kind) noexcept {
+  CacheFragment* f = open_copy_;
+  open_copy_ = nullptr;
+  if (f == nullptr) return;
+  queueUnanswered(*s_.table_, s_.slot_,
+                  static_cast<uint32_t>(s_.listener_->config->timeouts.response.count()), f,
+                  sink_->replicaWrites(), host, reply_kind);
 }
 
 bool HandoverReads::movedOn(const CacheCommand* cmd) const noexcept {

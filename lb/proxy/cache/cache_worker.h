@@ -72,6 +72,8 @@ struct CacheScratch {
   std::vector<uint32_t> near_remote;
   std::vector<uint32_t> near_element;
   std::vector<FragmentReply> near_hits;
+  // A write of several keys with replicas: (host << 32 | key) of each copy past the first.
+  std::vector<uint64_t> copies;
 };
 
 class CacheWorker final : public ServerConnectionHost, public WorkerService {

@@ -35,6 +35,7 @@ struct HandoverKeyRead {
   uint32_t reply_len = 0;
 };
 
+struct BackendState;
 struct CacheCommand;
 struct CacheFragment;
 
@@ -68,6 +69,9 @@ struct CacheFragment {
   uint16_t index = 0;                         // among its command's fragments
   uint8_t reply_kind = 0;                     // the protocol's framing hint for its reply
   bool timed_out = false;                     // its command has been answered with a timeout
+  // A copy of a write of several keys to one of their replicas (HandoverSink): the backend
+  // it went to, where a failure is counted.
+  BackendState* copy_of = nullptr;
 };
 
 // One key of a multi-key read whose element of a fragment's reply may fill the near cache:

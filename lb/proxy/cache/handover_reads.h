@@ -58,6 +58,7 @@
 
 namespace lb {
 
+class ByteChain;
 class CacheSession;
 class CacheWire;
 struct HandoverFound;
@@ -82,6 +83,9 @@ class HandoverSink final : public FragmentOwner {
   // What a copy's and a delete's fragments belong to.
   CacheCommand* copies() noexcept { return &copies_; }
   CacheCommand* deletes() noexcept { return &deletes_; }
+  // What the replica copies of a write of several keys belong to: nobody waits for them; an
+  // error or a failure is counted at the copy's backend (lb_replica_write_failures_total).
+  CacheCommand* replicaWrites() noexcept { return &replica_writes_; }
 
   void fragmentReply(CacheFragment* f, const char* p, size_t n) noexcept override;
   void fragmentFailed(CacheFragment* f, CacheErrorReason reason,
@@ -93,6 +97,8 @@ class HandoverSink final : public FragmentOwner {
   HandoverWorkerStats& stats_;
   CacheCommand copies_;
   CacheCommand deletes_;
+  CacheCommand replica_writes_;
+  unsigned worker_;
 };
 
 class HandoverReads {
@@ -134,6 +140,12 @@ class HandoverReads {
   // A delete of `key` at `host`, answered to nobody (counted with the handover deletes): a
   // replica's copy that a compare-and-swap at the primary made stale.
   void deleteAt(std::string_view key, uint32_t host) noexcept;
+  // A write's copy to `host` that nobody waits for (the replicas of a write of several keys,
+  // past each key's first host): the command's bytes go in the chain openCopy returns (null:
+  // no sink, or no memory: send nothing), then copyWritten queues its reply's fragment,
+  // framed as `reply_kind`.
+  ByteChain* openCopy(uint32_t host) noexcept;
+  void copyWritten(uint32_t host, uint8_t reply_kind) noexcept;
 
  private:
   friend class CacheSession;
@@ -171,6 +183,7 @@ class HandoverReads {
 
   CacheSession& s_;
   HandoverSink* sink_ = nullptr;   // the session's table's, while held; null: off
+  CacheFragment* open_copy_ = nullptr;   // between openCopy and copyWritten
 };
 
 }  // namespace lb

@@ -1,5 +1,6 @@
 #include "lb/proxy/redis/redis_session.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 
@@ -492,6 +493,7 @@ void RedisSession::splitByOwner(CacheCommand* cmd, const CommandSpec& spec,
   if (owners == Owners::kOne && !reads_through) {
     sendRaw(cmd, sc.hosts[0], raw, reply_kind);
     handoverWrote(spec, per_key, keys);
+    replicateSplit(spec, per_key, keys, reply_kind);
     return;
   }
   const uint8_t kind = spec.route == Route::kMget   ? kMget
@@ -517,6 +519,48 @@ void RedisSession::splitByOwner(CacheCommand* cmd, const CommandSpec& spec,
     }
   });
   handoverWrote(spec, per_key, keys);
+  replicateSplit(spec, per_key, keys, reply_kind);
+}
+
+// A split command that writes (MSET, DEL, UNLINK, TOUCH) in a cluster with replicas has gone
+// to its keys' first hosts (scratch().hosts), whose replies are the client's: the same
+// command, over the keys each other copy holds, goes to each of those copies with nobody
+// waiting for it (a copy's error or failure is counted at its backend).
+void RedisSession::replicateSplit(const CommandSpec& spec, size_t per_key, size_t keys,
+                                  uint8_t reply_kind) noexcept {
+  if (spec.read_only || replicas() < 2 || !handover().enabled()) return;
+  CacheScratch& sc = cache().scratch();
+  const std::vector<std::string_view>& args = sc.args;
+  std::vector<uint64_t>& copies = sc.copies;
+  try {
+    copies.clear();
+    Pick picks[kMaxCopies];
+    for (size_t k = 0; k < keys; ++k) {
+      const uint64_t hash = routeHash(args[1 + k * per_key]);
+      const uint32_t n = cluster().pickReplicas(hash, replicas(), picks);
+      for (uint32_t i = 0; i < n; ++i)
+        if (picks[i].host != sc.hosts[k]) copies.push_back(uint64_t{picks[i].host} << 32 | k);
+    }
+  } catch (...) {   // out of memory: the first hosts have the keys, the copies not
+    return;
+  }
+  std::sort(copies.begin(), copies.end());
+  for (size_t at = 0; at < copies.size();) {
+    const auto host = static_cast<uint32_t>(copies[at] >> 32);
+    size_t end = at;
+    while (end < copies.size() && copies[end] >> 32 == host) ++end;
+    if (ByteChain* out = handover().openCopy(host)) {
+      resp::appendArrayHeader(*out, 1 + (end - at) * per_key);
+      resp::appendBulk(*out, args[0]);
+      for (size_t i = at; i < end; ++i) {
+        const size_t k = static_cast<uint32_t>(copies[i]);
+        resp::appendBulk(*out, args[1 + k * per_key]);
+        if (per_key == 2) resp::appendBulk(*out, args[2 + k * per_key]);
+      }
+      handover().copyWritten(host, reply_kind);
+    }
+    at = end;
+  }
 }
 
 // A split command that writes (DEL, UNLINK, MSET) has gone to its keys' owners

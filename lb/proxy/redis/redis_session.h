@@ -65,6 +65,8 @@ class RedisSession final : public CacheProtocolSession<RedisSession> {
   void dispatchGet(std::string_view raw, std::string_view key) noexcept;
   void sendReplicated(CacheCommand* cmd, std::string_view raw, std::string_view key,
                       uint64_t hash) noexcept;
+  void replicateSplit(const redis::CommandSpec& spec, size_t per_key, size_t keys,
+                      uint8_t reply_kind) noexcept;
   void sendGet(CacheCommand* cmd, std::string_view raw, std::string_view key, uint64_t hash,
                NearLook look = {}) noexcept;
   bool nearCacheable(const char* p, size_t n) const noexcept override;

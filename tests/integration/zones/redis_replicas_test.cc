@@ -143,6 +143,51 @@ print(json.dumps({'errors': errors, 'wrong': wrong, 'reads': reads, 'passes': pa
       << "no read was answered by a replica";
 }
 
+// MSET and DEL of several keys reach every copy of each key, not only its first host.
+TEST(RedisReplicasSplitWritesTest, MsetAndDelOfSeveralKeysReachEveryCopy) {
+  CacheFleet fleet(CacheServer::kRedis, 6);
+  fleet.setZones(kZones);
+  fleet.setSelector("maglev");
+  ASSERT_TRUE(fleet.start("", "replicas = 2")) << fleet.output();
+  TcpClient c;
+  ASSERT_TRUE(c.connect(fleet.port()));
+  std::vector<std::string> mset = {"MSET"}, del = {"DEL"};
+  for (int i = 0; i < 200; ++i) {
+    mset.insert(mset.end(), {keyOf(i), valueOf(i)});
+    if (i % 2 == 0) del.push_back(keyOf(i));
+  }
+  // One command of many arguments, as RESP.
+  auto call = [&](const std::vector<std::string>& args) {
+    std::string wire = "*" + std::to_string(args.size()) + "\r\n";
+    for (const auto& a : args) wire += "$" + std::to_string(a.size()) + "\r\n" + a + "\r\n";
+    return c.send(wire) ? readRedisReply(c) : std::nullopt;
+  };
+  ASSERT_EQ(call(mset), "OK");
+  // Each key on two servers in two zones, set by the one MSET.
+  auto holders = [&] {
+    std::map<std::string, std::vector<int>> by_key;
+    for (int s = 0; s < fleet.size(); ++s)
+      for (const std::string& k : keysAt(fleet.server(s))) by_key[k].push_back(s);
+    return by_key;
+  };
+  // The copies past the first host are not waited for: poll until they are all in.
+  std::map<std::string, std::vector<int>> held;
+  ASSERT_TRUE(waitUntil(
+      [&] {
+        held = holders();
+        if (held.size() != 200u) return false;
+        for (const auto& [k, s] : held)
+          if (s.size() != 2u) return false;
+        return true;
+      },
+      10s));
+  for (const auto& [k, s] : held) EXPECT_NE(kZones[s[0]], kZones[s[1]]) << k;
+  // DEL answers with the first hosts' count, and the keys go from every copy.
+  EXPECT_EQ(call(del), "100");
+  ASSERT_TRUE(waitUntil([&] { return holders().size() == 100u; }, 10s));
+  for (const auto& [k, s] : holders()) EXPECT_EQ(s.size(), 2u) << k;
+}
+
 // An MGET of keys on a lost zone's servers, sent before health could notice: each part that
 // failed is read at its keys' next copies, and the client gets every value.
 TEST(RedisReplicasZoneLossTest, AnMgetSplitOverALostZoneReadsEveryValue) {
