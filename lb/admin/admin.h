@@ -62,6 +62,10 @@ Admin* startAdmin(uv_loop_t* loop, const std::string& listen, AdminHooks hooks,
 // Main thread only. Closes the listener and every admin connection; frees itself after the
 // last close callback. Null is allowed.
 void stopAdmin(Admin* admin);
+// A dup of the admin server's listening socket (-1 without one): `lb upgrade` hands it over.
+int dupAdminSocket(Admin* admin);
+// Stops accepting admin connections; those open are still answered until stopAdmin().
+void stopAdminAccepting(Admin* admin);
 // Main thread only. Records a reload attempt (lb_config_reloads_total{result},
 // lb_config_last_reload_success_timestamp_seconds). Null is allowed.
 void noteReload(Admin* admin, bool ok);

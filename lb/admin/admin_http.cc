@@ -1,6 +1,7 @@
 #include "lb/admin/admin_http.h"
 
 #include "lb/core/address.h"
+#include "lb/net/inherited_sockets.h"
 
 namespace lb {
 
@@ -22,6 +23,8 @@ HttpServer* startAdminHttp(uv_loop_t* loop, const std::string& listen, AdminHand
     return nullptr;
   }
   HttpServerOptions options;
+  // The admin socket of the lb this one replaced, or systemd's, is served rather than bound.
+  options.fd = takeInheritedAdminSocket(reinterpret_cast<const sockaddr*>(&address), len);
   options.max_head_bytes = limits.max_request_bytes;
   options.max_connections = limits.max_connections;
   options.request_timeout_ms = limits.idle_timeout_ms;

@@ -70,6 +70,14 @@ Admin* startAdmin(uv_loop_t* loop, const std::string& listen, AdminHooks hooks,
   return admin;
 }
 
+int dupAdminSocket(Admin* admin) {
+  return admin != nullptr ? admin->server_->dupListeningSocket() : -1;
+}
+
+void stopAdminAccepting(Admin* admin) {
+  if (admin != nullptr) admin->server_->stopAccepting();
+}
+
 void stopAdmin(Admin* admin) {
   if (admin != nullptr) admin->server_->stop();
 }

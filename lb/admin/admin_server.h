@@ -26,6 +26,8 @@ class Admin {
  private:
   friend Admin* startAdmin(uv_loop_t*, const std::string&, AdminHooks, std::string*);
   friend void stopAdmin(Admin*);
+  friend void stopAdminAccepting(Admin*);
+  friend int dupAdminSocket(Admin*);
   explicit Admin(AdminHooks hooks);
   ~Admin() = default;
 

@@ -4,6 +4,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <charconv>
 #include <fstream>
 #include <sstream>
@@ -90,6 +91,16 @@ std::optional<uint64_t> parseBootTime(std::string_view text) {
   return std::nullopt;
 }
 
+namespace {
+std::atomic<uint64_t> process_generation{1};
+}
+
+void setProcessGeneration(uint64_t generation) {
+  process_generation.store(generation, std::memory_order_relaxed);
+}
+
+uint64_t processGeneration() { return process_generation.load(std::memory_order_relaxed); }
+
 ProcessCollector::ProcessCollector()
     : ticks_per_second_(sysconf(_SC_CLK_TCK)), page_size_(sysconf(_SC_PAGESIZE)) {
   if (auto s = readFile("/proc/stat")) boot_time_ = parseBootTime(*s);
@@ -117,6 +128,9 @@ std::vector<prometheus::MetricFamily> ProcessCollector::Collect() const {
   }
   if (auto fds = openFds())
     out.push_back(gauge("process_open_fds", "Number of open file descriptors.", *fds));
+  out.push_back(gauge("lb_process_generation",
+                      "1 for an lb started cold; one more with each lb upgrade since.",
+                      static_cast<double>(processGeneration())));
   rlimit lim{};
   if (getrlimit(RLIMIT_NOFILE, &lim) == 0)
     out.push_back(gauge("process_max_fds", "Maximum number of open file descriptors.",

@@ -29,6 +29,11 @@ std::optional<ProcStat> parseProcStat(std::string_view text);
 // Parses the "btime" line of /proc/stat: boot time in seconds since the epoch.
 std::optional<uint64_t> parseBootTime(std::string_view proc_stat_text);
 
+// lb_process_generation: 1 for a process started cold, one more than its predecessor's for a
+// process an `lb upgrade` started (lb/upgrade/upgrade.h). Set once, before the admin server runs.
+void setProcessGeneration(uint64_t generation);
+uint64_t processGeneration();
+
 // Any thread. Reads /proc/self on every Collect(); a file that cannot be read drops only the
 // metrics that come from it.
 class ProcessCollector final : public prometheus::Collectable {

@@ -10,6 +10,8 @@
 #include "lb/core/log.h"
 #include "lb/app/worker_group.h"
 #include "lb/app/service_notify.h"
+#include "lb/upgrade/upgrade.h"
+#include "lb/admin/process_metrics.h"
 #include "lb/health/health_manager.h"
 #include "lb/membership/membership_tls.h"
 #include "lb/core/duration.h"
@@ -51,7 +53,8 @@ void Lifecycle::start() {
   struct {
     uv_signal_t* handle;
     int signum;
-  } signals[] = {{&sighup_, SIGHUP}, {&sigterm_, SIGTERM}, {&sigint_, SIGINT}};
+  } signals[] = {{&sighup_, SIGHUP}, {&sigterm_, SIGTERM}, {&sigint_, SIGINT},
+                 {&sigusr2_, SIGUSR2}};
   for (auto& s : signals) {
     uv_signal_init(loop_, s.handle);
     s.handle->data = this;
@@ -75,6 +78,15 @@ void Lifecycle::onSignal(uv_signal_t* s, int signum) {
       self->reload();
     } catch (const std::exception& e) {   // out of memory reading or building: nothing applied
       self->reloadFailed({{self->config_path_, {}, "", e.what()}});
+    }
+    return;
+  }
+  if (signum == SIGUSR2) {
+    LB_INFO("SIGUSR2: upgrading");
+    try {
+      self->upgrade();
+    } catch (const std::exception& e) {   // out of memory: nothing started
+      LB_ERROR("upgrade failed: %s; this lb keeps serving", e.what());
     }
     return;
   }
@@ -253,10 +265,41 @@ void Lifecycle::dropReload() {
   LB_WARN("reload: dropped while resolving names (lb is stopping)");
 }
 
+void Lifecycle::upgrade() {
+  if (draining_ || finished_) {
+    LB_WARN("upgrade: lb is draining; no upgrade");
+    return;
+  }
+  if (upgrade_ != nullptr) {
+    LB_WARN("upgrade: one is already running");
+    return;
+  }
+  UpgradeHooks hooks;
+  hooks.sockets = [this](std::vector<int>* fds, int* admin) {
+    for (unsigned i = 0; i < server_.workerCount(); ++i) server_.worker(i).dupListeningSockets(fds);
+    *admin = dupAdminSocket(admin_);
+  };
+  hooks.health = [this] { return health_ != nullptr ? health_->carry() : std::vector<HealthCarry>{}; };
+  hooks.generation = processGeneration();
+  hooks.ready = [this](pid_t pid) {
+    // systemd follows the new process; this one leaves quietly (no STOPPING=1: the service
+    // is not stopping), and its admin socket is the new one's to answer from now on.
+    notifyMainPid(pid);
+    upgraded_ = true;
+    stopAdminAccepting(admin_);
+    beginDrain();
+  };
+  hooks.done = [this](Upgrade* u) {
+    if (upgrade_ == u) upgrade_ = nullptr;
+  };
+  upgrade_ = Upgrade::start(loop_, {"lb", "--config", config_path_}, std::move(hooks));
+}
+
 void Lifecycle::beginDrain() {
   if (draining_ || finished_) return;
   draining_ = true;
-  notifyStopping();
+  if (upgrade_ != nullptr) upgrade_->abandon();   // no-op when it is the upgrade that drains us
+  if (!upgraded_) notifyStopping();
   dropReload();
   if (membership_.stop) membership_.stop();
   const Duration timeout = server_.snapshot()->config.drain_timeout;
@@ -294,7 +337,8 @@ void Lifecycle::finish() {
   admin_ = nullptr;
   if (health_ != nullptr) health_->stop();
   health_ = nullptr;
-  for (uv_signal_t* s : {&sighup_, &sigterm_, &sigint_})
+  if (upgrade_ != nullptr) upgrade_->abandon();
+  for (uv_signal_t* s : {&sighup_, &sigterm_, &sigint_, &sigusr2_})
     uv_close(reinterpret_cast<uv_handle_t*>(s), nullptr);
   uv_close(reinterpret_cast<uv_handle_t*>(&drain_timer_), nullptr);
   uv_close(reinterpret_cast<uv_handle_t*>(&leaving_timer_), nullptr);

@@ -11,6 +11,10 @@
 //                    requests and connections to finish or lb.drain_timeout to pass, then
 //                    let the main loop end (the caller stops the workers and exits 0).
 //                    A second signal during the drain ends it at once.
+//   SIGUSR2          upgrade (lb/upgrade/upgrade.h): the binary at lb's own path takes the
+//                    listening sockets and the health view; once it says ready this process
+//                    drains as above (its admin socket is the new one's already, and /ready
+//                    stays 200: the service is ready, only this process leaves).
 // Each step is also told to the service manager (lb/app/service_notify.h): RELOADING=1 then
 // READY=1 around a reload, STOPPING=1 when a drain begins.
 #pragma once
@@ -28,6 +32,7 @@
 namespace lb {
 
 class Admin;
+class Upgrade;
 class AnsweredResolver;
 class HealthManager;
 class ResolveBatch;
@@ -79,6 +84,10 @@ class Lifecycle {
   // Main thread. Starts the drain (idempotent).
   void beginDrain();
   bool draining() const { return draining_; }
+  // Main thread. SIGUSR2: starts an upgrade unless one runs or lb drains.
+  void upgrade();
+  // Whether this process drains because an upgrade's new process serves in its place.
+  bool upgraded() const { return upgraded_; }
   // Main thread. Closes every handle of ours (and the admin server); the main loop then
   // ends. Idempotent.
   void finish();
@@ -110,6 +119,9 @@ class Lifecycle {
   uv_signal_t sighup_;
   uv_signal_t sigterm_;
   uv_signal_t sigint_;
+  uv_signal_t sigusr2_;
+  Upgrade* upgrade_ = nullptr;      // the attempt running, if any
+  bool upgraded_ = false;
   uv_timer_t drain_timer_;
   uv_timer_t leaving_timer_;
   bool started_ = false;

@@ -10,6 +10,7 @@
 #include "lb/app/command_line.h"
 #include "lb/cli/hotkeys/hotkeys_cli.h"
 #include "lb/cli/membership/membership_cli.h"
+#include "lb/cli/upgrade/upgrade_cli.h"
 #include "lb/app/resolver.h"
 #include "lb/app/tls_setup.h"
 #include "lb/app/worker_group.h"
@@ -45,6 +46,7 @@ int run(int argc, char** argv) {
   if (argc >= 2 && strcmp(argv[1], "membership") == 0)
     return lb::runMembership(argc - 2, argv + 2);
   if (argc >= 2 && strcmp(argv[1], "hotkeys") == 0) return lb::runHotkeys(argc - 2, argv + 2);
+  if (argc >= 2 && strcmp(argv[1], "upgrade") == 0) return lb::runUpgrade(argc - 2, argv + 2);
   const lb::CommandLine cl = lb::parseCommandLine(argc, argv);
   switch (cl.action) {
     case lb::CommandLine::Action::kHelp:

@@ -1,6 +1,9 @@
 // `lb --config FILE`: the process from config load to exit code (lb/app/worker_group.h).
 #include <signal.h>
+#include <systemd/sd-daemon.h>
 #include <uv.h>
+
+#include <cstdlib>
 
 #include <cstdio>
 
@@ -11,6 +14,9 @@
 #include "lb/app/memberships.h"
 #include "lb/app/resolver.h"
 #include "lb/app/service_notify.h"
+#include "lb/upgrade/upgrade_channel.h"
+#include "lb/admin/process_metrics.h"
+#include "lb/net/inherited_sockets.h"
 #include "lb/app/worker_group.h"
 #include "lb/config/config.h"
 #include "lb/core/log.h"
@@ -20,7 +26,57 @@
 
 namespace lb {
 
+namespace {
+
+// The sockets this process starts with instead of binding: the running lb's, when it started
+// this one for an upgrade (lb/upgrade/upgrade_channel.h), else systemd's socket activation
+// (sd_listen_fds). False with *error when the hand-over fails: the old lb keeps serving.
+bool takeStartSockets(HandoverIn* handover, std::string* error) {
+  if (const char* path = getenv(kUpgradeSocketEnv); path != nullptr) {
+    const std::string p = path;
+    unsetenv(kUpgradeSocketEnv);   // not for a later upgrade's child
+    if (!receiveHandover(p, handover, error)) return false;
+    setProcessGeneration(handover->generation);
+    LB_INFO("upgrade: took %zu listening socket%s from pid %d (generation %llu)",
+            handover->sockets, handover->sockets == 1 ? "" : "s", handover->from,
+            static_cast<unsigned long long>(handover->generation));
+    return true;
+  }
+  // unset_environment = 1: a later upgrade's child must not take these as its own.
+  const int n = sd_listen_fds(1);
+  for (int i = 0; i < n; ++i) {
+    if (!addInheritedSocket(SD_LISTEN_FDS_START + i))
+      LB_WARN("socket activation: fd %d is not a listening TCP socket; closed",
+              SD_LISTEN_FDS_START + i);
+  }
+  if (n > 0) LB_INFO("socket activation: %d listening socket%s from the service manager", n,
+                     n == 1 ? "" : "s");
+  return true;
+}
+
+// Prints `errors` and, for an upgrade, tells the old lb why this one will not serve.
+int refuseStart(const Errors& errors, HandoverIn* handover) {
+  std::string why;
+  for (const auto& e : errors) {
+    fprintf(stderr, "%s\n", e.format().c_str());
+    if (why.size() < 2000) why += (why.empty() ? "" : "; ") + e.format();
+  }
+  sayFailed(handover, why);
+  return 1;
+}
+
+}  // namespace
+
 int runServer(const std::string& config_path) {
+  // SIGUSR2's default action would end the process: until the lifecycle takes it, ignored.
+  signal(SIGUSR2, SIG_IGN);
+  HandoverIn handover;
+  std::string handover_error;
+  if (!takeStartSockets(&handover, &handover_error)) {
+    fprintf(stderr, "%s\n", handover_error.c_str());
+    sayFailed(&handover, handover_error);
+    return 1;
+  }
   // Backend host names resolve here, before any worker starts; one that does not is a config
   // error like any other.
   BlockingResolver resolver;
@@ -28,23 +84,14 @@ int runServer(const std::string& config_path) {
   Errors warnings;
   Errors errors = loaded.ok() ? checkServes(loaded.value(), &warnings) : loaded.errors();
   for (const auto& w : warnings) fprintf(stderr, "%s\n", w.format().c_str());
-  if (!errors.empty()) {
-    for (const auto& e : errors) fprintf(stderr, "%s\n", e.format().c_str());
-    return 1;
-  }
+  if (!errors.empty()) return refuseStart(errors, &handover);
   Config config = std::move(loaded.value());
   // The state file is written next to where it says; a directory that is missing would fail
   // only at the first apply, long after the operator has looked away.
-  if (Errors dirs = checkStateFileDirs(config); !dirs.empty()) {
-    for (const auto& e : dirs) fprintf(stderr, "%s\n", e.format().c_str());
-    return 1;
-  }
+  if (Errors dirs = checkStateFileDirs(config); !dirs.empty()) return refuseStart(dirs, &handover);
   // A membership's CA or client certificate that does not load is the config's mistake, not
   // etcd's: refused here with its position, as a cluster's own tls files are.
-  if (Errors tls = checkMembershipTls(config); !tls.empty()) {
-    for (const auto& e : tls) fprintf(stderr, "%s\n", e.format().c_str());
-    return 1;
-  }
+  if (Errors tls = checkMembershipTls(config); !tls.empty()) return refuseStart(tls, &handover);
   setLogLevel(config.log_level);
   signal(SIGPIPE, SIG_IGN);
   const unsigned workers = resolveWorkerCount(config.workers);
@@ -63,7 +110,7 @@ int runServer(const std::string& config_path) {
   memberships.initialOverlay(config, origins, hosts);
   auto snap = buildSnapshot(std::move(config), server.registry(), 1, &hosts, &origins);
   if (!snap.ok()) {
-    for (const auto& e : snap.errors()) fprintf(stderr, "%s\n", e.format().c_str());
+    refuseStart(snap.errors(), &handover);
     memberships.stop();
     uv_run(&loop, UV_RUN_DEFAULT);
     uv_loop_close(&loop);
@@ -85,6 +132,10 @@ int runServer(const std::string& config_path) {
   Errors held;
   for (const ListenerSnapshot& ls : snap.value()->listeners) {
     std::string why;
+    // An inherited socket is this process's: the lb that holds it too is the one it replaces.
+    if (haveInheritedSocket(reinterpret_cast<const sockaddr*>(&ls.listen_address),
+                            ls.listen_address_len))
+      continue;
     if (!probeBind(ls, &why))
       held.push_back({snap.value()->config.file, ls.config->pos,
                       "listeners." + ls.config->name + ".listen", why});
@@ -92,6 +143,8 @@ int runServer(const std::string& config_path) {
   for (const auto& e : held) LB_ERROR("%s", e.format().c_str());
   if (!held.empty() || !server.start(snap.value(), &error)) {
     if (!error.empty()) LB_ERROR("%s", error.c_str());
+    if (!error.empty()) held.push_back({config_path, {}, "", error});
+    refuseStart(held, &handover);
     lifecycle.finish();   // stops the membership sources too
     dns.stop();
     uv_run(&loop, UV_RUN_DEFAULT);
@@ -109,11 +162,15 @@ int runServer(const std::string& config_path) {
   };
   HealthManager* health = HealthManager::create(&loop, std::move(health_hooks));
   health->apply(snap.value());
+  // What the lb before this one knew to be down stays down, without a request to find out.
+  if (size_t n = health->adopt(handover.health); n > 0)
+    LB_INFO("upgrade: %zu backend%s out of rotation as before", n, n == 1 ? "" : "s");
   lifecycle.setHealth(health);
 
   AdminHooks hooks;
   hooks.snapshot = [&server] { return server.snapshot(); };
-  hooks.draining = [&server] { return server.draining(); };
+  // /ready stays 200 while an upgrade's old process drains: the service is ready.
+  hooks.draining = [&server, &lifecycle] { return server.draining() && !lifecycle.upgraded(); };
   if (!admin_listen.empty()) {
     Admin* admin = startAdmin(&loop, admin_listen, std::move(hooks), &error);
     if (admin == nullptr) LB_WARN("admin: %s (running without it)", error.c_str());
@@ -125,9 +182,17 @@ int runServer(const std::string& config_path) {
   // set (/hotkeys, lb_hotkey_* metrics).
   HotKeyMonitor hot_keys(&loop, server);
   hot_keys.start();
+  // Sockets nobody took (a listener the new config dropped) close now.
+  releaseInheritedSockets();
   // Every listener is bound (WorkerGroup::start returns after the workers bound theirs) and the
-  // admin socket listens: only now may systemd count lb as started.
-  notifyReady(1);
+  // admin socket listens: only now may systemd count lb as started, and the lb this one
+  // replaces begin its drain.
+  if (handover.conn >= 0) {
+    sayReady(&handover);
+    notifyReadyAsMain(1);
+  } else {
+    notifyReady(1);
+  }
   uv_run(&loop, UV_RUN_DEFAULT);
   memberships.stop();
   dns.stop();

@@ -2,6 +2,7 @@
 
 #include <systemd/sd-daemon.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cstdio>
 
@@ -42,5 +43,18 @@ void notifyReloading() {
 }
 
 void notifyStopping() { send("STOPPING=1\nSTATUS=draining"); }
+
+void notifyMainPid(int pid) {
+  char state[64];
+  snprintf(state, sizeof state, "MAINPID=%d", pid);
+  send(state);
+}
+
+void notifyReadyAsMain(uint64_t generation) {
+  char state[128];
+  snprintf(state, sizeof state, "MAINPID=%d\nREADY=1\nSTATUS=serving config generation %llu",
+           static_cast<int>(getpid()), static_cast<unsigned long long>(generation));
+  send(state);
+}
 
 }  // namespace lb

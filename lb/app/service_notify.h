@@ -20,5 +20,11 @@ void notifyReady(uint64_t generation);
 void notifyReloading();
 // STOPPING=1: a drain began; systemd shows "deactivating" until lb exits.
 void notifyStopping();
+// MAINPID=pid: `lb upgrade` made `pid` the new lb; systemd follows it from now on (the old
+// process drains and exits without the unit stopping). Sent by the old process.
+void notifyMainPid(int pid);
+// MAINPID= and READY=1 from the new process of an upgrade (the unit's NotifyAccess=all lets
+// it speak before systemd has switched to it).
+void notifyReadyAsMain(uint64_t generation);
 
 }  // namespace lb

@@ -49,6 +49,13 @@ class HealthManager final : public CheckSink {
   // loop must run on). Idempotent.
   void stop();
 
+  // Main thread. The backends out of rotation, for an upgrade's new process; and, in that
+  // process, taking them (HealthTracker::carry, adopt).
+  std::vector<HealthCarry> carry() const { return tracker_.carry(uv_now(loop_)); }
+  size_t adopt(const std::vector<HealthCarry>& carried) {
+    return tracker_.adopt(carried, uv_now(loop_));
+  }
+
   void onCheckDone(const BackendState* backend, const ProbeOutcome& outcome) noexcept override;
 
  private:

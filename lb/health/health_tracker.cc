@@ -215,6 +215,50 @@ void HealthTracker::maybeEject(Backend& b, uint64_t now_ms, Cluster& c, uint32_t
                  (kinds.empty() ? "" : " (" + kinds + ")"));
 }
 
+std::vector<HealthCarry> HealthTracker::carry(uint64_t now_ms) const {
+  std::vector<HealthCarry> out;
+  for (const Cluster& c : clusters_) {
+    for (const Backend* b : c.backends) {
+      if (b->usable) continue;
+      HealthCarry h;
+      h.cluster = c.state->name;
+      h.backend = b->state->name;
+      h.status = b->state->health.status;
+      h.checks_down = !b->checks.up();
+      if (b->ejection.ejected()) {
+        h.ejected_left_ms = b->ejection.until() > now_ms ? b->ejection.until() - now_ms : 0;
+        h.ejection_ms = b->ejection.lastLengthMs();
+        h.repeats = b->ejection.repeats();
+      }
+      h.reason = b->state->health.reason;
+      out.push_back(std::move(h));
+    }
+  }
+  return out;
+}
+
+size_t HealthTracker::adopt(const std::vector<HealthCarry>& carried, uint64_t now_ms) {
+  size_t taken = 0;
+  for (const HealthCarry& h : carried) {
+    for (Cluster& c : clusters_) {
+      if (c.state->name != h.cluster) continue;
+      for (Backend* b : c.backends) {
+        if (b->state->name != h.backend) continue;
+        const ClusterConfig& cc = *c.config;
+        if (h.checks_down && cc.health)
+          b->checks = CheckHysteresis(cc.health->rise, cc.health->fall, false);
+        if (h.status == HealthStatus::kEjected && cc.outlier)
+          b->ejection.restore(now_ms, h.ejected_left_ms, h.ejection_ms, h.repeats);
+        else if (!h.checks_down || !cc.health)
+          continue;   // nothing this config would keep it out for
+        publish(*b, "as before the upgrade: " + h.reason);
+        ++taken;
+      }
+    }
+  }
+  return taken;
+}
+
 void HealthTracker::publish(Backend& b, const std::string& reason) {
   HealthRecord& rec = b.state->health;
   const HealthStatus before = rec.status;

@@ -32,6 +32,20 @@
 
 namespace lb {
 
+// One backend's health as the lb before an upgrade saw it (lb/upgrade/upgrade.h): only backends
+// out of rotation are carried, so that the new process does not try again what the old one
+// knew was down (HAProxy's server-state-file does the same across a reload).
+struct HealthCarry {
+  std::string cluster;
+  std::string backend;
+  HealthStatus status = HealthStatus::kDown;   // kDown or kEjected
+  bool checks_down = false;     // its active checks said down (also while ejected)
+  uint64_t ejected_left_ms = 0;
+  uint64_t ejection_ms = 0;     // the current ejection's whole length
+  uint32_t repeats = 0;         // ejections in a row, for the next one's length
+  std::string reason;
+};
+
 class HealthTracker {
  public:
   struct Backend {
@@ -85,6 +99,13 @@ class HealthTracker {
   // Backends that their active checks took down since the last call, in a cluster not in
   // panic: the connections to them are dead weight (the manager has the workers end them).
   std::vector<std::shared_ptr<BackendState>> takeCheckedDown();
+
+  // The backends out of rotation now, for the process that replaces this one.
+  std::vector<HealthCarry> carry(uint64_t now_ms) const;
+  // After the first reconcile of a process started by an upgrade: each carried backend that
+  // this config still has (same cluster and name) starts down or ejected as it was. Its checks
+  // go on as usual: `rise` passes bring it back. Returns how many were taken.
+  size_t adopt(const std::vector<HealthCarry>& carried, uint64_t now_ms);
 
   Backend* find(const BackendState* state);
   const std::vector<Cluster>& clusters() const { return clusters_; }

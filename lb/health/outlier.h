@@ -73,6 +73,13 @@ class Ejection {
   void forgive(uint64_t now, const OutlierConfig& policy) noexcept;
   // Outlier detection was turned off: in at once, history forgotten.
   void clear() noexcept { *this = Ejection(); }
+  // An ejection the lb before an upgrade had running: `left_ms` more of it, its repeat count.
+  void restore(uint64_t now, uint64_t left_ms, uint64_t length_ms, uint32_t repeats) noexcept {
+    ejected_ = true;
+    until_ = now + left_ms;
+    last_length_ = length_ms;
+    repeats_ = repeats;
+  }
 
  private:
   bool ejected_ = false;

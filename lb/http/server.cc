@@ -1,5 +1,6 @@
 #include "lb/http/server.h"
 
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <unistd.h>
 
@@ -48,7 +49,15 @@ HttpServer* HttpServer::start(uv_loop_t* loop, const sockaddr_storage& address,
                               HttpServerOptions options, HandlerFactory factory,
                               std::function<void()> on_closed, std::string* error) {
   sockaddr_storage bound = address;
-  int fd = listenSocket(&bound, options.reuse_port, options.backlog, error);
+  int fd = options.fd;
+  socklen_t len = sizeof bound;
+  if (fd >= 0 && getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &len) != 0) {
+    *error = "cannot use the inherited socket for " + formatAddress(
+        reinterpret_cast<const sockaddr*>(&address)) + ": " + strerror(errno);
+    ::close(fd);
+    return nullptr;
+  }
+  if (fd < 0) fd = listenSocket(&bound, options.reuse_port, options.backlog, error);
   if (fd < 0) return nullptr;
   auto* s = new HttpServer(loop, std::move(options), std::move(factory), std::move(on_closed));
   s->bound_ = bound;
@@ -74,6 +83,14 @@ int HttpServer::port() const {
 
 std::string HttpServer::address() const {
   return formatAddress(reinterpret_cast<const sockaddr*>(&bound_));
+}
+
+int HttpServer::dupListeningSocket() const {
+  uv_os_fd_t fd = -1;
+  if (stopping_ || uv_is_closing(reinterpret_cast<const uv_handle_t*>(&listener_)) ||
+      uv_fileno(reinterpret_cast<const uv_handle_t*>(&listener_), &fd) != 0)
+    return -1;
+  return fcntl(fd, F_DUPFD_CLOEXEC, 0);
 }
 
 void HttpServer::onConnection(uv_stream_t* listener, int status) {
@@ -108,12 +125,19 @@ void HttpServer::accept() {
   c->start(std::move(handler));
 }
 
+void HttpServer::stopAccepting() {
+  if (stopping_ || uv_is_closing(reinterpret_cast<uv_handle_t*>(&listener_))) return;
+  uv_close(reinterpret_cast<uv_handle_t*>(&listener_), onListenerClosed);
+}
+
 void HttpServer::stop() {
   if (stopping_) return;
   stopping_ = true;
-  uv_close(reinterpret_cast<uv_handle_t*>(&listener_), onListenerClosed);
+  if (!uv_is_closing(reinterpret_cast<uv_handle_t*>(&listener_)))
+    uv_close(reinterpret_cast<uv_handle_t*>(&listener_), onListenerClosed);
   // close() only schedules the close callbacks, so iterating while they erase is safe.
   for (HttpServerConn* c : connections_) c->close();
+  maybeFree();   // stopAccepting() may have closed the listener already
 }
 
 void HttpServer::onListenerClosed(uv_handle_t* h) {

@@ -49,6 +49,12 @@ class HttpServer final : private HttpConnOwner {
   int port() const;
   // "127.0.0.1:9901", with the port actually bound.
   std::string address() const;
+  // A close-on-exec dup of the listening socket, for the lb that replaces this process; -1
+  // once stopping.
+  int dupListeningSocket() const;
+  // Closes the listening socket only: the connections open go on (an upgrade's old process,
+  // whose admin socket the new one serves from now on). stop() still ends everything.
+  void stopAccepting();
   size_t connectionCount() const { return connections_.size(); }
 
  private:

@@ -19,6 +19,9 @@ struct HttpServerOptions {
                                        // refusals (400, 413, 431, a handler's refuse())
   bool reuse_port = false;             // SO_REUSEPORT: one socket per thread on one port
   int backlog = 128;
+  int fd = -1;                         // a listening socket to serve instead of binding one
+                                       // (inherited, lb/net/inherited_sockets.h); owned by
+                                       // the server from start() on
 };
 
 }  // namespace lb

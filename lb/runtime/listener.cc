@@ -74,10 +74,10 @@ bool probeBind(const ListenerSnapshot& ls, std::string* error) {
   return true;
 }
 
-Listener* Listener::open(WorkerEnv& env, const ListenerSnapshot& ls, uint32_t index,
+Listener* Listener::open(WorkerEnv& env, const ListenerSnapshot& ls, uint32_t index, int fd,
                          std::string* error) {
   std::string why;
-  int fd = bindSocket(ls, &why);
+  if (fd < 0) fd = bindSocket(ls, &why);
   if (fd < 0) {
     *error = "listeners." + ls.config->name + ": " + why;
     return nullptr;
@@ -94,6 +94,14 @@ Listener* Listener::open(WorkerEnv& env, const ListenerSnapshot& ls, uint32_t in
     return nullptr;
   }
   return l;
+}
+
+int Listener::fd() const noexcept {
+  uv_os_fd_t fd = -1;
+  if (uv_is_closing(reinterpret_cast<const uv_handle_t*>(&tcp_)) ||
+      uv_fileno(reinterpret_cast<const uv_handle_t*>(&tcp_), &fd) != 0)
+    return -1;
+  return fd;
 }
 
 void Listener::close() noexcept {

@@ -19,9 +19,10 @@ struct ListenerSnapshot;
 
 class Listener {
  public:
-  // Loop thread. Binds and listens on env's loop; nullptr with *error when the address cannot
-  // be bound.
-  static Listener* open(WorkerEnv& env, const ListenerSnapshot& ls, uint32_t index,
+  // Loop thread. Listens on env's loop: on `fd`, a socket bound to the listener's address that
+  // this process inherited (lb/net/inherited_sockets.h; the listener owns it from here), or
+  // when -1 on a socket bound here. nullptr with *error when the address cannot be bound.
+  static Listener* open(WorkerEnv& env, const ListenerSnapshot& ls, uint32_t index, int fd,
                         std::string* error);
   ~Listener() = default;   // only from the close callback (owners release(), then close())
   Listener(const Listener&) = delete;
@@ -33,6 +34,8 @@ class Listener {
   const std::string& name() const noexcept { return name_; }
   const std::string& listen() const noexcept { return listen_; }
   Protocol protocol() const noexcept { return protocol_; }
+  // The listening socket's fd (-1 once closing).
+  int fd() const noexcept;
   // Index of this listener in the worker's current snapshot (updated on every snapshot).
   void setIndex(uint32_t index) noexcept { index_ = index; }
 

@@ -1,7 +1,10 @@
 #include "lb/runtime/worker.h"
 
+#include <fcntl.h>
+
 #include "lb/core/log.h"
 #include "lb/runtime/listener.h"
+#include "lb/net/inherited_sockets.h"
 
 namespace lb {
 
@@ -155,8 +158,10 @@ void Worker::processMailbox() {
     env_.sessions().forEach([&b](Session* s) { s->backendDown(*b); });   // may unlink s
   if (drain && !env_.draining()) {
     env_.beginDrain();
-    for (auto& l : listeners_) l.release()->close();
+    std::vector<std::unique_ptr<Listener>> closing = std::move(listeners_);
     listeners_.clear();
+    publishListeningFds();
+    for (auto& l : closing) l.release()->close();
     // drain() may close and unlink s; a TCP session has no request boundary to stop at and
     // runs on until it ends or the drain deadline stops the worker.
     env_.sessions().forEach([](Session* s) { s->drain(); });
@@ -171,8 +176,10 @@ bool Worker::reconcileListeners(std::string* error) {
   // connections survive a reload); close the others.
   for (auto& l : listeners_) {
     bool keep = false;
+    // Several may match one entry: a worker given more than one inherited socket of an
+    // address keeps them all (closing one would reset the connections queued on it).
     for (uint32_t i = 0; i < ls.size(); ++i) {
-      if (have[i] || ls[i].config->name != l->name() || ls[i].config->listen != l->listen() ||
+      if (ls[i].config->name != l->name() || ls[i].config->listen != l->listen() ||
           ls[i].config->protocol != l->protocol())
         continue;
       l->setIndex(i);
@@ -180,33 +187,66 @@ bool Worker::reconcileListeners(std::string* error) {
       keep = true;
       break;
     }
-    if (keep)
-      kept.push_back(std::move(l));
-    else
-      l.release()->close();
+    if (keep) kept.push_back(std::move(l));
   }
+  {
+    // The dropped ones leave the published set before they close.
+    std::lock_guard<std::mutex> lock(fds_mu_);
+    listening_fds_.clear();
+    for (auto& l : kept) listening_fds_.push_back(l->fd());
+  }
+  for (auto& l : listeners_)
+    if (l != nullptr) l.release()->close();
   listeners_ = std::move(kept);
   bool ok = true;
   for (uint32_t i = 0; i < ls.size(); ++i) {
     if (have[i]) continue;
     std::string e;
-    Listener* l = Listener::open(env_, ls[i], i, &e);
+    // Sockets handed over by an upgrade or by systemd (lb/net/inherited_sockets.h) are taken
+    // rather than bound; -1: bind one.
+    std::vector<int> fds = takeInheritedSockets(
+        reinterpret_cast<const sockaddr*>(&ls[i].listen_address), ls[i].listen_address_len,
+        env_.index(), worker_count_);
+    if (fds.empty()) fds.push_back(-1);
+    Listener* l = nullptr;
+    for (int fd : fds) {
+      if (Listener* one = Listener::open(env_, ls[i], i, fd, &e); one != nullptr) {
+        listeners_.emplace_back(one);
+        l = one;
+      }
+    }
     if (l == nullptr) {
       if (ok) *error = e;
       ok = false;
       continue;
     }
-    listeners_.emplace_back(l);
     if (env_.index() == 0) LB_INFO("listener %s listening on %s", ls[i].config->name.c_str(),
                              ls[i].config->listen.c_str());
   }
+  publishListeningFds();
   return ok;
+}
+
+void Worker::publishListeningFds() {
+  std::lock_guard<std::mutex> lock(fds_mu_);
+  listening_fds_.clear();
+  for (auto& l : listeners_) listening_fds_.push_back(l->fd());
+}
+
+void Worker::dupListeningSockets(std::vector<int>* out) {
+  std::lock_guard<std::mutex> lock(fds_mu_);
+  for (int fd : listening_fds_) {
+    int copy = fd >= 0 ? fcntl(fd, F_DUPFD_CLOEXEC, 0) : -1;
+    if (copy >= 0) out->push_back(copy);
+  }
 }
 
 void Worker::shutdownLoop() {
   stopping_ = true;
-  for (auto& l : listeners_) l.release()->close();
+  std::vector<std::unique_ptr<Listener>> closing = std::move(listeners_);
   listeners_.clear();
+  publishListeningFds();
+  for (auto& l : closing) l.release()->close();
   env_.upstreams().closeAll();
   env_.sessions().forEach([](Session* s) { s->abort(); });   // abort() may unlink s
   env_.closeServices();

@@ -55,6 +55,10 @@ class Worker {
   // Main thread. Close everything now and join the thread. Idempotent.
   void stop();
 
+  // Main thread. Appends a dup (close-on-exec) of every socket this worker listens on, for
+  // the lb that replaces this one (lb/upgrade/upgrade.h); the caller owns them.
+  void dupListeningSockets(std::vector<int>* out);
+
   unsigned index() const noexcept { return env_.index(); }
   // Any thread. Sessions of every protocol still open on this worker: what a drain waits for.
   size_t inFlight() const noexcept { return env_.sessionCount(); }
@@ -68,6 +72,9 @@ class Worker {
   // Opens listeners the snapshot has and this worker lacks, closes the ones it dropped.
   bool reconcileListeners(std::string* error);
   void shutdownLoop();
+  // Loop thread. listening_fds_ := the fds of listeners_ (under fds_mu_); call before the
+  // listeners it drops are closed, so the main thread never dups a closed fd.
+  void publishListeningFds();
 
   const unsigned worker_count_;
   uv_loop_t loop_;
@@ -91,6 +98,9 @@ class Worker {
   bool start_ok_ = false;
   std::string start_error_;
   bool joined_ = true;
+
+  std::mutex fds_mu_;               // the loop thread writes, the main thread dups
+  std::vector<int> listening_fds_;
 };
 
 }  // namespace lb

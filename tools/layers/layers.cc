@@ -31,6 +31,9 @@ const std::map<std::string, std::vector<std::string>>& directDeps() {
       // document is validated as the config's backends are, and https:// members are spoken
       // to with lb's TLS transport and client context. app and `lb membership` use it.
       {"membership", {"config", "http", "tls"}},
+      // Binary upgrades: the hand-over channel (sockets, the health view) and the running
+      // lb's side of it. app runs it; `lb upgrade` reads its outcome.
+      {"upgrade", {"health", "net"}},
       // The operator commands, one folder each (lb/cli/NAME): offline or against a running
       // lb's admin port, never inside the proxy.
       {"cli/analyze", {"routing", "config"}},
@@ -40,6 +43,8 @@ const std::map<std::string, std::vector<std::string>>& directDeps() {
       {"cli/membership", {"cli/analyze", "membership"}},
       // `lb hotkeys` reads /hotkeys over HTTP.
       {"cli/hotkeys", {"http"}},
+      // `lb upgrade` signals the running lb and reads the outcome its upgrade wrote.
+      {"cli/upgrade", {"upgrade"}},
       {"tools/origin", {"core", "net", "http"}},
   };
   return deps;
@@ -62,8 +67,9 @@ void closure(const std::string& layer, std::set<std::string>* out) {
 const std::vector<std::string>& order() {
   static const std::vector<std::string> o = {"core",    "plugins", "net",     "tls",     "http",
                                              "config",  "hotkeys", "routing", "health",  "runtime",
-                                             "proxy",   "admin",   "membership", "cli/analyze",
+                                             "proxy",   "admin",   "membership", "upgrade", "cli/analyze",
                                              "cli/simulate", "cli/membership", "cli/hotkeys",
+                                             "cli/upgrade",
                                              "app",     "tools/origin"};
   return o;
 }
