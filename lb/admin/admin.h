@@ -66,6 +66,8 @@ void stopAdmin(Admin* admin);
 int dupAdminSocket(Admin* admin);
 // Stops accepting admin connections; those open are still answered until stopAdmin().
 void stopAdminAccepting(Admin* admin);
+// Admin connections open now (0 without an admin server).
+size_t adminConnections(Admin* admin);
 // Main thread only. Records a reload attempt (lb_config_reloads_total{result},
 // lb_config_last_reload_success_timestamp_seconds). Null is allowed.
 void noteReload(Admin* admin, bool ok);

@@ -74,6 +74,10 @@ int dupAdminSocket(Admin* admin) {
   return admin != nullptr ? admin->server_->dupListeningSocket() : -1;
 }
 
+size_t adminConnections(Admin* admin) {
+  return admin != nullptr ? admin->server_->connectionCount() : 0;
+}
+
 void stopAdminAccepting(Admin* admin) {
   if (admin != nullptr) admin->server_->stopAccepting();
 }

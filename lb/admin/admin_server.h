@@ -28,6 +28,7 @@ class Admin {
   friend void stopAdmin(Admin*);
   friend void stopAdminAccepting(Admin*);
   friend int dupAdminSocket(Admin*);
+  friend size_t adminConnections(Admin*);
   explicit Admin(AdminHooks hooks);
   ~Admin() = default;
 

@@ -266,14 +266,12 @@ void Lifecycle::dropReload() {
 }
 
 void Lifecycle::upgrade() {
-  if (draining_ || finished_) {
-    LB_WARN("upgrade: lb is draining; no upgrade");
-    return;
-  }
   if (upgrade_ != nullptr) {
-    LB_WARN("upgrade: one is already running");
+    // Its outcome is the one `lb upgrade` waits for: nothing is written over it.
+    LB_WARN("upgrade refused: one is already running");
     return;
   }
+  if (draining_ || finished_) return Upgrade::refuse("this lb is draining");
   UpgradeHooks hooks;
   hooks.sockets = [this](std::vector<int>* fds, int* admin) {
     for (unsigned i = 0; i < server_.workerCount(); ++i) server_.worker(i).dupListeningSockets(fds);
@@ -315,6 +313,9 @@ void Lifecycle::onDrainTick(uv_timer_t* t) { static_cast<Lifecycle*>(t->data)->d
 void Lifecycle::drainTick() {
   if (finished_) return;
   size_t left = server_.inFlight();
+  // After an upgrade the admin socket is the new process's, but the connections this one
+  // accepted before are answered to the end (each answer closes its connection).
+  if (upgraded_) left += adminConnections(admin_);
   if (left == 0) {
     LB_INFO("drained: nothing in flight");
     finish();

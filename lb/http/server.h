@@ -56,6 +56,9 @@ class HttpServer final : private HttpConnOwner {
   // whose admin socket the new one serves from now on). stop() still ends everything.
   void stopAccepting();
   size_t connectionCount() const { return connections_.size(); }
+  bool keepingAlive() const noexcept override {
+    return !stopping_ && !uv_is_closing(reinterpret_cast<const uv_handle_t*>(&listener_));
+  }
 
  private:
   HttpServer(uv_loop_t* loop, HttpServerOptions options, HandlerFactory factory,

@@ -271,7 +271,7 @@ void HttpServerConn::beginExchange() {
   ex_ = Exchange{};
   // After an upgrade request the bytes are no longer HTTP: unless the handler takes the
   // tunnel, the connection ends with this answer.
-  keep_alive_ = parser_.keepAlive() && !parser_.upgrade();
+  keep_alive_ = parser_.keepAlive() && !parser_.upgrade() && owner_->keepingAlive();
   const HttpRequestHead head(parser_, buf_.get());
   call([&] { handler_->onRequest(*this, head); });
   if (state_ == State::kExchange) parser_.resumeAfterHead(false);

@@ -41,6 +41,9 @@ class HttpConnOwner {
   // The connection's last close callback ran and its handler is gone; `conn` is deleted
   // right after this returns (the owner may free itself meanwhile).
   virtual void connectionClosed(HttpServerConn* conn) noexcept = 0;
+  // False once the server stopped accepting: each answer from then on closes its connection
+  // (Connection: close), so keep-alive clients move to whoever accepts now.
+  virtual bool keepingAlive() const noexcept { return true; }
 
  protected:
   ~HttpConnOwner() = default;

@@ -19,6 +19,8 @@ constexpr int kMaxWriteBuffers = 32;
 // still sends after lb's error, so that closing with unread input does not reset the
 // connection before the client has read the error (nginx's lingering_close, HttpSession's).
 constexpr uint64_t kLingerMs = 1000;
+// How long a connection must be quiet before a drain closes it (CacheSession::drain).
+constexpr uint64_t kDrainQuietMs = 1000;
 }  // namespace
 
 const char* cacheOutcomeName(CacheOutcome o) noexcept {
@@ -471,11 +473,11 @@ void CacheSession::onWritten(Connection&, ConnectionWrite* w, int status) noexce
 }
 
 // Everything is answered and written. A client that may still be sending (lb stopped at
-// input it could not parse) is lingered on: the write side shuts down, so the client reads
+// input it could not parse, or a drain ends a quiet connection) is lingered on: the write side shuts down, so the client reads
 // lb's last answer and then EOF, and what it still sends is dropped until it closes or
 // kLingerMs pass. Otherwise the connection closes now.
 void CacheSession::endWritten() noexcept {
-  if (outcome_ != CacheOutcome::kProtocolError || eof_) {
+  if ((outcome_ != CacheOutcome::kProtocolError && outcome_ != CacheOutcome::kDrained) || eof_) {
     closeNow(outcome_);
     return;
   }
@@ -499,21 +501,32 @@ void CacheSession::maybeResume() noexcept {
 
 // timeouts.idle: a client with nothing in flight and nothing read for that long is closed.
 // The timer runs once per idle period rather than being restarted on every read.
+// While the worker drains, kDrainQuietMs (when shorter) ends a quiet connection instead.
 void CacheSession::onTimer(Connection&) noexcept {
   if (state_ == State::kClosed || state_ == State::kLingering) return;
-  const uint64_t idle = static_cast<uint64_t>(listener_->config->timeouts.idle.count());
+  uint64_t idle = static_cast<uint64_t>(listener_->config->timeouts.idle.count());
+  if (env_.draining() && idle > kDrainQuietMs) idle = kDrainQuietMs;
   const uint64_t now = uv_now(env_.loop());
   const uint64_t quiet = now - last_activity_ms_;
   if (head_ == nullptr && out_.empty() && quiet >= idle) {
+    if (env_.draining() && state_ == State::kServing) {
+      finish(CacheOutcome::kDrained);   // a lingering close: FIN, never a reset
+      return;
+    }
     closeNow(state_ == State::kServing ? CacheOutcome::kIdleTimeout : outcome_);
     return;
   }
   conn_.startTimer(quiet >= idle ? idle : idle - quiet);
 }
 
+// A cache protocol has no "close after this reply", and a client pipelines: commands may be
+// on the wire at any moment of a busy connection, and closing it would leave them without an
+// answer. So a drain does not end a connection in use: it goes on being served until it has
+// been quiet (nothing in flight, nothing read) for kDrainQuietMs, or the drain's deadline
+// stops the worker.
 void CacheSession::drain() noexcept {
   if (state_ != State::kServing) return;
-  finish(CacheOutcome::kDrained);
+  conn_.startTimer(kDrainQuietMs);
 }
 
 void CacheSession::abort() noexcept { closeNow(CacheOutcome::kAborted); }

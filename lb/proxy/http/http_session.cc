@@ -14,6 +14,9 @@ namespace {
 // client reads the answer instead of a reset caused by its own unread bytes (nginx's
 // lingering close).
 constexpr uint64_t kLingerMs = 1000;
+// How long a drain leaves an idle keep-alive connection open for the request that may already
+// be on its way (HttpSession::drain).
+constexpr uint64_t kDrainGraceMs = 1000;
 }  // namespace
 
 void HttpSession::accept(WorkerEnv* worker, uv_stream_t* server, const AcceptTransport* transport,
@@ -342,9 +345,17 @@ void HttpSession::handleTimer() noexcept {
   }
   switch (state_) {
     case State::kIdle:
+      if (worker_->draining()) {
+        lingerClose();   // the drain's grace is over (drain())
+        return;
+      }
       closeAll();   // keep-alive idle: quietly
       return;
     case State::kHead:
+      if (worker_->draining() && quietForDrain()) {
+        lingerClose();
+        return;
+      }
       // A request has begun (or a new connection owes its first one) and its head did not
       // complete in time: 408, as slowloris deserves.
       sendError(408, HttpErrorReason::kHeaderTimeout);
@@ -408,12 +419,21 @@ void HttpSession::releaseExchange() noexcept {
 
 void HttpSession::abort() noexcept { closeAll(); }
 
-void HttpSession::drain() noexcept {
-  // Idle between requests, or a new connection that has sent nothing: close now. Otherwise
-  // the response in flight carries Connection: close (worker_->draining() is read when its
-  // head is written).
+bool HttpSession::quietForDrain() const noexcept {
   const bool nothing_yet = in_.len == 0 && (ex_ == nullptr || !ex_->req.started());
-  if (state_ == State::kIdle || (state_ == State::kHead && nothing_yet)) closeAll();
+  return state_ == State::kIdle || (state_ == State::kHead && nothing_yet);
+}
+
+void HttpSession::drain() noexcept {
+  // A busy connection needs nothing: its response carries Connection: close
+  // (worker_->draining() is read when its head is written). An idle one, between requests or
+  // new and silent, may have a request on the wire already (a keep-alive client sends the
+  // next as soon as it has read the last answer): closing now would lose it. It stays open
+  // for kDrainGraceMs, a request that comes meanwhile is answered with Connection: close, and
+  // one still quiet then gets a lingering close (FIN, never a reset). nginx closes idle
+  // keep-alive connections at once on a graceful stop, and its clients see that race.
+  if (quietForDrain()) armTimer(std::min(kDrainGraceMs, static_cast<uint64_t>(
+                                             lst_->config->timeouts.idle.count())));
 }
 
 void HttpSession::closeAll() noexcept {

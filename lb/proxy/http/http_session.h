@@ -148,6 +148,8 @@ class HttpSession final : public Session,
 
   void abort() noexcept override;
   void drain() noexcept override;
+  // Idle between requests, or new and nothing received yet.
+  bool quietForDrain() const noexcept;
   // Active checks took `backend` down: an exchange still waiting for its answer from it
   // moves on (http_session_upstream.cc).
   void backendDown(const BackendState& backend) noexcept override;
