@@ -171,7 +171,8 @@ clean:
 # make install [PREFIX=/usr/local] [SYSCONFDIR=/etc] [DESTDIR=staging root]
 #   PREFIX/bin/lb                          the proxy (lb-origin is a test tool: not installed)
 #   PREFIX/lib/systemd/system/lb.service   conf/systemd/lb.service, its paths rewritten to
-#                                          PREFIX and SYSCONFDIR
+#                                          PREFIX and SYSCONFDIR; lb.socket beside it (optional
+#                                          socket activation)
 #   PREFIX/share/doc/lb/                   README.md, docs/*.md and *.svg, examples/ (conf/*.toml,
 #                                          the Grafana dashboard, the Prometheus scrape config)
 #   SYSCONFDIR/lb/lb.toml                  conf/lb.toml, only when there is none: an operator's
@@ -191,17 +192,20 @@ install: $(BUILD)/lb
 	sed -e 's|/usr/local|$(PREFIX)|g' -e 's|/etc/lb/|$(SYSCONFDIR)/lb/|g' conf/systemd/lb.service \
 	  > $(DESTDIR)$(UNITDIR)/lb.service
 	chmod 0644 $(DESTDIR)$(UNITDIR)/lb.service
+	sed -e 's|/usr/local|$(PREFIX)|g' conf/systemd/lb.socket > $(DESTDIR)$(UNITDIR)/lb.socket
+	chmod 0644 $(DESTDIR)$(UNITDIR)/lb.socket
 	install -m 0644 $(INSTALL_DOCS) $(DESTDIR)$(DOCDIR)/
 	install -m 0644 $(INSTALL_EXAMPLES) $(DESTDIR)$(DOCDIR)/examples/
 	@if [ -e $(DESTDIR)$(SYSCONFDIR)/lb/lb.toml ]; then \
 	  echo "make install: keeping $(DESTDIR)$(SYSCONFDIR)/lb/lb.toml"; \
 	else install -m 0644 conf/lb.toml $(DESTDIR)$(SYSCONFDIR)/lb/lb.toml; fi
 	@[ -n "$(DESTDIR)" ] || echo "make install: edit $(SYSCONFDIR)/lb/lb.toml, then" \
-	  "systemctl daemon-reload && systemctl enable --now lb"
+	  "systemctl daemon-reload && systemctl enable --now lb;" \
+	  "on a running lb, lb upgrade --pid \$$(systemctl show -p MainPID --value lb) starts this build without loss"
 
 # Removes what install put in place except SYSCONFDIR/lb/lb.toml (the operator's config).
 uninstall:
-	rm -f $(DESTDIR)$(PREFIX)/bin/lb $(DESTDIR)$(UNITDIR)/lb.service
+	rm -f $(DESTDIR)$(PREFIX)/bin/lb $(DESTDIR)$(UNITDIR)/lb.service $(DESTDIR)$(UNITDIR)/lb.socket
 	rm -rf $(DESTDIR)$(DOCDIR)
 
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

@@ -77,7 +77,7 @@ CommandLine parseCommandLine(int argc, char** argv) {
 
 const char* usageText() {
   return "usage: lb [-t] -c FILE | lb analyze [options] | lb membership get|put|diff ... | "
-         "lb hotkeys --admin HOST:PORT ... | lb -v | lb -h\n";
+         "lb hotkeys --admin HOST:PORT ... | lb upgrade --pid PID | lb -v | lb -h\n";
 }
 
 const char* helpText() {
@@ -93,6 +93,9 @@ const char* helpText() {
          "       lb hotkeys --admin HOST:PORT [--cluster C] [--interval 1s] [--once]\n"
          "                                 each cluster's hottest keys, redrawn like top\n"
          "                                 (lb hotkeys --help)\n"
+         "       lb upgrade --pid PID [--timeout 90s]\n"
+         "                                 start the binary installed at the running lb's\n"
+         "                                 path in its place, without losing a connection\n"
          "       lb -v | -h\n"
          "\n"
          "lb balances HTTP and TCP traffic over a cache fleet with consistent hashing.\n"
@@ -110,9 +113,13 @@ const char* helpText() {
          "  TERM, INT   drain: stop accepting, /ready answers 503, let requests in flight\n"
          "              finish (at most lb.drain_timeout, default 30s), exit 0\n"
          "              a second TERM or INT during the drain stops at once (exit 0)\n"
+         "  USR2        upgrade: start the binary at lb's own path, hand it every listening\n"
+         "              socket and the health view, drain once it is ready (lb upgrade)\n"
          "\n"
          "Under systemd (Type=notify, conf/systemd/lb.service) lb reports READY=1 once its\n"
-         "listeners and admin server accept, RELOADING=1 around a reload, STOPPING=1 on drain.\n"
+         "listeners and admin server accept, RELOADING=1 around a reload, STOPPING=1 on drain,\n"
+         "MAINPID= of the new process after an upgrade. With LISTEN_FDS (socket activation,\n"
+         "conf/systemd/lb.socket) lb serves on the sockets systemd passes.\n"
          "\n"
          "Admin endpoints (admin.listen, e.g. 127.0.0.1:9901):\n"
          "  /metrics                 Prometheus text format (docs/metrics.md)\n"

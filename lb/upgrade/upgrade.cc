@@ -111,6 +111,13 @@ Upgrade* Upgrade::start(uv_loop_t* loop, std::vector<std::string> argv, UpgradeH
   return u;
 }
 
+void Upgrade::refuse(const std::string& why) {
+  LB_WARN("upgrade refused: %s", why.c_str());
+  const std::string dir = upgradeDirFor(getpid(), upgradeRuntimeDir(getenv));
+  std::string error;
+  if (prepareUpgradeDir(dir, &error)) writeUpgradeResult(dir, "failed: " + why);
+}
+
 void Upgrade::onAccept(uv_poll_t* p, int status, int) {
   if (status == 0) static_cast<Upgrade*>(p->data)->accept();
 }

@@ -55,6 +55,10 @@ class Upgrade {
   Upgrade(const Upgrade&) = delete;
   Upgrade& operator=(const Upgrade&) = delete;
 
+  // Main thread. An upgrade asked for when none can start (lb drains, one already runs):
+  // logged, and written as the result `lb upgrade` reads.
+  static void refuse(const std::string& why);
+
   // Main thread. lb stops: a new process that has not said ready is told to stop too.
   void abandon();
 
