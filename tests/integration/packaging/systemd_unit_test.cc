@@ -142,5 +142,40 @@ TEST_F(SystemdUnitTest, HardeningKeepsSystemdAnalyzeSecurityExposureLow) {
   EXPECT_LE(std::stod(m[1]), 2.0) << all;
 }
 
+// `lb upgrade` under systemd: the new process speaks to systemd before systemd has switched
+// MAINPID to it (NotifyAccess=all), and the hand-over socket has a directory only lb's user
+// enters, which systemd removes when the unit stops.
+TEST_F(SystemdUnitTest, UpgradesCanNotifyFromTheNewProcessAndHaveARuntimeDirectory) {
+  std::vector<std::string> seen;
+  for (const auto& [key, value] : directives(unit_)) seen.push_back(key + "=" + value);
+  auto has = [&](const std::string& line) {
+    return std::find(seen.begin(), seen.end(), line) != seen.end();
+  };
+  EXPECT_TRUE(has("NotifyAccess=all"));
+  EXPECT_TRUE(has("RuntimeDirectory=lb"));
+  EXPECT_TRUE(has("RuntimeDirectoryMode=0700"));
+}
+
+// conf/systemd/lb.socket, the socket-activation alternative, verifies beside the service it
+// starts, and holds the addresses conf/lb.toml listens on.
+TEST_F(SystemdUnitTest, TheSocketUnitVerifiesBesideTheServiceAndMatchesTheConfig) {
+  const std::string socket_unit = readWholeFile(repoFile("conf/systemd/lb.socket"));
+  ASSERT_FALSE(socket_unit.empty()) << "conf/systemd/lb.socket is missing";
+  std::vector<std::string> streams;
+  for (const auto& [key, value] : directives(socket_unit))
+    if (key == "ListenStream") streams.push_back(value);
+  const std::string config = readWholeFile(repoFile("conf/lb.toml"));
+  ASSERT_FALSE(streams.empty());
+  for (const auto& s : streams)
+    EXPECT_NE(config.find("listen = \"" + s + "\""), std::string::npos) << s;
+  if (!onPath("systemd-analyze")) GTEST_SKIP() << "systemd-analyze is not installed";
+  const std::string socket_copy = dir_ + "/lb.socket";
+  writeWholeFile(socket_copy, socket_unit);
+  auto r = runCommand({"systemd-analyze", "verify", "--man=no", copy_, socket_copy}, 30s);
+  unlink(socket_copy.c_str());
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(r.out + r.err, "");
+}
+
 }  // namespace
 }  // namespace lb::test

@@ -395,5 +395,43 @@ TEST_F(HealthTrackerTest, AReloadThatDropsOutlierDetectionEndsEjections) {
   EXPECT_TRUE(healthy(0));
 }
 
+// An upgrade's new process starts from the old one's view: a backend its checks took down
+// stays down until `rise` passes, an ejected one stays out for what its ejection had left,
+// both without a failure of their own; backends the new config lacks are passed over.
+TEST_F(HealthTrackerTest, CarriedBackendsStartOutOfRotationInTheNextProcess) {
+  build(4, true, true);
+  check(1, CheckResult::kTimeout, 3);
+  fail(2, 3);
+  tracker_.sweep(10000);
+  ASSERT_FALSE(healthy(1));
+  ASSERT_FALSE(healthy(2));
+  std::vector<HealthCarry> carried = tracker_.carry(10200);
+  ASSERT_EQ(carried.size(), 2u);
+  EXPECT_EQ(carried[1].backend, "b2");
+  EXPECT_EQ(carried[1].ejected_left_ms, 800u);
+  carried.push_back({"cache", "gone", HealthStatus::kDown, true, 0, 0, 0, "x"});
+
+  // The next process: its own registry, snapshot and tracker, and its own clock.
+  StateRegistry registry(2);
+  auto next = buildSnapshot(trackerConfig(4, true, true), registry, 1);
+  ASSERT_TRUE(next.ok());
+  HealthTracker tracker;
+  tracker.reconcile(next.value());
+  const ClusterSnapshot& c = next.value()->clusters[0];
+  EXPECT_EQ(tracker.adopt(carried, 500), 2u);
+  EXPECT_TRUE(c.backends[0].state->healthy.load());
+  EXPECT_FALSE(c.backends[1].state->healthy.load());
+  EXPECT_EQ(c.backends[1].state->health.status, HealthStatus::kDown);
+  EXPECT_EQ(c.backends[1].state->health.reason,
+            "as before the upgrade: 3 checks timed out after 100ms");
+  EXPECT_EQ(c.backends[2].state->health.status, HealthStatus::kEjected);
+  tracker.sweep(1299);
+  EXPECT_FALSE(c.backends[2].state->healthy.load());
+  // b1 comes back the ordinary way: rise passes.
+  for (int k = 0; k < 2; ++k)
+    tracker.recordCheck(c.backends[1].state.get(), CheckResult::kOk, "ok", 0.001, 1.0);
+  EXPECT_TRUE(c.backends[1].state->healthy.load());
+}
+
 }  // namespace
 }  // namespace lb
