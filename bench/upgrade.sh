@@ -124,7 +124,8 @@ PY
 
 sleep 2
 serving=$first
-gap=$(awk -v s="$span" -v n="$upgrades" 'BEGIN { printf "%.2f", (n > 0 ? s / n : s) }')
+# n + 1 gaps: the first upgrade comes one gap into the load, the last one gap before its end.
+gap=$(awk -v s="$span" -v n="$upgrades" 'BEGIN { printf "%.2f", s / (n + 1) }')
 ok=0
 start=$(date +%s.%N)
 [[ $upgrades -gt 0 ]] || sleep "$gap"

@@ -49,13 +49,19 @@ Inherited* find(const sockaddr* addr, socklen_t len) {
 
 }  // namespace
 
+namespace {
+// The address of `fd` when it is a listening TCP socket; otherwise `fd` is closed and false.
+bool keepListening(int fd, sockaddr_storage* addr, socklen_t* len) {
+  if (listeningAddress(fd, addr, len)) return true;
+  ::close(fd);
+  return false;
+}
+}  // namespace
+
 bool addInheritedSocket(int fd) {
   sockaddr_storage addr{};
   socklen_t len = 0;
-  if (!listeningAddress(fd, &addr, &len)) {
-    ::close(fd);
-    return false;
-  }
+  if (!keepListening(fd, &addr, &len)) return false;
   std::lock_guard<std::mutex> lock(mu);
   Inherited* i = find(reinterpret_cast<const sockaddr*>(&addr), len);
   if (i == nullptr) {
@@ -70,10 +76,7 @@ bool addInheritedSocket(int fd) {
 bool addInheritedAdminSocket(int fd) {
   sockaddr_storage addr{};
   socklen_t len = 0;
-  if (!listeningAddress(fd, &addr, &len)) {
-    ::close(fd);
-    return false;
-  }
+  if (!keepListening(fd, &addr, &len)) return false;
   std::lock_guard<std::mutex> lock(mu);
   if (admin_fd >= 0) ::close(admin_fd);
   admin_fd = fd;

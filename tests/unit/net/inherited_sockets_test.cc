@@ -12,32 +12,13 @@
 #include <set>
 #include <vector>
 
+#include "tests/support/listening_socket.h"
+
 namespace lb {
 namespace {
 
-// A listening socket on 127.0.0.1:port (0: any), joined to the port's SO_REUSEPORT group.
-int listening(uint16_t port, sockaddr_in* bound) {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  int one = 1;
-  setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = htons(port);
-  socklen_t len = sizeof a;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || listen(fd, 8) != 0 ||
-      getsockname(fd, reinterpret_cast<sockaddr*>(bound), &len) != 0) {
-    close(fd);
-    return -1;
-  }
-  return fd;
-}
-
-ino_t inodeOf(int fd) {
-  struct stat st{};
-  fstat(fd, &st);
-  return st.st_ino;
-}
+using test::listeningSocket;
+using test::socketInode;
 
 class InheritedSocketsTest : public ::testing::Test {
  protected:
@@ -47,15 +28,15 @@ class InheritedSocketsTest : public ::testing::Test {
 
 TEST_F(InheritedSocketsTest, AnAddressesSocketsAreDealtToTheWorkersInTurn) {
   sockaddr_in addr{};
-  int first = listening(0, &addr);
+  int first = listeningSocket(0, &addr);
   ASSERT_GE(first, 0);
-  std::vector<ino_t> inodes{inodeOf(first)};
+  std::vector<ino_t> inodes{socketInode(first)};
   ASSERT_TRUE(addInheritedSocket(first));
   for (int i = 0; i < 2; ++i) {
     sockaddr_in same{};
-    int fd = listening(ntohs(addr.sin_port), &same);
+    int fd = listeningSocket(ntohs(addr.sin_port), &same);
     ASSERT_GE(fd, 0);
-    inodes.push_back(inodeOf(fd));
+    inodes.push_back(socketInode(fd));
     ASSERT_TRUE(addInheritedSocket(fd));
   }
   const auto* a = reinterpret_cast<const sockaddr*>(&addr);
@@ -65,24 +46,24 @@ TEST_F(InheritedSocketsTest, AnAddressesSocketsAreDealtToTheWorkersInTurn) {
   std::vector<int> w1 = takeInheritedSockets(a, sizeof addr, 1, 2);
   ASSERT_EQ(w0.size(), 2u);
   ASSERT_EQ(w1.size(), 1u);
-  EXPECT_EQ(inodeOf(w0[0]), inodes[0]);
-  EXPECT_EQ(inodeOf(w0[1]), inodes[2]);
-  EXPECT_EQ(inodeOf(w1[0]), inodes[1]);
+  EXPECT_EQ(socketInode(w0[0]), inodes[0]);
+  EXPECT_EQ(socketInode(w0[1]), inodes[2]);
+  EXPECT_EQ(socketInode(w1[0]), inodes[1]);
   // Five workers: the fourth has none of its own and shares the second's queue.
   std::vector<int> w3 = takeInheritedSockets(a, sizeof addr, 3, 5);
   ASSERT_EQ(w3.size(), 1u);
-  EXPECT_EQ(inodeOf(w3[0]), inodes[3 % 3]);
+  EXPECT_EQ(socketInode(w3[0]), inodes[3 % 3]);
   for (auto* v : {&w0, &w1, &w3})
     for (int fd : *v) close(fd);
 }
 
 TEST_F(InheritedSocketsTest, AnotherAddressHasNoneAndTheAdminSocketIsFoundByItsMark) {
   sockaddr_in addr{}, other{};
-  int fd = listening(0, &addr);
-  int admin = listening(0, &other);
+  int fd = listeningSocket(0, &addr);
+  int admin = listeningSocket(0, &other);
   ASSERT_GE(fd, 0);
   ASSERT_GE(admin, 0);
-  const ino_t admin_inode = inodeOf(admin);
+  const ino_t admin_inode = socketInode(admin);
   ASSERT_TRUE(addInheritedSocket(fd));
   ASSERT_TRUE(addInheritedAdminSocket(admin));
   EXPECT_FALSE(haveInheritedSocket(reinterpret_cast<const sockaddr*>(&other), sizeof other));
@@ -94,7 +75,7 @@ TEST_F(InheritedSocketsTest, AnotherAddressHasNoneAndTheAdminSocketIsFoundByItsM
   any.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   int got = takeInheritedAdminSocket(reinterpret_cast<const sockaddr*>(&any), sizeof any);
   ASSERT_GE(got, 0);
-  EXPECT_EQ(inodeOf(got), admin_inode);
+  EXPECT_EQ(socketInode(got), admin_inode);
   close(got);
   EXPECT_EQ(takeInheritedAdminSocket(reinterpret_cast<const sockaddr*>(&any), sizeof any), -1);
 }

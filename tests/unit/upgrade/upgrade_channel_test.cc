@@ -12,33 +12,50 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <functional>
 #include <map>
 #include <thread>
 
 #include "lb/net/inherited_sockets.h"
 
+#include "tests/support/listening_socket.h"
+
 namespace lb {
 namespace {
 
-int listening(sockaddr_in* bound) {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || listen(fd, 8) != 0 ||
-      getsockname(fd, reinterpret_cast<sockaddr*>(bound), &len) != 0) {
-    close(fd);
-    return -1;
-  }
-  return fd;
-}
+using test::listeningSocket;
+using test::socketInode;
 
-ino_t inodeOf(int fd) {
-  struct stat st{};
-  fstat(fd, &st);
-  return st.st_ino;
-}
+// The running lb's side of one hand-over, on a thread: accepts one connection on `server`
+// (waiting at most 5 s), lets `peer` look at it, sends its sockets, generation and health,
+// and reads the answer into *reply.
+struct OldSide {
+  std::vector<int> fds;
+  int admin = -1;
+  uint64_t generation = 2;
+  std::vector<HealthCarry> health;
+  std::function<void(int conn)> peer;
+
+  std::thread run(int server, HandoverReply* reply) const {
+    return std::thread([this, server, reply] {
+      int conn = -1;
+      for (int i = 0; i < 5000; ++i) {
+        if ((conn = accept4(server, nullptr, nullptr, SOCK_CLOEXEC)) >= 0 || errno != EAGAIN)
+          break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+      if (conn < 0) return;
+      if (peer) peer(conn);
+      std::string error;
+      if (sendHandover(conn, fds, admin, generation, health, &error)) {
+        pollfd p{conn, POLLIN, 0};
+        poll(&p, 1, 5000);
+        *reply = readHandoverReply(conn);
+      }
+      close(conn);
+    });
+  }
+};
 
 class UpgradeChannelTest : public ::testing::Test {
  protected:
@@ -67,30 +84,22 @@ TEST_F(UpgradeChannelTest, SocketsHealthAndGenerationArriveAndTheAnswerGoesBack)
   EXPECT_EQ(st.st_mode & 0777, 0600u);
 
   sockaddr_in web{}, admin{};
-  int web_fd = listening(&web);
-  int admin_fd = listening(&admin);
+  int web_fd = listeningSocket(0, &web);
+  int admin_fd = listeningSocket(0, &admin);
   ASSERT_GE(web_fd, 0);
   ASSERT_GE(admin_fd, 0);
-  const ino_t web_inode = inodeOf(web_fd);
+  const ino_t web_inode = socketInode(web_fd);
   std::vector<HealthCarry> health{
       {"cache", "b2", HealthStatus::kEjected, false, 800, 1000, 1, "ejected for 1s"}};
 
   HandoverReply reply;
   bool peer_is_me = false, peer_is_init = true;
-  std::thread old_side([&] {
-    int conn = -1;
-    while ((conn = accept4(server, nullptr, nullptr, SOCK_CLOEXEC)) < 0 && errno == EAGAIN)
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    std::string who, e;
-    peer_is_me = peerIsChild(conn, getpid(), &who);
-    peer_is_init = peerIsChild(conn, 1, &who);
-    if (sendHandover(conn, {web_fd}, admin_fd, 7, health, &e)) {
-      pollfd p{conn, POLLIN, 0};
-      poll(&p, 1, 5000);
-      reply = readHandoverReply(conn);
-    }
-    close(conn);
-  });
+  OldSide old{{web_fd}, admin_fd, 7, health, [&](int conn) {
+                std::string who;
+                peer_is_me = peerIsChild(conn, getpid(), &who);
+                peer_is_init = peerIsChild(conn, 1, &who);
+              }};
+  std::thread old_side = old.run(server, &reply);
   HandoverIn in;
   ASSERT_TRUE(receiveHandover(path, &in, &error)) << error;
   EXPECT_EQ(in.sockets, 2u);
@@ -105,7 +114,7 @@ TEST_F(UpgradeChannelTest, SocketsHealthAndGenerationArriveAndTheAnswerGoesBack)
   std::vector<int> got = takeInheritedSockets(reinterpret_cast<const sockaddr*>(&web),
                                               sizeof web, 0, 1);
   ASSERT_EQ(got.size(), 1u);
-  EXPECT_EQ(inodeOf(got[0]), web_inode);
+  EXPECT_EQ(socketInode(got[0]), web_inode);
   close(got[0]);
   int admin_got = takeInheritedAdminSocket(reinterpret_cast<const sockaddr*>(&admin),
                                            sizeof admin);
@@ -128,18 +137,8 @@ TEST_F(UpgradeChannelTest, AFailureIsSentWithItsReason) {
   int server = listenHandover(path, &error);
   ASSERT_GE(server, 0) << error;
   HandoverReply reply;
-  std::thread old_side([&] {
-    int conn = -1;
-    while ((conn = accept4(server, nullptr, nullptr, SOCK_CLOEXEC)) < 0 && errno == EAGAIN)
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    std::string e;
-    if (sendHandover(conn, {}, -1, 2, {}, &e)) {
-      pollfd p{conn, POLLIN, 0};
-      poll(&p, 1, 5000);
-      reply = readHandoverReply(conn);
-    }
-    close(conn);
-  });
+  OldSide old;
+  std::thread old_side = old.run(server, &reply);
   HandoverIn in;
   ASSERT_TRUE(receiveHandover(path, &in, &error)) << error;
   EXPECT_EQ(in.sockets, 0u);
