@@ -7,19 +7,23 @@
 #   - redis-benchmark -P 16 runs round after round through a redis listener,
 #   - a pymemcache client sets and reads back batches through a memcached listener,
 #   - a TCP session through a tcp listener stays open the whole time, sending PING every
-#     50 ms to the redis-server behind it.
+#     50 ms to the redis-server behind it,
+#   - curl downloads 1 GiB at 40 MB/s (about 27 s, over several upgrades) and checks its size.
 # Each client reports its own errors. The kernel's counters (nstat, iproute2's companion to
 # ss) say how many resets were sent on the machine meanwhile (TcpOutRsts) and how many
 # connections were refused (TcpExtListenDrops, TcpExtListenOverflows). Loopback only.
 #
 # Usage: bench/upgrade.sh [BUILD_DIR]     (default build; make first)
-# Env: UPGRADES (10), SPAN (60). UPGRADES=0 is the control: the same loads and counters with
+# Env: UPGRADES (10), SPAN (60), MODE (upgrade; restart: each upgrade is replaced by what
+#      `systemctl restart` does without a socket unit, SIGTERM, wait for the exit, start again,
+#      for comparison in the same conditions). UPGRADES=0 is the control: the same loads and counters with
 #      no upgrade (the clients' own closes at the end of their runs reset a few connections).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 build=$(cd "${1:-build}" && pwd)
 upgrades=${UPGRADES:-10}
+mode=${MODE:-upgrade}
 span=${SPAN:-60}
 
 origin1=$(free_port); origin2=$(free_port); redis=$(free_port); mc=$(free_port)
@@ -35,8 +39,9 @@ cat >"$work/lb.toml" <<TOML
 [lb]
 workers = 2
 log_level = "info"
-# The TCP session outlives every upgrade of the run: the first process keeps it to the end.
-drain_timeout = "120s"
+# With upgrades the TCP session outlives every one of them: the first process keeps it to the
+# end. A restart cannot wait that long (systemd's stop timeout): 5s, as an operator would set.
+drain_timeout = "$([[ $mode == restart ]] && echo 5s || echo 120s)"
 [admin]
 listen = "127.0.0.1:$admin"
 [listeners.web]
@@ -83,12 +88,15 @@ wrk -t1 -c8 -d${duration}s -H 'Connection: close' "http://127.0.0.1:$web/close" 
 wrk -t1 -c8 -d${duration}s "https://127.0.0.1:$tls/tls" >"$work/wrk_tls.txt" 2>&1 & loads+=($!)
 ( rounds=0 failed=0
   while [[ ! -e $stop ]]; do
-    if redis-benchmark -p "$rport" -P 16 -c 8 -n 100000 -t set,get -q >"$work/rb_round.txt" 2>&1 \
+    # redis-benchmark waits for ever on a connection that was refused or reset: bounded.
+    if timeout 60 redis-benchmark -p "$rport" -P 16 -c 8 -n 100000 -t set,get -q >"$work/rb_round.txt" 2>&1 \
        && grep -q "GET:" "$work/rb_round.txt" && ! grep -qi "error" "$work/rb_round.txt"; then :
     else failed=$((failed + 1)); cat "$work/rb_round.txt"; fi
     rounds=$((rounds + 1))
   done
   echo "redis-benchmark -P 16: $rounds rounds, $failed failed" ) >"$work/redis.txt" 2>&1 & loads+=($!)
+curl -sS --limit-rate 40M -o /dev/null -w '%{http_code} %{size_download}' \
+  "http://127.0.0.1:$web/bytes?n=1073741824" >"$work/download.txt" 2>&1 & loads+=($!)
 /usr/bin/python3 - "$mport" "$stop" >"$work/memcached.txt" 2>&1 <<'PY' & loads+=($!)
 import os, sys, time
 from pymemcache.client.base import Client
@@ -131,7 +139,14 @@ start=$(date +%s.%N)
 [[ $upgrades -gt 0 ]] || sleep "$gap"
 for i in $(seq "$upgrades"); do
   sleep "$gap"
-  if out=$("$build/lb" upgrade --pid "$serving" 2>&1); then
+  if [[ $mode == restart ]]; then
+    kill -TERM "$serving"
+    while kill -0 "$serving" 2>/dev/null; do sleep 0.01; done
+    "$build/lb" --config "$work/lb.toml" >>"$work/lb.log" 2>&1 &
+    serving=$!
+    pids+=($serving)
+    wait_port "$web" && ok=$((ok + 1))
+  elif out=$("$build/lb" upgrade --pid "$serving" 2>&1); then
     ok=$((ok + 1)); serving=$(sed -n 's/.*ok: lb pid \([0-9]*\) .*/\1/p' <<<"$out")
   else
     echo "upgrade $i: $out"
@@ -142,13 +157,14 @@ touch "$stop"
 wait "${loads[@]}" || true
 kernel=$(nstat 2>/dev/null | awk '$1 ~ /^(TcpOutRsts|TcpExtListenDrops|TcpExtListenOverflows|TcpAttemptFails)$/ { printf "%s=%s ", $1, $2 }')
 
-echo "upgrades: $ok of $upgrades succeeded in ${took}s (the last lb is pid $serving)"
+echo "$mode: $ok of $upgrades succeeded in ${took}s (the last lb is pid $serving)"
 for f in wrk_keepalive wrk_close wrk_tls; do
   reqs=$(grep -o '[0-9]* requests in' "$work/$f.txt" | cut -d' ' -f1)
   errs=$(grep 'Socket errors' "$work/$f.txt" || echo "Socket errors: none")
   non2xx=$(grep 'Non-2xx' "$work/$f.txt" || echo "Non-2xx: none")
   echo "$f: ${reqs:-?} requests; $errs; $non2xx"
 done
+echo "1 GiB download: $(cat "$work/download.txt") (status, bytes; 1073741824 expected)"
 cat "$work/redis.txt" "$work/memcached.txt" "$work/tcp.txt"
 echo "kernel (nstat, whole machine, during the run): ${kernel:-no counters moved}"
 kill "$serving" 2>/dev/null || true

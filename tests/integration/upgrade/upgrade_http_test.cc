@@ -83,31 +83,31 @@ class UpgradeHttpTest : public ::testing::Test {
 
 // wrk on keep-alive connections: each connection's response after the upgrade carries
 // Connection: close, and wrk reconnects to the new process. No error of any kind.
-TEST_F(UpgradeHttpTest, KeepAliveLoadSeesNoErrorAcrossFourUpgrades) {
-  Process wrk({"wrk", "-t1", "-c16", "-d6s", localUrl(port_, "/k")});
+TEST_F(UpgradeHttpTest, KeepAliveLoadSeesNoErrorAcrossThreeUpgrades) {
+  Process wrk({"wrk", "-t1", "-c16", "-d4s", localUrl(port_, "/k")});
   ASSERT_TRUE(waitForPort(port_));
   std::this_thread::sleep_for(500ms);   // the load is under way before the first upgrade
   std::vector<std::string> lines;
-  const pid_t last = upgradeChain(4, &lines);
+  const pid_t last = upgradeChain(3, &lines);
   ASSERT_NE(last, 0) << lines.back() << lb_.output();
   ASSERT_TRUE(wrk.waitExit(15s).has_value());
   const std::string out = wrk.output();
   EXPECT_NE(out.find("requests in"), std::string::npos) << out;
   EXPECT_EQ(socketErrors(out), "") << out;
   EXPECT_EQ(out.find("Non-2xx"), std::string::npos) << out;
-  // The first process drained and left; the last serves, four generations on.
+  // The first process drained and left; the last serves, three generations on.
   EXPECT_TRUE(lb_.process().waitExit(10s).has_value()) << lb_.output();
-  EXPECT_EQ(metric(admin_, "lb_process_generation"), 5);
+  EXPECT_EQ(metric(admin_, "lb_process_generation"), 4);
   EXPECT_TRUE(httpExchange(port_, httpRequest("GET", "/after")).ok);
 }
 
 // The same with a new connection per request (Connection: close): nothing is refused while
 // the listening sockets pass from one process to the next.
 TEST_F(UpgradeHttpTest, ConnectionCloseLoadIsNeverRefused) {
-  Process wrk({"wrk", "-t1", "-c8", "-d5s", "-H", "Connection: close", localUrl(port_, "/c")});
+  Process wrk({"wrk", "-t1", "-c8", "-d3s", "-H", "Connection: close", localUrl(port_, "/c")});
   std::this_thread::sleep_for(500ms);
   std::vector<std::string> lines;
-  ASSERT_NE(upgradeChain(3, &lines), 0) << lines.back() << lb_.output();
+  ASSERT_NE(upgradeChain(2, &lines), 0) << lines.back() << lb_.output();
   ASSERT_TRUE(wrk.waitExit(15s).has_value());
   const std::string out = wrk.output();
   EXPECT_NE(out.find("requests in"), std::string::npos) << out;
