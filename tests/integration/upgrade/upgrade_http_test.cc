@@ -164,6 +164,25 @@ TEST_F(UpgradeHttpTest, TheAdminPortAnswersThroughout) {
   EXPECT_EQ(bad.load(), 0) << first_bad;
 }
 
+// The new config asks for another number of workers: every socket the old process had is
+// still accepted from (one orphaned socket would leave the connections the kernel hashes to it
+// waiting), whether the new process has fewer workers than sockets or more.
+TEST_F(UpgradeHttpTest, AnotherWorkerCountStillAcceptsOnEverySocket) {
+  pid_t serving = lb_.process().pid();
+  for (const char* workers : {"1", "3"}) {
+    std::string config = httpConfig(port_, admin_, fleet_.backends(2));
+    config.replace(config.find("workers = 2"), 11, std::string("workers = ") + workers);
+    writeWholeFile(lb_.configPath(), config);
+    UpgradeOutcome o = upgrades_.upgrade(serving);
+    ASSERT_EQ(o.exit_code, 0) << o.err << lb_.output();
+    serving = o.new_pid;
+    // A new connection per request: the kernel spreads them over every socket of the group.
+    int ok = 0;
+    for (int i = 0; i < 200; ++i) ok += httpExchange(port_, httpRequest("GET", "/w"), 2s).ok;
+    EXPECT_EQ(ok, 200) << "workers = " << workers;
+  }
+}
+
 // The old process ejected origin-b (passive: its connections were refused); the new one
 // starts with it ejected and sends it nothing, though it has never seen it fail.
 TEST(UpgradeHealthTest, ABackendOutOfRotationStaysOutWithoutARetry) {
