@@ -100,6 +100,16 @@ int runUpgrade(int argc, char** argv) {
         auto it = env.find(name);
         return it == env.end() ? nullptr : it->second.c_str();
       }));
+  // The running lb refuses a directory someone else planted, and could then write no outcome
+  // into it: say so now rather than wait out the timeout.
+  struct stat dir_st{}, proc_st{};
+  if (lstat(dir.c_str(), &dir_st) == 0 &&
+      (stat(("/proc/" + std::to_string(pid)).c_str(), &proc_st) != 0 || !S_ISDIR(dir_st.st_mode) ||
+       dir_st.st_uid != proc_st.st_uid || (dir_st.st_mode & 077) != 0)) {
+    fprintf(stderr, "lb upgrade: %s is not a directory of the lb's user with mode 0700; the lb "
+                    "refuses to hand over through it (remove it)\n", dir.c_str());
+    return 1;
+  }
   const std::string result = dir + "/result";
   unlink(result.c_str());   // an earlier attempt's
   if (kill(static_cast<pid_t>(pid), SIGUSR2) != 0) {

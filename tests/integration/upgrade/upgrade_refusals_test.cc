@@ -2,6 +2,7 @@
 // with exit 1: a config the new process refuses, a binary that exits at once. And the
 // hand-over socket gives nothing to a process that is not the new lb.
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -10,6 +11,7 @@
 #include <cstdio>
 #include <string>
 
+#include "lb/upgrade/upgrade_channel.h"
 #include "tests/support/http_client.h"
 #include "tests/support/lb_fixture.h"
 #include "tests/support/origin_fleet.h"
@@ -146,6 +148,24 @@ TEST_F(UpgradeRefusalTest, AStrangerOnTheHandOverSocketGetsNothing) {
   ASSERT_TRUE(code.has_value());
   EXPECT_EQ(*code, 1) << upgrade.output();
   EXPECT_NE(upgrade.output().find("before it was ready"), std::string::npos) << upgrade.output();
+  expectStillServing();
+}
+
+// A directory at the hand-over's place that others may enter (planted before the upgrade) is
+// refused by `lb upgrade` at once, and by the lb if signalled anyway; the lb serves on.
+TEST_F(UpgradeRefusalTest, APlantedDirectoryIsRefused) {
+  const std::string planted = upgradeDirFor(lb_->pid(), upgradeRuntimeDir(getenv));
+  ASSERT_EQ(mkdir(planted.c_str(), 0755), 0);
+  chmod(planted.c_str(), 0755);
+  UpgradeOutcome o = upgrades_.upgrade(lb_->pid());
+  EXPECT_EQ(o.exit_code, 1);
+  EXPECT_NE(o.err.find("is not a directory of the lb's user with mode 0700"), std::string::npos)
+      << o.err;
+  kill(lb_->pid(), SIGUSR2);
+  EXPECT_TRUE(lb_->waitForOutput("upgrade refused: " + planted + " exists and is not a "
+                                 "directory of this user with mode 0700", 5s))
+      << lb_->output();
+  rmdir(planted.c_str());
   expectStillServing();
 }
 
