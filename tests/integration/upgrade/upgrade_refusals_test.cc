@@ -8,7 +8,9 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <string>
 
 #include "lb/upgrade/upgrade_channel.h"
@@ -34,11 +36,14 @@ class UpgradeRefusalTest : public ::testing::Test {
  protected:
   void SetUp() override {
     ASSERT_TRUE(fleet_.ok()) << fleet_.error();
-    char tmpl[] = "/tmp/lb-upgrade-bin-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    // Beside the build's binary (the same file system), so that it is a hard link, not a
+    // copy: the directory's own name for the same file.
+    const std::string built = builtBinary("lb");
+    std::string tmpl = built.substr(0, built.rfind('/')) + "/upgrade-bin-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
     dir_ = tmpl;
     binary_ = dir_ + "/lb";
-    install(readWholeFile(builtBinary("lb")), 0755);
+    installBuilt();
     writeWholeFile(config_path_, config(port_, admin_, fleet_.backends(1)));
     lb_ = std::make_unique<Process>(std::vector<std::string>{binary_, "--config", config_path_});
     ASSERT_TRUE(waitForPort(port_, 10s)) << lb_->output();
@@ -49,6 +54,11 @@ class UpgradeRefusalTest : public ::testing::Test {
     unlink(binary_.c_str());
     unlink(config_path_.c_str());
     rmdir(dir_.c_str());
+  }
+  // The built lb at the binary's path again.
+  void installBuilt() {
+    unlink(binary_.c_str());
+    ASSERT_EQ(link(builtBinary("lb").c_str(), binary_.c_str()), 0) << strerror(errno);
   }
   // Puts `content` at the binary's path the way an installer does: a new file renamed over
   // the old one (the running lb keeps its own).
@@ -98,7 +108,7 @@ TEST_F(UpgradeRefusalTest, ABinaryThatExitsAtOnceLeavesTheOldServing) {
   EXPECT_NE(o.err.find("exited with status 3 before it was ready"), std::string::npos) << o.err;
   expectStillServing();
   // The real binary back: the next upgrade goes through.
-  install(readWholeFile(builtBinary("lb")), 0755);
+  installBuilt();
   UpgradeOutcome again = upgrades_.upgrade(lb_->pid());
   EXPECT_EQ(again.exit_code, 0) << again.err << lb_->output();
   EXPECT_NE(again.new_pid, 0);
