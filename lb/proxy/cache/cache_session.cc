@@ -526,7 +526,12 @@ void CacheSession::onTimer(Connection&) noexcept {
 // stops the worker.
 void CacheSession::drain() noexcept {
   if (state_ != State::kServing) return;
-  conn_.startTimer(kDrainQuietMs);
+  const uint64_t quiet = uv_now(env_.loop()) - last_activity_ms_;
+  if (head_ == nullptr && out_.empty() && quiet >= kDrainQuietMs) {
+    finish(CacheOutcome::kDrained);   // quiet for long enough already
+    return;
+  }
+  conn_.startTimer(quiet >= kDrainQuietMs ? kDrainQuietMs : kDrainQuietMs - quiet);
 }
 
 void CacheSession::abort() noexcept { closeNow(CacheOutcome::kAborted); }

@@ -432,8 +432,20 @@ void HttpSession::drain() noexcept {
   // for kDrainGraceMs, a request that comes meanwhile is answered with Connection: close, and
   // one still quiet then gets a lingering close (FIN, never a reset). nginx closes idle
   // keep-alive connections at once on a graceful stop, and its clients see that race.
-  if (quietForDrain()) armTimer(std::min(kDrainGraceMs, static_cast<uint64_t>(
-                                             lst_->config->timeouts.idle.count())));
+  // A connection idle for the grace already (armTimer(idle) stamped when it went idle) has no
+  // request on its way more than any other moment: it closes now.
+  if (!quietForDrain()) return;
+  const uint64_t idle = static_cast<uint64_t>(lst_->config->timeouts.idle.count());
+  const uint64_t grace = std::min(kDrainGraceMs, idle);
+  const uint64_t now = uv_now(worker_->loop());
+  const uint64_t quiet = state_ == State::kIdle && deadline_ >= idle && now + idle >= deadline_
+                             ? now + idle - deadline_
+                             : 0;
+  if (quiet >= grace) {
+    lingerClose();
+    return;
+  }
+  armTimer(grace - quiet);
 }
 
 void HttpSession::closeAll() noexcept {
