@@ -24,7 +24,6 @@ struct Inherited {
 
 std::mutex mu;
 std::vector<Inherited> inherited;   // guarded by mu
-int admin_fd = -1;                  // guarded by mu
 
 // getsockname of a listening TCP socket; false when `fd` is not one.
 bool listeningAddress(int fd, sockaddr_storage* addr, socklen_t* len) {
@@ -74,18 +73,13 @@ bool addInheritedSocket(int fd) {
 }
 
 bool addInheritedAdminSocket(int fd) {
-  sockaddr_storage addr{};
-  socklen_t len = 0;
-  if (!keepListening(fd, &addr, &len)) return false;
-  std::lock_guard<std::mutex> lock(mu);
-  if (admin_fd >= 0) ::close(admin_fd);
-  admin_fd = fd;
-  return true;
+  // Kept under its address like the listeners' sockets: an admin.listen the new config moved
+  // elsewhere leaves it untaken, and releaseInheritedSockets closes and names it.
+  return addInheritedSocket(fd);
 }
 
 int takeInheritedAdminSocket(const sockaddr* addr, socklen_t len) {
   std::lock_guard<std::mutex> lock(mu);
-  if (admin_fd >= 0) return std::exchange(admin_fd, -1);
   Inherited* i = find(addr, len);
   if (i == nullptr || i->fds.empty()) return -1;
   i->taken = true;
@@ -128,10 +122,6 @@ void releaseInheritedSockets() {
     for (int fd : i.fds) ::close(fd);
   }
   inherited.clear();
-  if (admin_fd >= 0) {
-    LB_WARN("inherited admin socket: admin.listen is not set; closed");
-    ::close(std::exchange(admin_fd, -1));
-  }
 }
 
 std::vector<std::string> inheritedAddresses() {

@@ -27,11 +27,10 @@ namespace lb {
 // address (getsockname); the registry owns it. False (and `fd` closed) when it is not a
 // listening TCP socket.
 bool addInheritedSocket(int fd);
-// Main thread. Records `fd` as the admin server's socket: the lb it replaces says which one it
-// is, so that an admin.listen with port 0 still finds it.
+// Main thread. Records `fd`, the admin server's socket, under its address as above.
 bool addInheritedAdminSocket(int fd);
-// Main thread. The admin server's socket (the caller owns it): the one marked as such, else
-// one inherited for `addr`; -1 when there is none (the admin server binds).
+// Main thread. The admin server's socket for `addr` (the caller owns it); -1 when none was
+// inherited there (the admin server binds; a moved admin.listen leaves the old one untaken).
 int takeInheritedAdminSocket(const sockaddr* addr, socklen_t len);
 
 // Whether sockets were inherited for `addr` (its family, address and port exactly).

@@ -57,27 +57,26 @@ TEST_F(InheritedSocketsTest, AnAddressesSocketsAreDealtToTheWorkersInTurn) {
     for (int fd : *v) close(fd);
 }
 
-TEST_F(InheritedSocketsTest, AnotherAddressHasNoneAndTheAdminSocketIsFoundByItsMark) {
-  sockaddr_in addr{}, other{};
-  int fd = listeningSocket(0, &addr);
-  int admin = listeningSocket(0, &other);
-  ASSERT_GE(fd, 0);
-  ASSERT_GE(admin, 0);
-  const ino_t admin_inode = socketInode(admin);
-  ASSERT_TRUE(addInheritedSocket(fd));
-  ASSERT_TRUE(addInheritedAdminSocket(admin));
-  EXPECT_FALSE(haveInheritedSocket(reinterpret_cast<const sockaddr*>(&other), sizeof other));
-  EXPECT_TRUE(takeInheritedSockets(reinterpret_cast<const sockaddr*>(&other), sizeof other, 0, 1)
-                  .empty());
-  // admin.listen may say port 0: the mark finds it whatever the address asked for.
-  sockaddr_in any{};
-  any.sin_family = AF_INET;
-  any.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  int got = takeInheritedAdminSocket(reinterpret_cast<const sockaddr*>(&any), sizeof any);
+// The admin socket is found at its own address only: a new config that moved admin.listen
+// binds anew, and the old socket is left to close.
+TEST_F(InheritedSocketsTest, TheAdminSocketIsFoundAtItsAddressAndNowhereElse) {
+  sockaddr_in web{}, admin{}, moved{};
+  int web_fd = listeningSocket(0, &web);
+  int admin_fd = listeningSocket(0, &admin);
+  int moved_fd = listeningSocket(0, &moved);   // only for a free address of its own
+  ASSERT_GE(web_fd, 0);
+  ASSERT_GE(admin_fd, 0);
+  ASSERT_GE(moved_fd, 0);
+  close(moved_fd);
+  const ino_t admin_inode = socketInode(admin_fd);
+  ASSERT_TRUE(addInheritedSocket(web_fd));
+  ASSERT_TRUE(addInheritedAdminSocket(admin_fd));
+  EXPECT_FALSE(haveInheritedSocket(reinterpret_cast<const sockaddr*>(&moved), sizeof moved));
+  EXPECT_EQ(takeInheritedAdminSocket(reinterpret_cast<const sockaddr*>(&moved), sizeof moved), -1);
+  int got = takeInheritedAdminSocket(reinterpret_cast<const sockaddr*>(&admin), sizeof admin);
   ASSERT_GE(got, 0);
   EXPECT_EQ(socketInode(got), admin_inode);
   close(got);
-  EXPECT_EQ(takeInheritedAdminSocket(reinterpret_cast<const sockaddr*>(&any), sizeof any), -1);
 }
 
 TEST_F(InheritedSocketsTest, WhatIsNotAListeningTcpSocketIsRefusedAndClosed) {
