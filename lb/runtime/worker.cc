@@ -189,15 +189,12 @@ bool Worker::reconcileListeners(std::string* error) {
     }
     if (keep) kept.push_back(std::move(l));
   }
-  {
-    // The dropped ones leave the published set before they close.
-    std::lock_guard<std::mutex> lock(fds_mu_);
-    listening_fds_.clear();
-    for (auto& l : kept) listening_fds_.push_back(l->fd());
-  }
-  for (auto& l : listeners_)
-    if (l != nullptr) l.release()->close();
+  // The dropped ones leave the published set before they close.
+  std::vector<std::unique_ptr<Listener>> dropped = std::move(listeners_);
   listeners_ = std::move(kept);
+  publishListeningFds();
+  for (auto& l : dropped)
+    if (l != nullptr) l.release()->close();
   bool ok = true;
   for (uint32_t i = 0; i < ls.size(); ++i) {
     if (have[i]) continue;

@@ -57,15 +57,18 @@ Upgrade::Upgrade(uv_loop_t* loop, UpgradeHooks hooks) : loop_(loop), hooks_(std:
 
 Upgrade* Upgrade::start(uv_loop_t* loop, std::vector<std::string> argv, UpgradeHooks hooks) {
   const std::string dir = upgradeDirFor(getpid(), upgradeRuntimeDir(getenv));
-  std::string error;
   const std::string exe = ownExecutable();
-  if (exe.empty()) error = "cannot read /proc/self/exe";
-  if (error.empty() && !prepareUpgradeDir(dir, &error)) {
+  if (exe.empty()) {
+    refuse("cannot read /proc/self/exe");
+    return nullptr;
+  }
+  std::string error;
+  if (!prepareUpgradeDir(dir, &error)) {
     LB_ERROR("upgrade refused: %s; this lb keeps serving", error.c_str());
     return nullptr;   // the directory is not ours: no result is written into it
   }
   unlink((dir + "/result").c_str());
-  int listen_fd = error.empty() ? listenHandover(dir + "/handover.sock", &error) : -1;
+  int listen_fd = listenHandover(dir + "/handover.sock", &error);
   if (listen_fd < 0) {
     LB_ERROR("upgrade refused: %s; this lb keeps serving", error.c_str());
     writeUpgradeResult(dir, "failed: " + error);
