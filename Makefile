@@ -37,7 +37,7 @@ DEB_PACKAGES := build-essential pkg-config libuv1-dev node-llhttp libtomlplusplu
   prometheus-cpp-dev libxxhash-dev zlib1g-dev libgtest-dev libgmock-dev libbenchmark-dev \
   libsystemd-dev systemd curl wrk redis-server redis-tools memcached prometheus nutcracker \
   nettle-dev etcd-server etcd-client nlohmann-json3-dev tmux gnuplot-nox libssl-dev \
-  python3-pymemcache python3-redis
+  python3-pymemcache python3-redis libnghttp2-dev nghttp2-client python3-h2
 
 CXX ?= g++
 CC ?= gcc
@@ -52,7 +52,7 @@ TEST_CXXFLAGS := $(TEST_OPT) $(CXXFLAGS_BASE)
 # (lb/http/parser.h says what lb checks on top).
 LLHTTP_DEFS := -DLLHTTP_STRICT_MODE=1
 CFLAGS_LLHTTP := $(OPT) -MMD -MP -I$(LLHTTP_INC) $(LLHTTP_DEFS)
-LDLIBS := -ltomlplusplus -luv -lsystemd -lprometheus-cpp-core -lxxhash -lz -lnettle -lssl -lcrypto -lpthread -ldl -lrt
+LDLIBS := -ltomlplusplus -luv -lnghttp2 -lsystemd -lprometheus-cpp-core -lxxhash -lz -lnettle -lssl -lcrypto -lpthread -ldl -lrt
 TEST_LDLIBS := -lgmock -lgtest -lgtest_main
 BENCH_LDLIBS := -lbenchmark -lbenchmark_main
 

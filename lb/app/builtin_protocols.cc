@@ -1,5 +1,6 @@
 #include "lb/app/builtin_protocols.h"
 
+#include "lb/proxy/h2/h2_conn.h"
 #include "lb/proxy/http/http_session.h"
 #include "lb/proxy/memcached/memcached_session.h"
 #include "lb/proxy/redis/redis_session.h"
@@ -21,6 +22,8 @@ void acceptHttp(WorkerEnv& env, uv_stream_t* server, const AcceptTransport* tran
 const ProtocolTable& builtinProtocols() {
   static const ProtocolTable table = [] {
     ProtocolTable t{};
+    // HTTP/2 is a room HTTP listeners hand connections to (lb/runtime/h2_handoff.h).
+    setH2Start(&H2Conn::start);
     t[static_cast<size_t>(Protocol::kHttp)] = acceptHttp;
     t[static_cast<size_t>(Protocol::kTcp)] = TcpSession::accept;
     t[static_cast<size_t>(Protocol::kRedis)] = RedisSession::accept;

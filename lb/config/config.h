@@ -52,6 +52,22 @@ struct Limits {
   uint32_t max_in_flight = 1024;
 };
 
+// `h2 = { max_concurrent_streams, initial_window, max_header_list }` on an http listener:
+// HTTP/2 from clients (h2 by ALPN on TLS, h2c with prior knowledge on plain), docs/config.md
+// "HTTP/2". The defaults are the SETTINGS lb sends; each bounds what one connection may hold.
+// How a plain connection is told to speak HTTP/2.
+enum class H2Cleartext : uint8_t {
+  kDetect,   // by its first bytes: the h2c preface, else HTTP/1.1
+  kOnly,     // always (HAProxy's `proto h2`, nginx's plain `listen ... http2`)
+};
+struct H2Config {
+  uint32_t max_concurrent_streams = 100;   // SETTINGS_MAX_CONCURRENT_STREAMS
+  uint32_t initial_window = 1 << 20;       // SETTINGS_INITIAL_WINDOW_SIZE: a stream's unread body
+  uint32_t max_header_list = 64 << 10;     // SETTINGS_MAX_HEADER_LIST_SIZE, decoded
+  H2Cleartext cleartext = H2Cleartext::kDetect;
+  SourcePos pos;
+};
+
 // `tls = { certificates = [{ cert, key }, ...], min_version, alpn }` on a listener
 // (docs/config.md, "TLS"). Paths as written, relative ones made relative to the config
 // file's folder by the loader; the files themselves are read when the snapshot is built.
@@ -99,6 +115,7 @@ struct ListenerConfig {
   Timeouts timeouts;
   Limits limits;
   ListenerTlsConfig tls;
+  H2Config h2;             // http only
   // redis, memcached: hash only the part of a key inside the first pair of these two
   // characters ("{}"), as twemproxy and Redis Cluster do; "" = the whole key.
   std::string hash_tag;

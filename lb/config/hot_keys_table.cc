@@ -80,45 +80,8 @@ constexpr uint64_t kMaxBytes = uint64_t{64} << 30;
 constexpr Duration kMinTtl{1};
 constexpr Duration kMaxTtl{60000};
 
-// "64MiB", "512KiB", "1GiB", "4096B", or an integer count of bytes.
-bool parseByteSize(std::string_view s, uint64_t* out) {
-  uint64_t v = 0;
-  size_t i = 0;
-  for (; i < s.size() && s[i] >= '0' && s[i] <= '9'; ++i) {
-    if (v > (UINT64_MAX - 9) / 10) return false;
-    v = v * 10 + static_cast<uint64_t>(s[i] - '0');
-  }
-  if (i == 0) return false;
-  const std::string_view unit = s.substr(i);
-  unsigned shift = 0;
-  if (unit == "" || unit == "B") shift = 0;
-  else if (unit == "KiB") shift = 10;
-  else if (unit == "MiB") shift = 20;
-  else if (unit == "GiB") shift = 30;
-  else return false;
-  if (shift > 0 && v > (UINT64_MAX >> shift)) return false;
-  *out = v << shift;
-  return true;
-}
-
 void readBytes(TableWalker& w, NearCacheConfig* c) {
-  const toml::node* n = w.get("bytes");
-  if (n == nullptr) return;
-  uint64_t v = 0;
-  if (n->is_integer() && n->as_integer()->get() >= 0) {
-    v = static_cast<uint64_t>(n->as_integer()->get());
-  } else if (!n->is_string() || !parseByteSize(n->as_string()->get(), &v)) {
-    w.errorAt("bytes", "must be a size such as \"64MiB\" (B, KiB, MiB, GiB) or a number of "
-                       "bytes, got " + (n->is_string() ? "'" + n->as_string()->get() + "'"
-                                                        : typeName(*n)));
-    return;
-  }
-  if (v < kMinBytes || v > kMaxBytes) {
-    w.errorAt("bytes", "must be from 1KiB to 64GiB (per worker), got " + std::to_string(v) +
-                       " bytes");
-    return;
-  }
-  c->bytes = v;
+  w.bytes("bytes", kMinBytes, kMaxBytes, "(per worker)", &c->bytes);
 }
 
 void readNearCache(WalkContext& ctx, const toml::table& table, const std::string& path,

@@ -252,6 +252,26 @@ void readListener(WalkContext& ctx, const toml::key& key, const toml::node& node
     lw.integer("max_in_flight", 1, 65536, &l->limits.max_in_flight);
     lw.checkUnknownKeys();
   }
+  if (const toml::table* ht = w.subtable("h2")) {
+    TableWalker hw(ctx, *ht, path + ".h2");
+    l->h2.pos = hw.pos();
+    if (l->protocol != Protocol::kHttp)
+      hw.error("is for http listeners (HTTP/2 to clients); this listener speaks " +
+               std::string(protocolName(l->protocol)));
+    // RFC 9113 §6.5.2: fewer than 100 streams "limits parallelism"; past 1000 one connection
+    // holds more upstream connections than a client deserves. A window below 16 KiB is below
+    // one DATA frame; past 16 MiB a stream buffers more than lb would hold for any client.
+    hw.integer("max_concurrent_streams", 1, 1000, &l->h2.max_concurrent_streams);
+    uint64_t v = 0;
+    if (hw.bytes("initial_window", 16 << 10, 16 << 20, "", &v))
+      l->h2.initial_window = static_cast<uint32_t>(v);
+    if (hw.bytes("max_header_list", 1 << 10, 1 << 20, "", &v))
+      l->h2.max_header_list = static_cast<uint32_t>(v);
+    hw.enumeration<H2Cleartext>("cleartext",
+                                {{"detect", H2Cleartext::kDetect}, {"only", H2Cleartext::kOnly}},
+                                &l->h2.cleartext);
+    hw.checkUnknownKeys();
+  }
   if (w.string("hash_tag", &l->hash_tag) && l->hash_tag.size() != 2)
     w.errorAt("hash_tag", "must be two characters, an opening and a closing one such as \"{}\", "
                           "got '" + l->hash_tag + "'");

@@ -52,7 +52,16 @@ void readListenerTls(WalkContext& ctx, const toml::table& t, const std::string& 
                   "must be a protocol name such as \"http/1.1\"");
         continue;
       }
-      tls.alpn.push_back(n->as_string()->get());
+      const std::string& name = n->as_string()->get();
+      // Only an http listener speaks HTTP/2; offering it elsewhere would have a client pick
+      // a protocol nobody behind the handshake answers.
+      if (name == "h2" && l->protocol != Protocol::kHttp) {
+        ctx.error(posOf(*n), path + ".alpn[" + std::to_string(i) + "]",
+                  "\"h2\" is HTTP/2, which only http listeners speak; this listener speaks " +
+                      std::string(protocolName(l->protocol)));
+        continue;
+      }
+      tls.alpn.push_back(name);
     }
   } else if (l->protocol == Protocol::kHttp) {
     tls.alpn = {"http/1.1"};

@@ -188,6 +188,57 @@ bool TableWalker::duration(std::string_view key, Duration min, Duration* out) {
   return true;
 }
 
+bool parseByteSize(std::string_view s, uint64_t* out) {
+  uint64_t v = 0;
+  size_t i = 0;
+  for (; i < s.size() && s[i] >= '0' && s[i] <= '9'; ++i) {
+    if (v > (UINT64_MAX - 9) / 10) return false;
+    v = v * 10 + static_cast<uint64_t>(s[i] - '0');
+  }
+  if (i == 0) return false;
+  const std::string_view unit = s.substr(i);
+  unsigned shift = 0;
+  if (unit == "" || unit == "B") shift = 0;
+  else if (unit == "KiB") shift = 10;
+  else if (unit == "MiB") shift = 20;
+  else if (unit == "GiB") shift = 30;
+  else return false;
+  if (shift > 0 && v > (UINT64_MAX >> shift)) return false;
+  *out = v << shift;
+  return true;
+}
+
+std::string formatByteSize(uint64_t v) {
+  static constexpr std::pair<unsigned, const char*> kUnits[] = {{30, "GiB"}, {20, "MiB"},
+                                                                 {10, "KiB"}};
+  for (const auto& [shift, unit] : kUnits)
+    if (v != 0 && v % (uint64_t{1} << shift) == 0) return std::to_string(v >> shift) + unit;
+  return std::to_string(v) + "B";
+}
+
+bool TableWalker::bytes(std::string_view key, uint64_t min, uint64_t max, std::string_view what,
+                        uint64_t* out) {
+  const toml::node* n = get(key);
+  if (n == nullptr) return false;
+  uint64_t v = 0;
+  if (n->is_integer() && n->as_integer()->get() >= 0) {
+    v = static_cast<uint64_t>(n->as_integer()->get());
+  } else if (!n->is_string() || !parseByteSize(n->as_string()->get(), &v)) {
+    errorAt(key, "must be a size such as \"64MiB\" (B, KiB, MiB, GiB) or a number of bytes, got " +
+                     (n->is_string() ? "'" + n->as_string()->get() + "'"
+                                     : std::string(typeName(*n))));
+    return false;
+  }
+  if (v < min || v > max) {
+    std::string range = "must be from " + formatByteSize(min) + " to " + formatByteSize(max);
+    if (!what.empty()) range += " " + std::string(what);
+    errorAt(key, range + ", got " + std::to_string(v) + " bytes");
+    return false;
+  }
+  *out = v;
+  return true;
+}
+
 const toml::table* TableWalker::subtable(std::string_view key, bool required) {
   const toml::node* node = get(key);
   if (!node) {

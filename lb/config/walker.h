@@ -22,6 +22,12 @@ namespace lb {
 // usual typo "wieght" is one edit from "weight".
 size_t editDistance(std::string_view a, std::string_view b);
 
+// "64MiB", "512KiB", "1GiB", "4096B", or digits alone (bytes): false when it is none of them
+// or overflows 64 bits.
+bool parseByteSize(std::string_view s, uint64_t* out);
+// 1 MiB as "1MiB", 1000 as "1000B": the largest unit that divides it.
+std::string formatByteSize(uint64_t v);
+
 // " (did you mean 'x'?)" for the closest candidate within a small distance, else "".
 std::string didYouMean(std::string_view word, const std::vector<std::string>& candidates);
 
@@ -79,6 +85,10 @@ class TableWalker {
   }
   // A duration string (lb/core/duration.h); `min` is the smallest allowed.
   bool duration(std::string_view key, Duration min, Duration* out);
+  // A size: a string such as "64MiB" (B, KiB, MiB, GiB) or an integer count of bytes, from
+  // `min` to `max`; `what` ends the range error ("(per worker)"), may be empty.
+  bool bytes(std::string_view key, uint64_t min, uint64_t max, std::string_view what,
+             uint64_t* out);
   // A string naming one of `choices`, else "'x' is not one of a, b, c (did you mean 'b'?)".
   template <typename E>
   bool enumeration(std::string_view key, const std::vector<std::pair<std::string, E>>& choices,

@@ -56,6 +56,27 @@ enum class HttpErrorReason : uint8_t {
   kOverLimit,        // 503, past limits.max_connections: load shed, not a fleet outage
   kCount
 };
+// Why lb ended an HTTP/2 connection with GOAWAY other than NO_ERROR; the reason label of
+// lb_h2_goaways_total. Floods and bombs are ENHANCE_YOUR_CALM, the rest the RFC's error.
+enum class H2GoawayReason : uint8_t {
+  kRapidReset,       // streams reset by the client faster than h2 allows (CVE-2023-44487)
+  kContinuation,     // a header block in more CONTINUATION frames than allowed (CVE-2024-27316)
+  kSettingsFlood,    // SETTINGS frames faster than lb answers them
+  kPingFlood,        // PING (or SETTINGS) acknowledgements the client does not read
+  kEmptyFrames,      // empty DATA frames, or other frames that carry nothing
+  kHeaderList,       // header blocks over h2.max_header_list, again and again (HPACK bombs)
+  kProtocolError,    // anything else RFC 9113 calls a connection error
+  kStall,            // no progress either way for timeouts.idle with streams open
+  kCount
+};
+inline const char* h2GoawayReasonName(H2GoawayReason r) noexcept {
+  static constexpr const char* kNames[] = {"rapid_reset",    "continuation_flood",
+                                           "settings_flood", "ping_flood",
+                                           "empty_frames",   "header_list",
+                                           "protocol_error", "stall"};
+  return kNames[static_cast<int>(r)];
+}
+
 inline const char* httpErrorReasonName(HttpErrorReason r) noexcept {
   static constexpr const char* kNames[] = {"malformed",        "missing_key",    "header_timeout",
                                            "body_too_large",   "header_too_large",
@@ -184,6 +205,11 @@ struct alignas(64) ListenerWorkerStats {
   std::array<StatCounter, kCodeClasses> requests;
   std::array<StatCounter, static_cast<int>(HttpErrorReason::kCount)> http_errors;
   std::array<StatCounter, static_cast<int>(CacheErrorReason::kCount)> cache_errors;
+  // HTTP/2: connections open now (also in connections_active), streams begun, and the
+  // connections ended by reason.
+  StatGauge h2_connections_active;
+  StatCounter h2_streams;
+  std::array<StatCounter, static_cast<int>(H2GoawayReason::kCount)> h2_goaways;
   // Bytes the listener's connections moved by splice(2), both directions (the rest of
   // lb_backend_bytes_total was copied through user space).
   StatCounter spliced_bytes;

@@ -26,6 +26,8 @@
 
 #include <uv.h>
 
+#include <string_view>
+
 #include <cstddef>
 
 namespace lb {
@@ -75,6 +77,9 @@ class Transport {
   // nothing reaches the owner; the moment it ends the transport calls
   // Connection::established(), which tells the owner (ConnectionOwner::onEstablished).
   virtual bool established() const noexcept { return true; }
+  // Accept side, once established: the application protocol the handshake agreed on (TLS's
+  // ALPN, "h2" or "http/1.1"), empty when none was (always, for a plain connection).
+  virtual std::string_view protocol() const noexcept { return {}; }
 
  protected:
   ~Transport() = default;

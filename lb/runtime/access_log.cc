@@ -250,7 +250,7 @@ size_t AccessLog::format(const AccessRecord& r, char* out, size_t cap) noexcept 
   w.text("Z listener=");
   w.token(r.listener);
   w.text(" proto=");
-  w.token(r.http ? std::string_view("http") : r.proto);
+  w.token(r.proto);
   w.client(r.client);
   if (r.has_key) {
     w.text(" key=");

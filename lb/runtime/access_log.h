@@ -36,7 +36,7 @@ namespace lb {
 struct AccessRecord {
   std::string_view listener;
   bool http = false;
-  std::string_view proto = "tcp";  // when !http: tcp, redis, memcached
+  std::string_view proto = "tcp";  // http, h2, tcp, redis, memcached
   const sockaddr* client = nullptr;
   bool has_key = false;
   uint64_t key_hash = 0;

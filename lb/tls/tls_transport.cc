@@ -541,4 +541,11 @@ void TlsTransport::decrypt(Connection& c) noexcept {
   in_decrypt_ = false;
 }
 
+std::string_view TlsTransport::protocol() const noexcept {
+  const unsigned char* p = nullptr;
+  unsigned len = 0;
+  SSL_get0_alpn_selected(ssl_, &p, &len);
+  return p == nullptr ? std::string_view{} : std::string_view(reinterpret_cast<const char*>(p), len);
+}
+
 }  // namespace lb

@@ -56,6 +56,7 @@ class TlsTransport final : public Transport {
   void release(Connection& c) noexcept override;
   bool handshakes() const noexcept override { return client_ != nullptr; }
   bool established() const noexcept override { return established_; }
+  std::string_view protocol() const noexcept override;
   // Connect side: why the handshake failed ("certificate verify failed: ..."), once it has;
   // after it, OpenSSL's reason for a read that failed (an alert from the peer).
   const std::string& failureText() const noexcept { return failure_; }

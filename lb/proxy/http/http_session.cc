@@ -69,6 +69,13 @@ void HttpSession::start(Admission admission) noexcept {
     sendError(503, HttpErrorReason::kOverLimit);
     return;
   }
+  // A plain connection may open with the h2c preface; a TLS one says h2 by ALPN instead
+  // (onEstablished).
+  h2c_possible_ = client_.plain() && h2Start() != nullptr;
+  if (h2c_possible_ && lst_->config->h2.cleartext == H2Cleartext::kOnly) {
+    startH2(nullptr, 0);   // nghttp2 checks the preface itself
+    return;
+  }
   // kHead from accept: a new connection owes a request head within the header timeout
   // (slowloris).
   armTimer(lst_->config->timeouts.header.count());
@@ -117,12 +124,17 @@ void HttpSession::onWritten(Connection& c, ConnectionWrite*, int status) noexcep
     return;
   }
   io_.down_writing = false;
-  if (state_ == State::kClosed) return;
+  if (state_ == State::kClosed || state_ == State::kH2) return;
   handleDownWrite(status);
 }
 
+void HttpSession::onEstablished(Connection& c) noexcept {
+  if (isClient(c) && h2Start() != nullptr && c.transport()->protocol() == "h2")
+    startH2(nullptr, 0);
+}
+
 void HttpSession::onTimer(Connection&) noexcept {
-  if (state_ != State::kClosed) handleTimer();
+  if (state_ != State::kClosed && state_ != State::kH2) handleTimer();
 }
 
 // The lingering close ended: the client read lb's answer and closed, or 1 s passed.
@@ -132,7 +144,54 @@ void HttpSession::onLingerDone(Connection&) noexcept { closeAll(); }
 // now.
 void HttpSession::onClosed(Connection&) noexcept {
   stopBodyPump();   // stopped already (closeAll): nothing of it refers to this session
+  if (state_ == State::kH2) {   // the room handed the connection back to close it
+    worker_->unlink(this);
+    lstats_->connections_active.add(-1);
+    delete h2_;
+  }
   delete this;
+}
+
+// ---- HTTP/2 ------------------------------------------------------------------------------
+
+// RFC 9113 §3.4: a client that knows the server speaks HTTP/2 opens with this, which no
+// HTTP/1.1 request line can start with (llhttp would read a version 2.0 request: 505).
+constexpr std::string_view kH2Preface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
+// A new plain connection's first bytes: true while they are the preface's first bytes and
+// more are needed to tell, or once they are the whole preface (startH2 has taken over).
+bool HttpSession::maybeH2c() noexcept {
+  const size_t n = std::min<size_t>(in_.len, kH2Preface.size());
+  if (memcmp(in_.buf, kH2Preface.data(), n) != 0) {
+    h2c_possible_ = false;
+    return false;
+  }
+  if (n == kH2Preface.size()) startH2(in_.buf, in_.len);
+  return true;
+}
+
+void HttpSession::startH2(const char* bytes, size_t len) noexcept {
+  h2c_possible_ = false;
+  H2Start start;
+  start.worker = worker_;
+  start.snapshot = snap_;
+  start.listener = lst_;
+  start.client = &client_;
+  start.shell = this;
+  start.client_ip = {client_ip_, client_ip_len_};
+  start.tls = !client_.plain();
+  start.bytes = bytes;
+  start.len = len;
+  deadline_ = timer_due_ = 0;
+  client_.stopTimer();
+  h2_ = h2Start()(start);
+  if (h2_ == nullptr) {
+    closeAll();
+    return;
+  }
+  state_ = State::kH2;
+  releaseExchange();
+  releaseBlock(&in_);   // the room took what it holds
 }
 
 // ---- the client's connection ------------------------------------------------------------
@@ -188,11 +247,13 @@ void HttpSession::handleDownRead(ssize_t n) noexcept {
   switch (state_) {
     case State::kIdle:
       // From now on the request's head owes the header timeout.
+      h2c_possible_ = false;
       state_ = State::kHead;
       armTimer(lst_->config->timeouts.header.count());
       processHead();
       return;
     case State::kHead:
+      if (h2c_possible_ && maybeH2c()) return;
       processHead();
       return;
     case State::kConnecting:
@@ -218,6 +279,7 @@ void HttpSession::handleDownRead(ssize_t n) noexcept {
     case State::kLingering:
       in_.len = in_.pos = 0;   // discard
       return;
+    case State::kH2:   // the room hears the connection's reads
     case State::kClosed:
       return;
   }
@@ -242,6 +304,7 @@ void HttpSession::handleClientEof() noexcept {
     case State::kTunnel:
       endTunnel(TunnelPhase::kClientEnded);
       return;
+    case State::kH2:
     case State::kClosed:
       return;
   }
@@ -283,6 +346,7 @@ void HttpSession::handleDownWrite(int status) noexcept {
       else
         pumpTunnel();
       return;
+    case State::kH2:          // the room hears the connection's writes
     case State::kLingering:   // the answer is out; the queued shutdown follows it
     case State::kIdle:        // no write is ever queued in these: an exchange ends only
     case State::kHead:        // once its writes have drained, and nothing is written
@@ -378,6 +442,7 @@ void HttpSession::handleTimer() noexcept {
     case State::kLingering:
       closeAll();
       return;
+    case State::kH2:
     case State::kClosed:
       return;
   }
@@ -417,7 +482,12 @@ void HttpSession::releaseExchange() noexcept {
   ex_ = nullptr;
 }
 
-void HttpSession::abort() noexcept { closeAll(); }
+void HttpSession::abort() noexcept {
+  if (state_ == State::kH2)
+    h2_->abort();
+  else
+    closeAll();
+}
 
 bool HttpSession::quietForDrain() const noexcept {
   const bool nothing_yet = in_.len == 0 && (ex_ == nullptr || !ex_->req.started());
@@ -434,6 +504,10 @@ void HttpSession::drain() noexcept {
   // keep-alive connections at once on a graceful stop, and its clients see that race.
   // A connection idle for the grace already (armTimer(idle) stamped when it went idle) has no
   // request on its way more than any other moment: it closes now.
+  if (state_ == State::kH2) {
+    h2_->drain();
+    return;
+  }
   if (!quietForDrain()) return;
   const uint64_t idle = static_cast<uint64_t>(lst_->config->timeouts.idle.count());
   const uint64_t grace = std::min(kDrainGraceMs, idle);
@@ -449,7 +523,7 @@ void HttpSession::drain() noexcept {
 }
 
 void HttpSession::closeAll() noexcept {
-  if (state_ == State::kClosed) return;
+  if (state_ == State::kClosed || state_ == State::kH2) return;
   state_ = State::kClosed;
   releaseUpstream(false);   // stops a body pump first
   client_.close();

@@ -125,6 +125,7 @@
 #include "lb/proxy/http/http_exchange.h"
 #include "lb/routing/snapshot.h"
 #include "lb/runtime/backend_attempt.h"
+#include "lb/runtime/h2_handoff.h"
 #include "lb/net/connection.h"
 #include "lb/net/splice_pump.h"
 #include "lb/runtime/upstream_pool.h"
@@ -162,6 +163,8 @@ class HttpSession final : public Session,
     kExchange,     // request and response stream (HttpExchange says how far)
     kTunnel,       // after a 101: bytes both ways, untouched
     kLingering,    // lb is done answering: half-closed, discarding input
+    kH2,           // the connection speaks HTTP/2: h2_ owns the client's Connection and
+                   // hears its events until it hands it back to close it
     kClosed,       // handles closing; freed after the last callback
   };
   // kTunnel: which side sent EOF first. Its last bytes still go out to the other side; the
@@ -196,6 +199,7 @@ class HttpSession final : public Session,
   void onEof(Connection& c) noexcept override;
   void onError(Connection& c, int status) noexcept override;
   void onWritten(Connection& c, ConnectionWrite* w, int status) noexcept override;
+  void onEstablished(Connection& c) noexcept override;
   void onTimer(Connection& c) noexcept override;
   void onLingerDone(Connection& c) noexcept override;
   void onClosed(Connection& c) noexcept override;
@@ -224,6 +228,11 @@ class HttpSession final : public Session,
   // memory is exhausted. acquireExchange keeps an ex_ already held.
   bool acquireExchange() noexcept;
   void releaseExchange() noexcept;
+
+  // HTTP/2 (http_session.cc): the client chose it by ALPN, or sent the h2c preface as its
+  // first bytes (maybeH2c). The room (lb/runtime/h2_handoff.h) takes the connection over.
+  bool maybeH2c() noexcept;
+  void startH2(const char* bytes, size_t len) noexcept;
 
   // Requests (http_session_request.cc).
   void processHead() noexcept;
@@ -293,6 +302,12 @@ class HttpSession final : public Session,
   // came with it, so both leave in one writev (pumpResponse).
   uint32_t rout_pending_ = 0;
   uint32_t head_end_ = 0;        // in_ offset just past the request head
+
+  // Serving HTTP/2 (kH2): the room that speaks it, deleted with the session.
+  H2Room* h2_ = nullptr;
+  // A new plain connection whose first bytes may still be the h2c preface: cleared once
+  // they are not, or once a request has been served.
+  bool h2c_possible_ = false;
 
   char client_ip_[64] = {};
   uint32_t client_ip_len_ = 0;

@@ -58,6 +58,10 @@ void HttpSession::handleUpConnect(int status) noexcept {
 // the next host when it is safe to send again, else 502); one whose answer is under way
 // finishes or times out as it would have.
 void HttpSession::backendDown(const BackendState& backend) noexcept {
+  if (state_ == State::kH2) {   // each stream has its own backend
+    h2_->backendDown(backend);
+    return;
+  }
   // up_ is set only while an exchange is in flight, so ex_ is too.
   if (up_ == nullptr || ex_->route.backend == nullptr ||
       ex_->route.backend->state.get() != &backend)
@@ -456,6 +460,7 @@ void HttpSession::recordResponse(int status, bool from_backend) noexcept {
     AccessRecord r;
     r.listener = lst_->config->name;
     r.http = true;
+    r.proto = "http";
     r.client = client_.peer();
     r.has_key = route.source == KeySource::kKey;
     r.key_hash = route.hash;
