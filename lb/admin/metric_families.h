@@ -45,6 +45,10 @@ inline void addCounter(prometheus::MetricFamily& f, Labels labels, double v) {
 // each only when it has a series (no all-zero series for plain listeners or clusters).
 void appendTlsMetrics(const Snapshot& snapshot, std::vector<prometheus::MetricFamily>* out);
 
+// The HTTP/2 families (h2_metrics.cc): HTTP/2 connections, streams and the GOAWAYs lb sent
+// by reason, for every http listener; appended to `out`.
+void appendH2Metrics(const Snapshot& snapshot, std::vector<prometheus::MetricFamily>* out);
+
 // The zones-and-replicas families (zone_metrics.cc): replica reads by result and replica
 // write failures for clusters with replicas, cross-zone picks for clusters whose backends and
 // lb name zones; appended to `out`, each only when it has a series.

@@ -494,6 +494,7 @@ std::vector<MetricFamily> collectSnapshotMetrics(const Snapshot& snap) {
                           &over_limit, &spliced, &down_requests, &errors, &cache_errors, &pipes})
     if (!f->metric.empty()) out.push_back(std::move(*f));
   appendTlsMetrics(snap, &out);
+  appendH2Metrics(snap, &out);
   appendZoneMetrics(snap, &out);
   return out;
 }

@@ -261,11 +261,13 @@ void readListener(WalkContext& ctx, const toml::key& key, const toml::node& node
     // RFC 9113 §6.5.2: fewer than 100 streams "limits parallelism"; past 1000 one connection
     // holds more upstream connections than a client deserves. A window below 16 KiB is below
     // one DATA frame; past 16 MiB a stream buffers more than lb would hold for any client.
+    // A request's fields are kept in one 64 KiB block (lb/proxy/h2/h2_stream.h), as an
+    // HTTP/1.1 head is (limits.max_header_bytes, at most a block).
     hw.integer("max_concurrent_streams", 1, 1000, &l->h2.max_concurrent_streams);
     uint64_t v = 0;
     if (hw.bytes("initial_window", 16 << 10, 16 << 20, "", &v))
       l->h2.initial_window = static_cast<uint32_t>(v);
-    if (hw.bytes("max_header_list", 1 << 10, 1 << 20, "", &v))
+    if (hw.bytes("max_header_list", 1 << 10, 64 << 10, "", &v))
       l->h2.max_header_list = static_cast<uint32_t>(v);
     hw.enumeration<H2Cleartext>("cleartext",
                                 {{"detect", H2Cleartext::kDetect}, {"only", H2Cleartext::kOnly}},

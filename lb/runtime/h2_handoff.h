@@ -54,8 +54,9 @@ struct H2Start {
 // after which the session closes the connection.
 using H2StartFn = H2Room* (*)(const H2Start& start) noexcept;
 
-// Set once, before the workers start (lb/app); unset: connections stay HTTP/1.1 (an h2c
-// preface is then a 505 like any HTTP/2.0 request line, and ALPN never offers h2).
+// Set once, before the workers start (lb/app); unset (a program that links the proxy without
+// lb/app): connections stay HTTP/1.1, and an h2c preface is a 505 like any HTTP/2.0 request
+// line.
 void setH2Start(H2StartFn fn) noexcept;
 H2StartFn h2Start() noexcept;
 

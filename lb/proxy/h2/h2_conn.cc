@@ -14,12 +14,27 @@ namespace {
 // and the GOAWAY naming the last stream lb took, so that streams the client sent before it
 // read the notice are still served (RFC 9113 §6.8's two-step shutdown).
 constexpr uint64_t kDrainNoticeMs = 1000;
+// How long a connection lb ended with GOAWAY keeps reading (and dropping) after it, so that
+// the client reads the GOAWAY (nginx's lingering close, as lb's HTTP/1.1 side does).
+constexpr uint64_t kLingerMs = 1000;
 // Empty DATA frames without END_STREAM in a row past which the client is flooding (they
 // cost lb a frame's work and carry nothing); Envoy counts the same, in a row, from 1.
 constexpr uint32_t kMaxEmptyFrames = 16;
 // Header blocks refused for h2.max_header_list on one connection past which the client is
 // not a confused one but a bomb.
 constexpr uint32_t kMaxOversized = 8;
+// SETTINGS and PING frames a client may send at once, and more each second: a client sends
+// one SETTINGS at the start and a few after; a keep-alive PING every few seconds is plenty.
+// Each costs lb an acknowledgement, so a flood of them is work lb refuses to do.
+constexpr double kControlBurst = 100;
+constexpr double kControlRate = 10;
+
+// Rapid reset (CVE-2023-44487): a token for every stream the client resets before lb has
+// answered it, 2 x max_concurrent_streams at most and max_concurrent_streams more each
+// second. A browser that cancels what it no longer needs stays far below; a client that
+// opens and resets streams as fast as it can empties the bucket within a second.
+double resetBurst(const H2Config& h2) { return 2.0 * h2.max_concurrent_streams; }
+double resetRate(const H2Config& h2) { return h2.max_concurrent_streams; }
 
 uint32_t connectionWindow(const H2Config& h2) {
   // Every stream's window at once, so that streams stalled by slow backends never hold the
@@ -81,6 +96,7 @@ bool H2Conn::init() noexcept {
   nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, onDataChunk);
   nghttp2_session_callbacks_set_on_stream_close_callback(cb, onStreamClose);
   nghttp2_session_callbacks_set_on_invalid_frame_recv_callback(cb, onInvalidFrame);
+  nghttp2_session_callbacks_set_on_frame_send_callback(cb, onFrameSend);
   nghttp2_option* opt = nullptr;
   if (nghttp2_option_new(&opt) != 0) {
     nghttp2_session_callbacks_del(cb);
@@ -102,8 +118,10 @@ bool H2Conn::init() noexcept {
                                             static_cast<int32_t>(connectionWindow(h2))) != 0)
     return false;
   streams_pool_ = H2StreamPool::of(*worker_);
-  reset_tokens_ = 2.0 * h2.max_concurrent_streams;
-  reset_stamp_ = uv_now(worker_->loop());
+  const uint64_t now = uv_now(worker_->loop());
+  resets_.fill(resetBurst(h2), now);
+  settings_budget_.fill(kControlBurst, now);
+  pings_budget_.fill(kControlBurst, now);
   return streams_pool_ != nullptr;
 }
 
@@ -172,7 +190,16 @@ void H2Conn::onTimer(Connection&) noexcept {
     if (state_ != State::kClosed) client_->startTimer(idle);
     return;
   }
-  // Streams open and nothing moved either way for timeouts.idle: a window held shut.
+  // Nothing moved either way for timeouts.idle. Streams waiting on their backends are
+  // theirs to time out (504); lb holding bytes the client's window or socket will not take
+  // is a window held shut.
+  bool stalled = writing_;
+  for (H2Stream* st = streams_; st != nullptr && !stalled; st = st->next)
+    stalled = st->waitingOnClient();
+  if (!stalled) {
+    client_->startTimer(idle);
+    return;
+  }
   goAway(NGHTTP2_ENHANCE_YOUR_CALM, H2GoawayReason::kStall);
   if (state_ != State::kClosed) client_->startTimer(idle);
 }
@@ -192,24 +219,24 @@ void H2Conn::feed(const uint8_t* p, size_t n) noexcept {
   in_read_ = false;
   if (state_ == State::kClosed) return;
   if (rv < 0) {
+    // Fatal for nghttp2: the session may not be used again but to delete it, so lb writes
+    // the GOAWAY itself.
     LB_DEBUG("h2: connection error: %s", nghttp2_strerror(static_cast<int>(rv)));
     switch (rv) {
       case NGHTTP2_ERR_FLOODED:   // acknowledgements the client does not read
-        goAway(NGHTTP2_ENHANCE_YOUR_CALM, pings_ >= settings_ ? H2GoawayReason::kPingFlood
-                                                              : H2GoawayReason::kSettingsFlood);
-        return;
-      case NGHTTP2_ERR_TOO_MANY_SETTINGS:
-        goAway(NGHTTP2_ENHANCE_YOUR_CALM, H2GoawayReason::kSettingsFlood);
+        fatalGoAway(NGHTTP2_ENHANCE_YOUR_CALM, pings_ >= settings_
+                                                   ? H2GoawayReason::kPingFlood
+                                                   : H2GoawayReason::kSettingsFlood);
         return;
       case NGHTTP2_ERR_TOO_MANY_CONTINUATIONS:
-        goAway(NGHTTP2_ENHANCE_YOUR_CALM, H2GoawayReason::kContinuation);
+        fatalGoAway(NGHTTP2_ENHANCE_YOUR_CALM, H2GoawayReason::kContinuation);
         return;
       case NGHTTP2_ERR_BAD_CLIENT_MAGIC:   // not HTTP/2 after all: nothing to say in it
         lstats_->h2_goaways[static_cast<int>(H2GoawayReason::kProtocolError)].add();
         closeNow();
         return;
-      default:
-        goAway(NGHTTP2_PROTOCOL_ERROR, H2GoawayReason::kProtocolError);
+      default:   // a stream opened out of order (onBeginFrame), out of memory
+        fatalGoAway(NGHTTP2_PROTOCOL_ERROR, H2GoawayReason::kProtocolError);
         return;
     }
   }
@@ -235,7 +262,9 @@ void H2Conn::startReady() noexcept {
 
 // Writes what nghttp2 has to send, a block at a time; a queued write waits for onWritten.
 void H2Conn::flush() noexcept {
-  if (state_ == State::kClosed || writing_ || in_read_) return;
+  // Inside nghttp2's receive or send (a stream answering from a callback) the caller's own
+  // loop sends it: nghttp2 must not be entered again.
+  if (state_ == State::kClosed || writing_ || in_read_ || in_send_) return;
   for (;;) {
     if (out_ == nullptr) out_ = worker_->buffers().get();
     size_t len = 0;
@@ -248,7 +277,9 @@ void H2Conn::flush() noexcept {
     }
     while (pending_len_ == 0 && len < BufferPool::kBlockSize) {
       const uint8_t* d = nullptr;
+      in_send_ = true;
       const ssize_t m = nghttp2_session_mem_send(session_, &d);
+      in_send_ = false;
       if (state_ == State::kClosed) return;
       if (m < 0) {
         closeNow();
@@ -286,7 +317,7 @@ void H2Conn::maybeFinish() noexcept {
       nghttp2_session_want_read(session_) == 0 && nghttp2_session_want_write(session_) == 0;
   if (state_ == State::kClosing || done_talking ||
       (state_ == State::kDraining && !drain_notice_ && stream_count_ == 0))
-    closeNow();
+    closeNow(true);
 }
 
 void H2Conn::goAway(uint32_t code, H2GoawayReason reason) noexcept {
@@ -301,14 +332,38 @@ void H2Conn::goAway(uint32_t code, H2GoawayReason reason) noexcept {
   flush();
 }
 
-void H2Conn::closeNow() noexcept {
+// RFC 9113 §6.8's frame, by hand: the type, no flags, stream 0, the last stream lb took and
+// the error code, queued behind whatever is being written.
+void H2Conn::fatalGoAway(uint32_t code, H2GoawayReason reason) noexcept {
+  if (state_ == State::kClosed) return;
+  lstats_->h2_goaways[static_cast<int>(reason)].add();
+  const int32_t last = nghttp2_session_get_last_proc_stream_id(session_);
+  uint8_t* f = goaway_frame_;
+  f[0] = f[1] = 0;
+  f[2] = 8;
+  f[3] = NGHTTP2_GOAWAY;
+  f[4] = 0;
+  f[5] = f[6] = f[7] = f[8] = 0;
+  for (int i = 0; i < 4; ++i) {
+    f[9 + i] = static_cast<uint8_t>(static_cast<uint32_t>(last) >> (24 - 8 * i));
+    f[13 + i] = static_cast<uint8_t>(code >> (24 - 8 * i));
+  }
+  uv_buf_t b = uv_buf_init(reinterpret_cast<char*>(goaway_frame_), sizeof goaway_frame_);
+  const bool sent = client_->write(&goaway_write_, &b, 1) >= 0;
+  closeNow(sent);
+}
+
+void H2Conn::closeNow(bool linger) noexcept {
   if (state_ == State::kClosed) return;
   state_ = State::kClosed;
   while (streams_ != nullptr) freeStream(streams_);
   lstats_->h2_connections_active.add(-1);
   client_->stopTimer();
   client_->setOwner(*shell_);   // its last callback frees the session, which frees this
-  client_->close();
+  if (linger && !client_->closing())
+    client_->lingerClose(kLingerMs);   // the session's onLingerDone lets it close
+  else
+    client_->close();
 }
 
 // ---- the HTTP session's orders --------------------------------------------------------------
@@ -336,22 +391,6 @@ void H2Conn::backendDown(const BackendState& backend) noexcept {
 void H2Conn::noteOversizedHeaders() noexcept {
   if (++oversized_ > kMaxOversized)
     goAway(NGHTTP2_ENHANCE_YOUR_CALM, H2GoawayReason::kHeaderList);
-}
-
-// Rapid reset (CVE-2023-44487): a token for every stream the client resets before lb has
-// answered it; 2 x max_concurrent_streams at most, max_concurrent_streams more each second.
-// A browser that cancels what it no longer needs stays far below; a client that opens and
-// resets streams as fast as it can empties the bucket within a second.
-bool H2Conn::rapidReset() noexcept {
-  const double per_second = lst_->config->h2.max_concurrent_streams;
-  const uint64_t now = uv_now(worker_->loop());
-  reset_tokens_ = std::min(2.0 * per_second,
-                           reset_tokens_ + per_second * static_cast<double>(now - reset_stamp_) /
-                                               1000.0);
-  reset_stamp_ = now;
-  if (reset_tokens_ < 1.0) return true;
-  reset_tokens_ -= 1.0;
-  return false;
 }
 
 void H2Conn::freeStream(H2Stream* st) noexcept {
@@ -472,15 +511,23 @@ int H2Conn::onFrameRecv(nghttp2_session* s, const nghttp2_frame* frame, void* us
       return 0;
     case NGHTTP2_RST_STREAM: {
       H2Stream* st = streamOf(s, frame->hd.stream_id);
-      if (st != nullptr && st->unanswered() && c->rapidReset())
+      const H2Config& h2 = c->lst_->config->h2;
+      if (st != nullptr && st->unanswered() &&
+          !c->resets_.take(resetBurst(h2), resetRate(h2), uv_now(c->worker_->loop())))
         c->goAway(NGHTTP2_ENHANCE_YOUR_CALM, H2GoawayReason::kRapidReset);
       return 0;
     }
     case NGHTTP2_PING:
       ++c->pings_;
+      if ((frame->hd.flags & NGHTTP2_FLAG_ACK) == 0 &&
+          !c->pings_budget_.take(kControlBurst, kControlRate, uv_now(c->worker_->loop())))
+        c->goAway(NGHTTP2_ENHANCE_YOUR_CALM, H2GoawayReason::kPingFlood);
       return 0;
     case NGHTTP2_SETTINGS:
       ++c->settings_;
+      if ((frame->hd.flags & NGHTTP2_FLAG_ACK) == 0 &&
+          !c->settings_budget_.take(kControlBurst, kControlRate, uv_now(c->worker_->loop())))
+        c->goAway(NGHTTP2_ENHANCE_YOUR_CALM, H2GoawayReason::kSettingsFlood);
       return 0;
     default:
       return 0;
@@ -498,11 +545,25 @@ int H2Conn::onDataChunk(nghttp2_session* s, uint8_t, int32_t stream_id, const ui
   return 0;
 }
 
+// Inside nghttp2's send or receive: the stream goes, and whether the connection ends with it
+// is for flush's end (maybeFinish), once what was produced with it is written.
 int H2Conn::onStreamClose(nghttp2_session*, int32_t stream_id, uint32_t, void* user) {
   auto* c = static_cast<H2Conn*>(user);
   if (c->state_ == State::kClosed) return 0;
   if (H2Stream* st = streamOf(c->session_, stream_id)) c->freeStream(st);
-  if (c->state_ == State::kDraining && c->stream_count_ == 0 && !c->in_read_) c->maybeFinish();
+  return 0;
+}
+
+// A GOAWAY with an error that nghttp2 sent on its own (a connection error RFC 9113 defines:
+// a bad frame, a stream id out of order, a compression error) is counted here; lb's own
+// (goAway) counted itself and is already kClosing.
+int H2Conn::onFrameSend(nghttp2_session*, const nghttp2_frame* frame, void* user) {
+  auto* c = static_cast<H2Conn*>(user);
+  if (frame->hd.type != NGHTTP2_GOAWAY || frame->goaway.error_code == NGHTTP2_NO_ERROR ||
+      c->state_ == State::kClosing || c->state_ == State::kClosed)
+    return 0;
+  c->lstats_->h2_goaways[static_cast<int>(H2GoawayReason::kProtocolError)].add();
+  c->state_ = State::kClosing;
   return 0;
 }
 

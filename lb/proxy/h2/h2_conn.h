@@ -27,30 +27,51 @@
 // the client before lb answered, past a token bucket (rapid reset, CVE-2023-44487; the
 // bucket is lb's, so that the reset streams never reached a backend: see h2_stream.h,
 // kReady); CONTINUATION frames past nghttp2's limit (CVE-2024-27316); SETTINGS and PING
-// faster than acknowledged (nghttp2's max_settings and max_outbound_ack); empty DATA frames
-// without END_STREAM; header blocks over h2.max_header_list again and again (an HPACK bomb
-// decodes to far more than it sends); and no progress with streams open for timeouts.idle
-// (a zero window held shut). An idle connection (no stream) closes after timeouts.idle
-// with GOAWAY NO_ERROR.
+// frames past lb's own budgets (FrameBudget: 100 at once, 10 a second), and acknowledgements
+// the client does not read past nghttp2's max_outbound_ack; empty DATA frames without
+// END_STREAM; header blocks over h2.max_header_list again and again (an HPACK bomb decodes to
+// far more than it sends); and, with streams open, no progress for timeouts.idle while lb
+// holds bytes the client does not take (a zero window held shut; a stream waiting on its
+// backend is that stream's to time out, 504). An idle connection (no stream) closes after
+// timeouts.idle with GOAWAY NO_ERROR. After an error nghttp2 calls fatal, lb writes the
+// GOAWAY frame itself (fatalGoAway). Every GOAWAY with an error ends in a lingering close,
+// so the client reads it rather than a reset.
 #pragma once
 
 #include <nghttp2/nghttp2.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 
 #include "lb/core/stats.h"
 #include "lb/net/connection.h"
+#include "lb/proxy/h2/h2_stream.h"
 #include "lb/routing/snapshot.h"
 #include "lb/runtime/h2_handoff.h"
 #include "lb/runtime/worker_env.h"
 
 namespace lb {
 
-class H2Stream;
-class H2StreamPool;
+// A token bucket of frames a client may send: `burst` at once, `rate` more each second.
+struct FrameBudget {
+  double tokens = 0;
+  uint64_t stamp = 0;   // uv_now of the last refill
+  void fill(double burst, uint64_t now) noexcept {
+    tokens = burst;
+    stamp = now;
+  }
+  // False when the bucket is empty: the client sends faster than it may.
+  bool take(double burst, double rate, uint64_t now) noexcept {
+    tokens = std::min(burst, tokens + rate * static_cast<double>(now - stamp) / 1000.0);
+    stamp = now;
+    if (tokens < 1.0) return false;
+    tokens -= 1.0;
+    return true;
+  }
+};
 
-class H2Conn final : public H2Room, private ConnectionOwner {
+class H2Conn final : public H2Room, public H2StreamHost, private ConnectionOwner {
  public:
   // lb/runtime/h2_handoff.h's start function.
   static H2Room* start(const H2Start& start) noexcept;
@@ -63,18 +84,14 @@ class H2Conn final : public H2Room, private ConnectionOwner {
   void abort() noexcept override;
   void backendDown(const BackendState& backend) noexcept override;
 
-  // For the streams.
-  nghttp2_session* session() noexcept { return session_; }
-  WorkerEnv& worker() noexcept { return *worker_; }
-  Connection& client() noexcept { return *client_; }
-  std::string_view clientIp() const noexcept { return {client_ip_, client_ip_len_}; }
-  bool tls() const noexcept { return tls_; }
-  ListenerWorkerStats& stats() noexcept { return *lstats_; }
-  // Sends what nghttp2 has queued (after a stream submitted or resumed something outside a
-  // read of the client's).
-  void flush() noexcept;
-  // A stream's header block was too large: reset, and counted towards kHeaderList.
-  void noteOversizedHeaders() noexcept;
+  // H2StreamHost
+  nghttp2_session* session() noexcept override { return session_; }
+  WorkerEnv& worker() noexcept override { return *worker_; }
+  Connection& client() noexcept override { return *client_; }
+  std::string_view clientIp() const noexcept override { return {client_ip_, client_ip_len_}; }
+  bool tls() const noexcept override { return tls_; }
+  void flush() noexcept override;
+  void noteOversizedHeaders() noexcept override;
 
  private:
   enum class State : uint8_t { kOpen, kDraining, kClosing, kClosed };
@@ -102,6 +119,7 @@ class H2Conn final : public H2Room, private ConnectionOwner {
                          const uint8_t* data, size_t len, void* user);
   static int onStreamClose(nghttp2_session* s, int32_t stream_id, uint32_t error_code,
                            void* user);
+  static int onFrameSend(nghttp2_session* s, const nghttp2_frame* frame, void* user);
   static int onInvalidFrame(nghttp2_session* s, const nghttp2_frame* frame, int error,
                             void* user);
 
@@ -109,11 +127,16 @@ class H2Conn final : public H2Room, private ConnectionOwner {
   void startReady() noexcept;
   // Ends the connection with a GOAWAY of `code`, counted under `reason`.
   void goAway(uint32_t code, H2GoawayReason reason) noexcept;
-  void closeNow() noexcept;
+  // Hands the connection back to the HTTP session and closes it: at once, or (linger) after
+  // shutting the write side and reading what the client still sends for up to a second, so
+  // that it reads lb's GOAWAY rather than a reset caused by its own unread bytes.
+  void closeNow(bool linger = false) noexcept;
+  // After an error nghttp2 calls fatal (its session may not be used again): lb's own GOAWAY
+  // frame, counted under `reason`, then the lingering close.
+  void fatalGoAway(uint32_t code, H2GoawayReason reason) noexcept;
   void maybeFinish() noexcept;
   void freeStream(H2Stream* st) noexcept;
   void touch() noexcept;
-  bool rapidReset() noexcept;
 
   WorkerEnv* worker_;
   std::shared_ptr<const Snapshot> snap_;
@@ -133,10 +156,13 @@ class H2Conn final : public H2Room, private ConnectionOwner {
   H2Stream* ready_ = nullptr;       // kReady streams, started after the current read
   H2Stream** ready_tail_ = &ready_;
   bool in_read_ = false;            // inside feed(): streams wait for the read's end
+  bool in_send_ = false;            // inside nghttp2_session_mem_send
 
   char* in_ = nullptr;              // the read block (given back when a read finds nothing)
   char* out_ = nullptr;             // what nghttp2 produced, on its way to the socket
   ConnectionWrite write_;
+  ConnectionWrite goaway_write_;    // fatalGoAway's frame
+  uint8_t goaway_frame_[17] = {};
   bool writing_ = false;
   // mem_send's last piece that did not fit in out_ (nghttp2's own memory, valid until the
   // next mem_send).
@@ -150,9 +176,11 @@ class H2Conn final : public H2Room, private ConnectionOwner {
   uint32_t settings_ = 0;
 
   uint64_t last_progress_ = 0;      // uv_now of the last byte either way
-  // Rapid reset: a token bucket of streams the client may reset before lb answered them.
-  double reset_tokens_ = 0;
-  uint64_t reset_stamp_ = 0;
+  // Rapid reset: streams the client may reset before lb answered them; and SETTINGS and
+  // PING frames (not acknowledgements), each of which costs lb an answer.
+  FrameBudget resets_;
+  FrameBudget settings_budget_;
+  FrameBudget pings_budget_;
   uint32_t empty_frames_ = 0;       // empty DATA frames without END_STREAM
   uint32_t oversized_ = 0;          // header blocks refused for h2.max_header_list
   // RFC 9113 §5.1.1: a new stream's id is above every id the client used before. nghttp2

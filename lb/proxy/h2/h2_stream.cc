@@ -9,7 +9,6 @@
 #include "lb/core/log.h"
 #include "lb/http/rewrite.h"
 #include "lb/http/status.h"
-#include "lb/proxy/h2/h2_conn.h"
 #include "lb/runtime/access_log.h"
 #include "plugins/keys/key_chain.h"
 
@@ -47,7 +46,7 @@ ssize_t readBodyCallback(nghttp2_session* s, int32_t id, uint8_t* buf, size_t le
 }
 }  // namespace
 
-void H2Stream::begin(H2Conn* conn, int32_t id, std::shared_ptr<const Snapshot> snap,
+void H2Stream::begin(H2StreamHost* conn, int32_t id, std::shared_ptr<const Snapshot> snap,
                      const ListenerSnapshot* ls) noexcept {
   conn_ = conn;
   id_ = id;
@@ -91,30 +90,26 @@ void H2Stream::release() noexcept {
 
 // ---- the request's header block ------------------------------------------------------------
 
-bool H2Stream::onField(std::string_view name, std::string_view value, bool trailer) noexcept {
+void H2Stream::onField(std::string_view name, std::string_view value, bool trailer) noexcept {
   if (trailer) {
     // Trailers go up only in a chunked body, which has a place for them (RFC 9112 §7.1.2);
     // a body framed by content-length has none, and they are dropped, as nginx does.
-    if (!chunked_up_ || phase_ == Phase::kAnswered || name.empty() || name[0] == ':')
-      return true;
-    if (!end_written_) {
-      up_q_.append("0\r\n", 3);
-      end_written_ = true;
-    }
-    up_q_.append(name.data(), name.size());
-    up_q_.append(": ", 2);
-    up_q_.append(value.data(), value.size());
-    up_q_.append("\r\n", 2);
-    return true;
+    if (!chunked_up_ || phase_ == Phase::kAnswered || name.empty() || name[0] == ':') return;
+    bool ok = end_written_ || up_q_.append("0\r\n", 3);
+    end_written_ = true;
+    ok = ok && up_q_.append(name.data(), name.size()) && up_q_.append(": ", 2) &&
+         up_q_.append(value.data(), value.size()) && up_q_.append("\r\n", 2);
+    if (!ok) reset(NGHTTP2_INTERNAL_ERROR);
+    return;
   }
-  if (phase_ != Phase::kHeaders || oversized_) return false;
+  if (phase_ != Phase::kHeaders || oversized_) return;
   list_bytes_ += static_cast<uint32_t>(name.size() + value.size() + 32);
   if (fields_ == nullptr) fields_ = conn_->worker().buffers().get();
   if (list_bytes_ > lst_->config->h2.max_header_list ||
       fields_len_ + name.size() + value.size() > BufferPool::kBlockSize ||
       (name[0] != ':' && header_count_ == ParsedHead::kMaxHeaders)) {
     oversized_ = true;
-    return false;
+    return;
   }
   char* n = fields_ + fields_len_;
   memcpy(n, name.data(), name.size());
@@ -132,7 +127,6 @@ bool H2Stream::onField(std::string_view name, std::string_view value, bool trail
     scheme_ = vv;
   else if (nv[0] != ':')
     headers_[header_count_++] = {nv, vv};
-  return true;
 }
 
 std::string_view H2Stream::fieldValue(std::string_view name) const noexcept {
@@ -150,8 +144,8 @@ void H2Stream::onHeadersEnd(bool end_stream) noexcept {
   has_body_ = !end_stream;
   request_ended_ = end_stream;
   if (oversized_) {
-    conn_->noteOversizedHeaders();
     answer(431, HttpErrorReason::kHeaderTooLarge);
+    conn_->noteOversizedHeaders();   // last: it may end the connection, and this stream
     return;
   }
   if (authority_.empty()) authority_ = fieldValue("host");
@@ -493,7 +487,9 @@ bool H2Stream::submitResponseHead() noexcept {
   nghttp2_data_provider prd;
   prd.source.ptr = nullptr;
   prd.read_callback = readBodyCallback;
-  if (nghttp2_submit_response(conn_->session(), id_, nva, n, body ? &prd : nullptr) != 0) {
+  if (const int rv = nghttp2_submit_response(conn_->session(), id_, nva, n, body ? &prd : nullptr);
+      rv != 0) {
+    LB_DEBUG("h2: stream %d: response not submitted: %s", id_, nghttp2_strerror(rv));
     reset(NGHTTP2_INTERNAL_ERROR);
     return false;
   }
@@ -697,7 +693,8 @@ void H2Stream::record(int status, bool from_backend) noexcept {
     r.key_hash = hash_;
     if (backend != nullptr) r.backend = backend->config->name;
     r.status = status;
-    r.bytes_in = body_in_;
+    r.bytes_in = list_bytes_ + body_in_;   // the decoded header block, as RFC 9113 counts it
+
     r.bytes_out = bytes_out_;
     r.duration_us = (uv_hrtime() - start_ns_) / 1000;
     r.method = method_;

@@ -13,7 +13,8 @@
 //   any phase ──nghttp2 closes the stream (sent, reset, GOAWAY)──> freed (H2Conn)
 //
 //   kHeaders     Field lines arrive (on_header); their bytes are copied into a pool block,
-//                at most h2.max_header_list of them (past it: RST_STREAM, counted).
+//                at most h2.max_header_list of them (past it the rest are dropped, the
+//                stream is answered 431 and the connection counts it: H2StreamHost).
 //   kReady       The block is whole. The stream starts only after the whole read it came in
 //                is processed, so a HEADERS and its RST_STREAM in one read (rapid reset)
 //                never cost a pick or a connect.
@@ -51,12 +52,30 @@
 #include "lb/runtime/backend_attempt.h"
 #include "lb/runtime/object_pool.h"
 #include "lb/runtime/upstream_pool.h"
+#include "lb/net/connection.h"
 #include "lb/runtime/worker_env.h"
 #include "plugins/key.h"
 
 namespace lb {
 
-class H2Conn;
+// What a stream needs of the connection it is on (H2Conn, h2_conn.h, implements it): the
+// stream stands below the connection and never includes it.
+class H2StreamHost {
+ public:
+  virtual nghttp2_session* session() noexcept = 0;
+  virtual WorkerEnv& worker() noexcept = 0;
+  virtual Connection& client() noexcept = 0;
+  virtual std::string_view clientIp() const noexcept = 0;
+  virtual bool tls() const noexcept = 0;
+  // Sends what nghttp2 has queued (a stream submitted or resumed something).
+  virtual void flush() noexcept = 0;
+  // A stream's header block was over h2.max_header_list (answered 431). May end the
+  // connection and free every stream, the caller too: its last call.
+  virtual void noteOversizedHeaders() noexcept = 0;
+
+ protected:
+  ~H2StreamHost() = default;
+};
 
 class H2Stream final : private ConnectionOwner, private HttpBodySink {
  public:
@@ -77,14 +96,14 @@ class H2Stream final : private ConnectionOwner, private HttpBodySink {
   H2Stream& operator=(const H2Stream&) = delete;
 
   // A new request stream `id` on `conn`, routed by `snap` (the connection's newest).
-  void begin(H2Conn* conn, int32_t id, std::shared_ptr<const Snapshot> snap,
+  void begin(H2StreamHost* conn, int32_t id, std::shared_ptr<const Snapshot> snap,
              const ListenerSnapshot* ls) noexcept;
   int32_t id() const noexcept { return id_; }
   Phase phase() const noexcept { return phase_; }
 
-  // nghttp2's callbacks for this stream, through H2Conn. False from onField: the field
-  // makes the stream malformed or too large (reset it).
-  bool onField(std::string_view name, std::string_view value, bool trailer) noexcept;
+  // nghttp2's callbacks for this stream, through H2Conn. onField drops what is past
+  // h2.max_header_list (the stream is answered 431 at onHeadersEnd).
+  void onField(std::string_view name, std::string_view value, bool trailer) noexcept;
   void onHeadersEnd(bool end_stream) noexcept;
   void onData(const uint8_t* data, size_t len) noexcept;
   void onRequestEnd() noexcept;
@@ -96,6 +115,8 @@ class H2Stream final : private ConnectionOwner, private HttpBodySink {
   void abandon() noexcept;
   // Active checks took `backend` down: a stream still waiting for its answer moves on.
   void backendDown(const BackendState& backend) noexcept;
+  // Response bytes wait for the client's window (a stall, if it never opens).
+  bool waitingOnClient() const noexcept { return !down_q_.empty(); }
   // Whether the client reset this stream before lb had an answer for it (rapid reset).
   bool unanswered() const noexcept { return phase_ < Phase::kAnswered && !response_submitted_; }
   // Gives back every block and the snapshot (before the stream returns to its pool).
@@ -139,7 +160,7 @@ class H2Stream final : private ConnectionOwner, private HttpBodySink {
   void armUpTimer() noexcept;
   std::string_view fieldValue(std::string_view name) const noexcept;
 
-  H2Conn* conn_ = nullptr;
+  H2StreamHost* conn_ = nullptr;
   int32_t id_ = 0;
   Phase phase_ = Phase::kHeaders;
   std::shared_ptr<const Snapshot> snap_;
