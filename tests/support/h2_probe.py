@@ -11,6 +11,9 @@ and streams past SETTINGS_MAX_CONCURRENT_STREAMS.
 
   h2_probe.py PORT SCENARIO [ARG...]
 
+bench/h2_hostile.sh drives two more: `paced RATE SECONDS`, a steady light load, and `attack
+KIND SECONDS`, one hostile scenario after another on new connections.
+
 Prints one JSON object on stdout: what came back (statuses, RST_STREAM codes, the GOAWAY's
 code and last stream id). Every loop is bounded in frames and in seconds.
 """
@@ -29,6 +32,8 @@ import h2.events
 import hpack
 
 PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+# How long a hostile scenario waits for lb's last frames after its own (attack loops wait less).
+SETTLE = 1.0
 DATA, HEADERS, PRIORITY, RST_STREAM, SETTINGS, PUSH_PROMISE, PING, GOAWAY, WINDOW_UPDATE, \
     CONTINUATION = range(10)
 END_STREAM, ACK, END_HEADERS = 0x1, 0x1, 0x4
@@ -265,7 +270,7 @@ def rapid_reset(port, seconds):
         if not c.send(batch):
             break
         c.pump(0)
-    c.pump(1)
+    c.pump(SETTLE)
     return c.result(streams=sent, elapsed=round(time.monotonic() - start, 3))
 
 
@@ -285,7 +290,7 @@ def continuation(port, frames):
             c.pump(0)
             if c.goaway is not None or c.closed:
                 break
-    c.pump(1)
+    c.pump(SETTLE)
     return c.result(sent=sent)
 
 
@@ -298,7 +303,7 @@ def control_flood(port, kind, count):
             break
         sent += 100
         c.pump(0)
-    c.pump(1)
+    c.pump(SETTLE)
     return c.result(sent=sent)
 
 
@@ -311,7 +316,7 @@ def empty_data(port, count):
             break
         sent += 50
         c.pump(0)
-    c.pump(1)
+    c.pump(SETTLE)
     return c.result(sent=sent)
 
 
@@ -329,7 +334,7 @@ def hpack_bomb(port, streams):
             break
         sid += 2
         c.pump(0.05)
-    c.pump(1)
+    c.pump(SETTLE)
     return c.result()
 
 
@@ -346,7 +351,7 @@ def past_max(port, count):
         if not c.send(batch):
             break
         c.pump(0)
-    c.pump(1)
+    c.pump(SETTLE)
     codes = {}
     for code in c.rst.values():
         codes[str(code)] = codes.get(str(code), 0) + 1
@@ -355,6 +360,72 @@ def past_max(port, count):
     out["rst_codes"] = codes
     del out["rst"]
     return out
+
+
+def paced(port, rate, seconds):
+    """A steady, light load: `rate` requests a second for `seconds` on one connection, each
+    with its own key; how many were answered 200 and how many were not."""
+    sock, conn = h2_client(port)
+    sock.setblocking(False)
+    start, sent, ok, bad, n = time.monotonic(), 0, 0, 0, 0
+    open_ids = set()
+    while time.monotonic() - start < seconds or open_ids:
+        if time.monotonic() - start > seconds + 5:
+            break
+        due = int((time.monotonic() - start) * rate)
+        while sent < due and time.monotonic() - start < seconds and len(open_ids) < 90:
+            sid = conn.get_next_available_stream_id()
+            conn.send_headers(sid, [(":method", "GET"), (":scheme", "http"), (":path", "/p"),
+                                    (":authority", "127.0.0.1:%d" % port),
+                                    ("x-key", "k%d" % (n % 1000))], end_stream=True)
+            open_ids.add(sid)
+            sent += 1
+            n += 1
+        try:
+            sock.sendall(conn.data_to_send())
+        except BlockingIOError:
+            pass
+        r, _, _ = select.select([sock], [], [], 0.002)
+        if r:
+            try:
+                data = sock.recv(1 << 20)
+            except BlockingIOError:
+                continue
+            if not data:
+                break
+            for ev in conn.receive_data(data):
+                if isinstance(ev, h2.events.ResponseReceived):
+                    if dict(ev.headers)[b":status"] == b"200":
+                        ok += 1
+                    else:
+                        bad += 1
+                elif isinstance(ev, h2.events.DataReceived):
+                    conn.acknowledge_received_data(ev.flow_controlled_length, ev.stream_id)
+                elif isinstance(ev, (h2.events.StreamEnded, h2.events.StreamReset)):
+                    open_ids.discard(ev.stream_id)
+    return {"sent": sent, "ok": ok, "bad": bad + len(open_ids)}
+
+
+def attack(port, kind, seconds):
+    """One hostile scenario after another, each on a new connection, for `seconds`: an
+    attacker reconnects as soon as lb ends a connection. Counts the GOAWAY codes it got."""
+    global SETTLE
+    SETTLE = 0.05
+    run = {"rapid_reset": lambda: rapid_reset(port, 1), "continuation": lambda: continuation(port, 500),
+           "settings": lambda: control_flood(port, "settings", 100000),
+           "ping": lambda: control_flood(port, "ping", 100000),
+           "empty_data": lambda: empty_data(port, 100000),
+           "hpack_bomb": lambda: hpack_bomb(port, 20)}[kind]
+    start, conns, codes = time.monotonic(), 0, {}
+    while time.monotonic() - start < seconds:
+        try:
+            out = run()
+        except OSError:
+            continue
+        conns += 1
+        code = str(out["goaway_code"])
+        codes[code] = codes.get(code, 0) + 1
+    return {"connections": conns, "goaway_codes": codes}
 
 
 def main():
@@ -379,6 +450,10 @@ def main():
         out = hpack_bomb(port, int(args[0]))
     elif scenario == "past_max":
         out = past_max(port, int(args[0]))
+    elif scenario == "paced":
+        out = paced(port, int(args[0]), float(args[1]))
+    elif scenario == "attack":
+        out = attack(port, args[0], float(args[1]))
     else:
         sys.exit("unknown scenario " + scenario)
     print(json.dumps(out))

@@ -30,6 +30,14 @@ bool connectionSpecific(std::string_view lower) {
          lower == "transfer-encoding" || lower == "upgrade" || lower == "te";
 }
 
+// A status (100-599, as the parser and lb's answers give it) as :status wants it.
+std::string_view statusDigits(int status, char (&out)[3]) {
+  out[0] = static_cast<char>('0' + status / 100 % 10);
+  out[1] = static_cast<char>('0' + status / 10 % 10);
+  out[2] = static_cast<char>('0' + status % 10);
+  return {out, 3};
+}
+
 nghttp2_nv field(std::string_view name, std::string_view value) {
   return {reinterpret_cast<uint8_t*>(const_cast<char*>(name.data())),
           reinterpret_cast<uint8_t*>(const_cast<char*>(value.data())), name.size(), value.size(),
@@ -411,12 +419,18 @@ void H2Stream::handleResponseBytes(size_t) noexcept {
     }
     if (r == HttpParser::Result::kHeadComplete) {
       const int status = resp_.head().status;
-      if (status < 200) {   // interim: 100 Continue and the like stay with lb (§8.1)
+      if (status < 200) {
         if (status == 101) {   // no upgrade was asked for: the backend is confused
           releaseUpstream(false);
           answer(502, HttpErrorReason::kBackendFailed);
           return;
         }
+        // RFC 9113 §8.1: an interim response is a HEADERS of its own before the final one
+        // (a client that sent expect: 100-continue waits for it before its DATA).
+        char st[3];
+        const nghttp2_nv nv = field(":status", statusDigits(status, st));
+        nghttp2_submit_headers(conn_->session(), NGHTTP2_FLAG_NONE, id_, nullptr, &nv, 1,
+                               nullptr);
         interim_ = true;
         resp_.resumeAfterHead(false);
         continue;
@@ -459,11 +473,10 @@ bool H2Stream::submitResponseHead() noexcept {
     attempt_.reportFailure(BackendFailure::kServerError);
   else
     attempt_.reportSuccess();
-  char status[4];
-  snprintf(status, sizeof status, "%03d", status_);
+  char status[3];
   nghttp2_nv nva[ParsedHead::kMaxHeaders + 2];
   size_t n = 0;
-  nva[n++] = field(":status", {status, 3});
+  nva[n++] = field(":status", statusDigits(status_, status));
   const ConnectionTokens tokens = connectionTokens(h, upin_);
   for (uint32_t i = 0; i < h.header_count; ++i) {
     char* name = upin_ + h.headers[i].name.off;
@@ -642,10 +655,9 @@ void H2Stream::answer(int status, HttpErrorReason reason) noexcept {
   down_q_.append(text, static_cast<size_t>(len));
   bytes_out_ = static_cast<uint64_t>(len);
   response_done_ = true;
-  char st[4], cl[8];
-  snprintf(st, sizeof st, "%03d", status);
+  char st[3], cl[8];
   const int cl_len = snprintf(cl, sizeof cl, "%d", len);
-  const nghttp2_nv nva[] = {field(":status", {st, 3}), field("content-type", "text/plain"),
+  const nghttp2_nv nva[] = {field(":status", statusDigits(status, st)), field("content-type", "text/plain"),
                             field("content-length", {cl, static_cast<size_t>(cl_len)})};
   nghttp2_data_provider prd;
   prd.source.ptr = nullptr;

@@ -191,7 +191,7 @@ class H2Stream final : private ConnectionOwner, private HttpBodySink {
   char* upin_ = nullptr;         // the backend's bytes (the response head is parsed here)
   uint32_t upin_len_ = 0;
   uint32_t upin_pos_ = 0;        // parsed up to here
-  bool interim_ = false;         // a 1xx head is being read (it stays with lb)
+  bool interim_ = false;         // a 1xx head is being read (passed on as its own HEADERS)
   bool response_submitted_ = false;
   bool response_done_ = false;   // the parser reached the end of the response
   bool up_reading_paused_ = false;

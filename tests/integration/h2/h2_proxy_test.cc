@@ -92,6 +92,23 @@ TEST_F(H2ProxyTest, ACookieKeyReadsTheJoinedCrumbs) {
   EXPECT_EQ(j["backend"], expect) << r.out;
 }
 
+// RFC 9113 §8.1: the backend's 100 Continue reaches the client as an interim HEADERS of its
+// own, which a client that sent expect: 100-continue waits for before its body.
+TEST_F(H2ProxyTest, ContinueReachesTheClientBeforeTheFinalResponse) {
+  TempDir dir("h2continue");
+  const std::string body = dir.path() + "/body";
+  std::ofstream(body, std::ios::binary) << std::string(5000, 'x');
+  auto r = runCommand({"curl", "-s", "--http2-prior-knowledge", "-D", "-", "-o", "/dev/null",
+                       "-H", "Expect: 100-continue", "-H", "x-key: e", "--data-binary",
+                       "@" + body, "http://127.0.0.1:" + std::to_string(fleet_.web()) + "/echo"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const size_t interim = r.out.find("HTTP/2 100"), final_ = r.out.find("HTTP/2 200");
+  ASSERT_NE(interim, std::string::npos) << r.out;
+  ASSERT_NE(final_, std::string::npos) << r.out;
+  EXPECT_LT(interim, final_) << r.out;
+  EXPECT_NE(r.out.find("x-body-bytes: 5000"), std::string::npos) << r.out;
+}
+
 TEST_F(H2ProxyTest, NghttpFetchesSeveralStreamsOnOneConnection) {
   const std::string base = "http://127.0.0.1:" + std::to_string(fleet_.web());
   auto r = runCommand({"nghttp", "-n", "-s", "-H", "x-key: n", base + "/a", base + "/b",

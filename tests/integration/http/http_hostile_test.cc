@@ -104,6 +104,9 @@ void sendAs(TcpClient& c, const HostileCase& hc) {
 
 TEST_P(HttpHostileTest, StatusAndOriginBytes) {
   const HostileCase& hc = GetParam();
+  // The h2c preface is HTTP/1.1's 505 only where lb does not speak HTTP/2 (TLS without h2 in
+  // its ALPN: tls_hostile_test.cc); a plain listener takes it as HTTP/2 (tests/integration/h2/).
+  if (std::string_view(hc.name) == "Http2Preface") GTEST_SKIP() << "HTTP/2 on a plain listener";
   ASSERT_NE(origin_, nullptr);
   const long errors_before = hc.reason ? errorsCounted(hc.reason) : 0;
   const size_t conns_before = origin_->connections();
