@@ -45,7 +45,7 @@
 #include "lb/proxy/cache/byte_chain.h"
 #include "lb/proxy/cache/command.h"
 #include "lb/proxy/cache/wire.h"
-#include "lb/proxy/cache/flush_list.h"
+#include "lb/runtime/flush_list.h"
 #include "lb/proxy/cache/handover_reads.h"
 #include "lb/proxy/cache/near_reads.h"
 #include "lb/runtime/protocol_table.h"

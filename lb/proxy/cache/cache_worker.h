@@ -31,7 +31,7 @@
 #include "lb/proxy/cache/command.h"
 #include "lb/proxy/cache/server_connection.h"
 #include "lb/proxy/cache/wire.h"
-#include "lb/proxy/cache/flush_list.h"
+#include "lb/runtime/flush_list.h"
 #include "lb/proxy/cache/handover_reads.h"
 #include "lb/proxy/cache/near_cache.h"
 #include "lb/runtime/backend_attempt.h"

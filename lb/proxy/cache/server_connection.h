@@ -47,7 +47,7 @@
 #include "lb/proxy/cache/byte_chain.h"
 #include "lb/proxy/cache/command.h"
 #include "lb/proxy/cache/wire.h"
-#include "lb/proxy/cache/flush_list.h"
+#include "lb/runtime/flush_list.h"
 #include "lb/runtime/upstream_pool.h"
 
 namespace lb {

@@ -63,7 +63,7 @@ H2Room* H2Conn::start(const H2Start& start) noexcept {
   if (start.len > 0)
     c->feed(reinterpret_cast<const uint8_t*>(start.bytes), start.len);
   else
-    c->flush();   // lb's SETTINGS: the server's preface goes first (RFC 9113 §3.4)
+    c->wantWrite();   // lb's SETTINGS: the server's preface goes first (RFC 9113 §3.4)
   return c;
 }
 
@@ -117,12 +117,12 @@ bool H2Conn::init() noexcept {
   if (nghttp2_session_set_local_window_size(session_, NGHTTP2_FLAG_NONE, 0,
                                             static_cast<int32_t>(connectionWindow(h2))) != 0)
     return false;
-  streams_pool_ = H2StreamPool::of(*worker_);
+  h2_worker_ = H2Worker::of(*worker_);
   const uint64_t now = uv_now(worker_->loop());
   resets_.fill(resetBurst(h2), now);
   settings_budget_.fill(kControlBurst, now);
   pings_budget_.fill(kControlBurst, now);
-  return streams_pool_ != nullptr;
+  return h2_worker_ != nullptr;
 }
 
 // ---- the client's connection ------------------------------------------------------------
@@ -241,13 +241,11 @@ void H2Conn::feed(const uint8_t* p, size_t n) noexcept {
     }
   }
   startReady();
-  flush();
-  // A client that does not read what lb writes does not get to send more meanwhile: its
-  // PINGs and SETTINGS would pile acknowledgements up in nghttp2.
-  if (writing_ && state_ != State::kClosed && !reading_paused_) {
-    reading_paused_ = true;
-    client_->readStop();
-  }
+  wantWrite();
+}
+
+void H2Conn::wantWrite() noexcept {
+  if (state_ != State::kClosed && !writing_) h2_worker_->flushes().add(this);
 }
 
 void H2Conn::startReady() noexcept {
@@ -260,7 +258,6 @@ void H2Conn::startReady() noexcept {
   }
 }
 
-// Writes what nghttp2 has to send, a block at a time; a queued write waits for onWritten.
 void H2Conn::flush() noexcept {
   // Inside nghttp2's receive or send (a stream answering from a callback) the caller's own
   // loop sends it: nghttp2 must not be entered again.
@@ -303,6 +300,12 @@ void H2Conn::flush() noexcept {
     }
     if (static_cast<size_t>(w) < len) {
       writing_ = true;
+      // A client that does not read what lb writes does not get to send more meanwhile:
+      // its PINGs and SETTINGS would pile acknowledgements up in nghttp2.
+      if (!reading_paused_) {
+        reading_paused_ = true;
+        client_->readStop();
+      }
       return;
     }
   }
@@ -356,6 +359,7 @@ void H2Conn::fatalGoAway(uint32_t code, H2GoawayReason reason) noexcept {
 void H2Conn::closeNow(bool linger) noexcept {
   if (state_ == State::kClosed) return;
   state_ = State::kClosed;
+  h2_worker_->flushes().remove(this);
   while (streams_ != nullptr) freeStream(streams_);
   lstats_->h2_connections_active.add(-1);
   client_->stopTimer();
@@ -373,7 +377,7 @@ void H2Conn::drain() noexcept {
   state_ = State::kDraining;
   drain_notice_ = true;
   nghttp2_submit_shutdown_notice(session_);
-  flush();
+  wantWrite();
   if (state_ != State::kClosed) client_->startTimer(kDrainNoticeMs);
 }
 
@@ -413,7 +417,7 @@ void H2Conn::freeStream(H2Stream* st) noexcept {
   st->abandon();
   st->release();
   --stream_count_;
-  streams_pool_->streams().put(st);
+  h2_worker_->streams().put(st);
 }
 
 // ---- nghttp2's callbacks -------------------------------------------------------------------
@@ -448,7 +452,7 @@ int H2Conn::onBeginHeaders(nghttp2_session* s, const nghttp2_frame* frame, void*
       c->lst_ = ls;
     }
   }
-  H2Stream* st = c->streams_pool_->streams().get();
+  H2Stream* st = c->h2_worker_->streams().get();
   if (st == nullptr) {
     nghttp2_submit_rst_stream(s, NGHTTP2_FLAG_NONE, frame->hd.stream_id,
                               NGHTTP2_REFUSED_STREAM);

@@ -13,9 +13,10 @@
 //   kClosing (GOAWAY queued: written, then closed) ──written──> kClosed
 //
 //   kOpen       Frames both ways. Reads feed nghttp2; the streams whose header block
-//               completed in a read start after it; what nghttp2 has to send is written one
-//               block at a time (reading from the client pauses while a write is queued and
-//               nghttp2 holds more than a block, so an unread response costs one block).
+//               completed in a read start after it; what nghttp2 has to send is written at
+//               the end of the loop's turn (the worker's FlushList), one block at a time, so
+//               the answers one turn brings leave in one write; reading from the client
+//               pauses while a write is queued, so an unread response costs one block.
 //   kDraining   GOAWAY (NO_ERROR) names the last stream lb took; those finish, new ones
 //               are refused by nghttp2; the connection closes when none is left.
 //   kClosing    A GOAWAY with an error (ENHANCE_YOUR_CALM for floods and bombs, the RFC's
@@ -71,7 +72,7 @@ struct FrameBudget {
   }
 };
 
-class H2Conn final : public H2Room, public H2StreamHost, private ConnectionOwner {
+class H2Conn final : public H2Room, public H2StreamHost, private ConnectionOwner, private Flushable {
  public:
   // lb/runtime/h2_handoff.h's start function.
   static H2Room* start(const H2Start& start) noexcept;
@@ -90,7 +91,7 @@ class H2Conn final : public H2Room, public H2StreamHost, private ConnectionOwner
   Connection& client() noexcept override { return *client_; }
   std::string_view clientIp() const noexcept override { return {client_ip_, client_ip_len_}; }
   bool tls() const noexcept override { return tls_; }
-  void flush() noexcept override;
+  void wantWrite() noexcept override;
   void noteOversizedHeaders() noexcept override;
 
  private:
@@ -123,6 +124,9 @@ class H2Conn final : public H2Room, public H2StreamHost, private ConnectionOwner
   static int onInvalidFrame(nghttp2_session* s, const nghttp2_frame* frame, int error,
                             void* user);
 
+  // Flushable: writes what nghttp2 has to send, a block at a time; a write the socket does
+  // not take whole waits for onWritten, and reading pauses meanwhile.
+  void flush() noexcept override;
   void feed(const uint8_t* p, size_t n) noexcept;
   void startReady() noexcept;
   // Ends the connection with a GOAWAY of `code`, counted under `reason`.
@@ -149,7 +153,7 @@ class H2Conn final : public H2Room, public H2StreamHost, private ConnectionOwner
   bool tls_ = false;
   State state_ = State::kOpen;
   nghttp2_session* session_ = nullptr;
-  H2StreamPool* streams_pool_ = nullptr;
+  H2Worker* h2_worker_ = nullptr;   // the worker's streams and flush list
 
   H2Stream* streams_ = nullptr;     // every stream not yet closed by nghttp2
   uint32_t stream_count_ = 0;

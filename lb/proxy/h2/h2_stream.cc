@@ -360,7 +360,7 @@ void H2Stream::openWindow() noexcept {
   if (owed_ == 0 || up_q_.size() >= kBodyHigh) return;
   nghttp2_session_consume(conn_->session(), id_, owed_);
   owed_ = 0;
-  conn_->flush();
+  conn_->wantWrite();
 }
 
 void H2Stream::onWritten(Connection&, ConnectionWrite*, int status) noexcept {
@@ -463,7 +463,7 @@ void H2Stream::handleResponseBytes(size_t) noexcept {
     deferred_ = false;
     nghttp2_session_resume_data(conn_->session(), id_);
   }
-  conn_->flush();
+  conn_->wantWrite();
 }
 
 bool H2Stream::submitResponseHead() noexcept {
@@ -541,7 +541,7 @@ void H2Stream::responseComplete() noexcept {
     nghttp2_session_resume_data(conn_->session(), id_);
   }
   openWindow();
-  conn_->flush();
+  conn_->wantWrite();
 }
 
 void H2Stream::onEof(Connection&) noexcept {
@@ -669,7 +669,7 @@ void H2Stream::answer(int status, HttpErrorReason reason) noexcept {
     return;
   }
   openWindow();
-  conn_->flush();
+  conn_->wantWrite();
 }
 
 void H2Stream::reset(uint32_t code) noexcept {
@@ -678,7 +678,7 @@ void H2Stream::reset(uint32_t code) noexcept {
   phase_ = Phase::kAnswered;
   response_done_ = true;
   nghttp2_submit_rst_stream(conn_->session(), NGHTTP2_FLAG_NONE, id_, code);
-  conn_->flush();
+  conn_->wantWrite();
 }
 
 void H2Stream::abandon() noexcept { releaseUpstream(false); }

@@ -34,7 +34,7 @@
 // than kBodyHigh of them waits for the client's window: a slow client stalls only the
 // stream it does not read.
 //
-// Lifetime: from the worker's H2StreamPool; owned by its H2Conn, which frees it when nghttp2
+// Lifetime: from the worker's H2Worker; owned by its H2Conn, which frees it when nghttp2
 // closes the stream (or the connection goes); neither copied nor moved. The backend's
 // connection, while held, has this stream as its Connection's owner.
 #pragma once
@@ -50,6 +50,7 @@
 #include "lb/proxy/h2/body_queue.h"
 #include "lb/routing/snapshot.h"
 #include "lb/runtime/backend_attempt.h"
+#include "lb/runtime/flush_list.h"
 #include "lb/runtime/object_pool.h"
 #include "lb/runtime/upstream_pool.h"
 #include "lb/net/connection.h"
@@ -67,8 +68,9 @@ class H2StreamHost {
   virtual Connection& client() noexcept = 0;
   virtual std::string_view clientIp() const noexcept = 0;
   virtual bool tls() const noexcept = 0;
-  // Sends what nghttp2 has queued (a stream submitted or resumed something).
-  virtual void flush() noexcept = 0;
+  // nghttp2 has something to send (a stream submitted or resumed something): written at the
+  // end of the loop's turn, with whatever else the turn adds (the worker's FlushList).
+  virtual void wantWrite() noexcept = 0;
   // A stream's header block was over h2.max_header_list (answered 431). May end the
   // connection and free every stream, the caller too: its last call.
   virtual void noteOversizedHeaders() noexcept = 0;
@@ -209,16 +211,21 @@ class H2Stream final : private ConnectionOwner, private HttpBodySink {
   uint64_t bytes_out_ = 0;
 };
 
-// A worker's free list of streams, made on the first HTTP/2 stream the worker sees.
-class H2StreamPool final : public WorkerService {
+// A worker's HTTP/2 state, made on the first HTTP/2 connection the worker sees: the free
+// list of streams, and the flush list its connections write through, once per loop turn
+// (the responses a turn's backend reads bring for one client leave in one write).
+class H2Worker final : public WorkerService {
  public:
   static constexpr size_t kMaxFree = 256;
-  explicit H2StreamPool(WorkerEnv&) {}
-  static H2StreamPool* of(WorkerEnv& env) noexcept { return env.service<H2StreamPool>(); }
+  explicit H2Worker(WorkerEnv& env) : flushes_(env.loop()) {}
+  static H2Worker* of(WorkerEnv& env) noexcept { return env.service<H2Worker>(); }
   ObjectPool<H2Stream>& streams() noexcept { return pool_; }
+  FlushList& flushes() noexcept { return flushes_; }
+  void close() noexcept override { flushes_.close(); }
 
  private:
   ObjectPool<H2Stream> pool_{kMaxFree};
+  FlushList flushes_;
 };
 
 }  // namespace lb

@@ -1,4 +1,4 @@
-// FlushList (lb/proxy/cache/flush_list.h) on a real libuv loop run by the test thread: each
+// FlushList (lb/runtime/flush_list.h) on a real libuv loop run by the test thread: each
 // queued Flushable flushes once per loop turn, after the turn's I/O callbacks; what a flush
 // queues flushes in the same turn; what a timer queues does not wait for the next timer; and
 // the handles keep the loop alive only while something is queued.
@@ -12,7 +12,7 @@
 
 #include <gtest/gtest.h>
 
-#include "lb/proxy/cache/flush_list.h"
+#include "lb/runtime/flush_list.h"
 
 namespace lb {
 namespace {

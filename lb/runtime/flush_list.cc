@@ -1,4 +1,4 @@
-#include "lb/proxy/cache/flush_list.h"
+#include "lb/runtime/flush_list.h"
 
 namespace lb {
 

@@ -1,6 +1,7 @@
-// Write coalescing for the cache protocols: a connection with bytes to send does not write
-// at once; it joins its worker's flush list, and every connection on the list writes once
-// (one writev) after the loop's I/O callbacks for this turn have all run (a uv_check handle).
+// Write coalescing, for the cache protocols and HTTP/2: a connection with bytes to send does
+// not write at once; it joins its worker's flush list, and every connection on the list
+// writes once (one writev) after the loop's I/O callbacks for this turn have all run (a
+// uv_check handle).
 // What a timer callback queues (a command answered with a timeout) would wait in that check
 // until the poll after the timers returns, which may be the next timer, so an idle handle
 // runs alongside while the list is not empty: it keeps that poll from blocking, and flushes
