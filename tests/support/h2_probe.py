@@ -144,7 +144,7 @@ class Raw:
 def settled(port):
     """A raw connection whose SETTINGS exchange is done (lb's limits are in force)."""
     c = Raw(port)
-    c.pump(0.3)
+    c.pump(min(0.3, SETTLE))
     return c
 
 
@@ -320,9 +320,9 @@ def empty_data(port, count):
     return c.result(sent=sent)
 
 
-def hpack_bomb(port, streams):
-    """Each stream's block names one 4000-byte field from the dynamic table 2000 times:
-    about 8 MB decoded from about 4 KB sent."""
+def hpack_bomb(port, streams, refs=2000):
+    """Each stream's block names one 4000-byte field from the dynamic table `refs` times:
+    at 2000, about 8 MB decoded from about 4 KB sent."""
     c = settled(port)
     base = [(":method", "GET"), (":scheme", "http"), (":path", "/"), (":authority", "a")]
     c.send(frame(HEADERS, END_HEADERS | END_STREAM, 1,
@@ -330,7 +330,7 @@ def hpack_bomb(port, streams):
     sid = 3
     for _ in range(streams):
         if not c.send(frame(HEADERS, END_HEADERS | END_STREAM, sid,
-                            c.enc.encode(base + [("x-bomb", "b" * 4000)] * 2000))):
+                            c.enc.encode(base + [("x-bomb", "b" * 4000)] * refs))):
             break
         sid += 2
         c.pump(0.05)
@@ -447,7 +447,7 @@ def main():
     elif scenario == "empty_data":
         out = empty_data(port, int(args[0]))
     elif scenario == "hpack_bomb":
-        out = hpack_bomb(port, int(args[0]))
+        out = hpack_bomb(port, int(args[0]), int(args[1]) if len(args) > 1 else 2000)
     elif scenario == "past_max":
         out = past_max(port, int(args[0]))
     elif scenario == "paced":

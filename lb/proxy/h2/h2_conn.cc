@@ -235,8 +235,8 @@ void H2Conn::feed(const uint8_t* p, size_t n) noexcept {
         lstats_->h2_goaways[static_cast<int>(H2GoawayReason::kProtocolError)].add();
         closeNow();
         return;
-      default:   // a stream opened out of order (onBeginFrame), out of memory
-        fatalGoAway(NGHTTP2_PROTOCOL_ERROR, H2GoawayReason::kProtocolError);
+      default:   // a callback's verdict (fatal_code_: a bomb, a stream out of order), memory
+        fatalGoAway(fatal_code_, fatal_reason_);
         return;
     }
   }
@@ -470,13 +470,18 @@ int H2Conn::onBeginHeaders(nghttp2_session* s, const nghttp2_frame* frame, void*
 
 int H2Conn::onHeader(nghttp2_session* s, const nghttp2_frame* frame, const uint8_t* name,
                      size_t namelen, const uint8_t* value, size_t valuelen, uint8_t,
-                     void*) {
+                     void* user) {
   if (frame->hd.type != NGHTTP2_HEADERS) return 0;
   H2Stream* st = streamOf(s, frame->hd.stream_id);
   if (st == nullptr) return 0;
   const bool trailer = frame->headers.cat != NGHTTP2_HCAT_REQUEST;
-  st->onField({reinterpret_cast<const char*>(name), namelen},
-              {reinterpret_cast<const char*>(value), valuelen}, trailer);
+  if (!st->onField({reinterpret_cast<const char*>(name), namelen},
+                   {reinterpret_cast<const char*>(value), valuelen}, trailer)) {
+    auto* c = static_cast<H2Conn*>(user);
+    c->fatal_code_ = NGHTTP2_ENHANCE_YOUR_CALM;
+    c->fatal_reason_ = H2GoawayReason::kHeaderList;
+    return NGHTTP2_ERR_CALLBACK_FAILURE;   // feed() ends the connection
+  }
   return 0;
 }
 

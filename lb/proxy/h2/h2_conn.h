@@ -187,6 +187,9 @@ class H2Conn final : public H2Room, public H2StreamHost, private ConnectionOwner
   FrameBudget pings_budget_;
   uint32_t empty_frames_ = 0;       // empty DATA frames without END_STREAM
   uint32_t oversized_ = 0;          // header blocks refused for h2.max_header_list
+  // What a callback that failed the session wants the GOAWAY to say (feed's fatalGoAway).
+  uint32_t fatal_code_ = NGHTTP2_PROTOCOL_ERROR;
+  H2GoawayReason fatal_reason_ = H2GoawayReason::kProtocolError;
   // RFC 9113 §5.1.1: a new stream's id is above every id the client used before. nghttp2
   // ignores a HEADERS below the highest id (it may be trailers of a stream lb reset), so lb
   // remembers the ids the client skipped: HEADERS on one of those opens a stream out of

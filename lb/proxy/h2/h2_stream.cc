@@ -98,26 +98,32 @@ void H2Stream::release() noexcept {
 
 // ---- the request's header block ------------------------------------------------------------
 
-void H2Stream::onField(std::string_view name, std::string_view value, bool trailer) noexcept {
+bool H2Stream::onField(std::string_view name, std::string_view value, bool trailer) noexcept {
   if (trailer) {
     // Trailers go up only in a chunked body, which has a place for them (RFC 9112 §7.1.2);
     // a body framed by content-length has none, and they are dropped, as nginx does.
-    if (!chunked_up_ || phase_ == Phase::kAnswered || name.empty() || name[0] == ':') return;
+    if (!chunked_up_ || phase_ == Phase::kAnswered || name.empty() || name[0] == ':')
+      return true;
     bool ok = end_written_ || up_q_.append("0\r\n", 3);
     end_written_ = true;
     ok = ok && up_q_.append(name.data(), name.size()) && up_q_.append(": ", 2) &&
          up_q_.append(value.data(), value.size()) && up_q_.append("\r\n", 2);
     if (!ok) reset(NGHTTP2_INTERNAL_ERROR);
-    return;
+    return true;
   }
-  if (phase_ != Phase::kHeaders || oversized_) return;
-  list_bytes_ += static_cast<uint32_t>(name.size() + value.size() + 32);
+  if (phase_ != Phase::kHeaders) return true;
+  list_bytes_ += name.size() + value.size() + 32;
+  // An HPACK bomb: a few bytes on the wire naming big fields of the dynamic table again and
+  // again. Past kBombFactor times the limit it is no confused client: the connection ends
+  // now, before nghttp2 decodes the rest of the block.
+  if (list_bytes_ > kBombFactor * lst_->config->h2.max_header_list) return false;
+  if (oversized_) return true;
   if (fields_ == nullptr) fields_ = conn_->worker().buffers().get();
   if (list_bytes_ > lst_->config->h2.max_header_list ||
       fields_len_ + name.size() + value.size() > BufferPool::kBlockSize ||
       (name[0] != ':' && header_count_ == ParsedHead::kMaxHeaders)) {
     oversized_ = true;
-    return;
+    return true;
   }
   char* n = fields_ + fields_len_;
   memcpy(n, name.data(), name.size());
@@ -135,6 +141,7 @@ void H2Stream::onField(std::string_view name, std::string_view value, bool trail
     scheme_ = vv;
   else if (nv[0] != ':')
     headers_[header_count_++] = {nv, vv};
+  return true;
 }
 
 std::string_view H2Stream::fieldValue(std::string_view name) const noexcept {
@@ -705,7 +712,7 @@ void H2Stream::record(int status, bool from_backend) noexcept {
     r.key_hash = hash_;
     if (backend != nullptr) r.backend = backend->config->name;
     r.status = status;
-    r.bytes_in = list_bytes_ + body_in_;   // the decoded header block, as RFC 9113 counts it
+    r.bytes_in = std::min<uint64_t>(list_bytes_, fields_len_ + 32 * header_count_) + body_in_;   // the decoded header block, as RFC 9113 counts it
 
     r.bytes_out = bytes_out_;
     r.duration_us = (uv_hrtime() - start_ns_) / 1000;

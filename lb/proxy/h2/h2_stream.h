@@ -103,9 +103,14 @@ class H2Stream final : private ConnectionOwner, private HttpBodySink {
   int32_t id() const noexcept { return id_; }
   Phase phase() const noexcept { return phase_; }
 
+  // Decoded header blocks past this many times h2.max_header_list end the connection at once
+  // (an HPACK bomb); a block merely over the limit is answered 431.
+  static constexpr uint64_t kBombFactor = 16;
+
   // nghttp2's callbacks for this stream, through H2Conn. onField drops what is past
-  // h2.max_header_list (the stream is answered 431 at onHeadersEnd).
-  void onField(std::string_view name, std::string_view value, bool trailer) noexcept;
+  // h2.max_header_list (the stream is answered 431 at onHeadersEnd); false: the block is a
+  // bomb (kBombFactor), and the connection must end.
+  bool onField(std::string_view name, std::string_view value, bool trailer) noexcept;
   void onHeadersEnd(bool end_stream) noexcept;
   void onData(const uint8_t* data, size_t len) noexcept;
   void onRequestEnd() noexcept;
@@ -173,7 +178,7 @@ class H2Stream final : private ConnectionOwner, private HttpBodySink {
   // the rest in order as the key policies and the request head read them.
   char* fields_ = nullptr;
   uint32_t fields_len_ = 0;
-  uint32_t list_bytes_ = 0;      // RFC 9113 §6.5.2's size: name + value + 32 each
+  uint64_t list_bytes_ = 0;      // RFC 9113 §6.5.2's size: name + value + 32 each
   std::string_view method_, path_, authority_, scheme_;
   HttpHeader headers_[ParsedHead::kMaxHeaders];
   uint32_t header_count_ = 0;

@@ -107,14 +107,29 @@ TEST_F(H2HostileTest, EmptyDataFramesEndWithEnhanceYourCalm) {
   othersStillServed();
 }
 
-// A 4000-byte field named 2000 times from the dynamic table: about 8 MB decoded from a few
-// KB sent. Each such stream is answered 431 (its fields are dropped past
-// h2.max_header_list); a client that keeps at it loses the connection.
-TEST_F(H2HostileTest, HpackBombsAre431ThenGoaway) {
-  json j = probe({"hpack_bomb", "20"});
-  EXPECT_EQ(j["status"]["1"], 200) << j.dump();   // the honest first request
-  EXPECT_EQ(j["status"]["3"], 431) << j.dump();
+// A header block over h2.max_header_list (twenty 4000-byte fields) is answered 431; a client
+// that keeps sending them loses the connection after the eighth.
+TEST_F(H2HostileTest, HeaderBlocksOverTheLimitAre431ThenGoaway) {
+  json one = probe({"hpack_bomb", "1", "20"});
+  EXPECT_EQ(one["status"]["1"], 200) << one.dump();   // the honest first request
+  EXPECT_EQ(one["status"]["3"], 431) << one.dump();
+  EXPECT_TRUE(one["goaway_code"].is_null()) << one.dump();
+  json many = probe({"hpack_bomb", "12", "20"});
+  EXPECT_EQ(many["status"]["17"], 431) << many.dump();   // the eighth
+  EXPECT_EQ(many["goaway_code"], kEnhanceYourCalm) << many.dump();
+  EXPECT_EQ(goaways("header_list"), 1);
+  othersStillServed();
+}
+
+// An HPACK bomb: a 4000-byte field named 2000 times from the dynamic table, about 8 MB
+// decoded from a few KB sent. Past 16 x h2.max_header_list decoded the connection ends at
+// once, before the rest of the block is decoded.
+TEST_F(H2HostileTest, AnHpackBombEndsTheConnectionAtOnce) {
+  json j = probe({"hpack_bomb", "5"});
+  EXPECT_EQ(j["status"]["1"], 200) << j.dump();
   EXPECT_EQ(j["goaway_code"], kEnhanceYourCalm) << j.dump();
+  EXPECT_EQ(j["goaway_last"], 3) << j.dump();   // the bomb's own stream, never answered
+  EXPECT_TRUE(j["status"]["3"].is_null()) << j.dump();
   EXPECT_EQ(goaways("header_list"), 1);
   othersStillServed();
 }
