@@ -63,23 +63,7 @@ ulimit -n 65536 2>/dev/null || true
 source "$(dirname "$0")/lib.sh"
 
 # --- backends: one nginx, one worker, 8 servers; each logs one line per request --------------
-backend_ports=()
-for i in 0 1 2 3 4 5 6 7; do backend_ports+=("$(free_port)"); done
-mkdir -p "$work/backends"
-{
-  echo "worker_processes 1; daemon off; pid $work/backends/nginx.pid; error_log $work/backends/error.log;"
-  echo "events { worker_connections 4096; }"
-  echo "http { access_log off; keepalive_requests 1000000; log_format bare '.';"
-  for i in "${!backend_ports[@]}"; do
-    echo "  server { listen 127.0.0.1:${backend_ports[$i]} reuseport;"
-    echo "    access_log $work/backends/b$i.log bare buffer=64k flush=1s;"
-    echo "    location / { return 200 'ok'; } }"
-  done
-  echo "}"
-} >"$work/backends/nginx.conf"
-nginx -p "$work/backends" -c "$work/backends/nginx.conf" &
-pids+=($!)
-for p in "${backend_ports[@]}"; do wait_port "$p"; done
+start_nginx_backends
 
 # --- the proxies: h2c in front, HTTP/1.1 keep-alive behind --------------------------------------
 declare -A port=() pid_of=()

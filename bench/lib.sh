@@ -27,6 +27,31 @@ backends = [ { name = "a", address = "127.0.0.1:$4" } ]
 TOML
 }
 
+# The keyed benchmarks' backends (compare.sh, compare_h2.sh): one nginx process, one worker,
+# 8 servers on free ports (backend_ports), each answering a 2-byte 200 and logging one line per
+# request to $work/backends/bN.log, so that the busiest backend's share can be counted.
+start_nginx_backends() {
+  backend_ports=()
+  local i
+  for i in 0 1 2 3 4 5 6 7; do backend_ports+=("$(free_port)"); done
+  mkdir -p "$work/backends"
+  {
+    echo "worker_processes 1; daemon off; pid $work/backends/nginx.pid; error_log $work/backends/error.log;"
+    echo "events { worker_connections 4096; }"
+    echo "http { access_log off; keepalive_requests 1000000; log_format bare '.';"
+    for i in "${!backend_ports[@]}"; do
+      echo "  server { listen 127.0.0.1:${backend_ports[$i]} reuseport;"
+      echo "    access_log $work/backends/b$i.log bare buffer=64k flush=1s;"
+      echo "    location / { return 200 'ok'; } }"
+    done
+    echo "}"
+  } >"$work/backends/nginx.conf"
+  nginx -p "$work/backends" -c "$work/backends/nginx.conf" &
+  pids+=($!)
+  local p
+  for p in "${backend_ports[@]}"; do wait_port "$p"; done
+}
+
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 wait_port() {   # port: waits up to 10 s for something to accept on 127.0.0.1:port
   for _ in $(seq 200); do (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0; sleep 0.05; done
