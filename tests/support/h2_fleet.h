@@ -1,7 +1,8 @@
 // A real lb with HTTP/2 on its http listeners in front of three lb-origins, for the tests of
 // tests/integration/h2/: a plain listener that tells h2c from HTTP/1.1 by the preface
-// (`web`, keyed by x-key), the same behind TLS with alpn ["h2", "http/1.1"] (`webtls`), and
-// one keyed by a cookie (`cookies`); all on the same cluster, so each key's backend can be
+// (`web`, keyed by x-key), the same behind TLS with alpn ["h2", "http/1.1"] (`webtls`), one
+// keyed by a cookie (`cookies`) and one with timeouts.idle = 400ms (`short`); all on the
+// same cluster, so each key's backend can be
 // read over HTTP/1.1 and over HTTP/2 and compared. Clients: curl, nghttp and Debian's
 // python3-h2 (tests/support/h2_probe.py).
 #pragma once
@@ -38,8 +39,9 @@ class H2Fleet {
     web_ = freePort();
     tls_ = freePort();
     cookies_ = freePort();
+    short_ = freePort();
     admin_ = freePort();
-    started_ = lb_.start(config(), {web_, tls_, cookies_, admin_});
+    started_ = lb_.start(config(), {web_, tls_, cookies_, short_, admin_});
   }
 
   bool ok() const { return started_; }
@@ -48,6 +50,7 @@ class H2Fleet {
   uint16_t web() const { return web_; }
   uint16_t tls() const { return tls_; }
   uint16_t cookies() const { return cookies_; }
+  uint16_t shortIdle() const { return short_; }   // timeouts.idle = 400ms
   OriginProcess& origin(size_t i) { return *origins_.at(i); }
 
   // Requests every origin served so far (its /stats, minus the /stats requests themselves).
@@ -104,6 +107,8 @@ class H2Fleet {
                         cert_.cert + "\", key = \"" + cert_.key +
                         "\" } ], alpn = [\"h2\", \"http/1.1\"] }\n") +
            listener("cookies", cookies_, "hash = [ { cookie = \"user\" } ]\n") +
+           listener("short", short_,
+                    "hash = [ { header = \"x-key\" } ]\ntimeouts = { idle = \"400ms\" }\n") +
            "[clusters.web]\nbackends = [ " + backends + " ]\n";
   }
 
@@ -111,7 +116,7 @@ class H2Fleet {
   std::unique_ptr<TlsCa> ca_;
   TlsCert cert_;
   std::vector<std::unique_ptr<OriginProcess>> origins_;
-  uint16_t web_ = 0, tls_ = 0, cookies_ = 0, admin_ = 0;
+  uint16_t web_ = 0, tls_ = 0, cookies_ = 0, short_ = 0, admin_ = 0;
   uint64_t stats_asked_ = 0;
   LbProcess lb_;
   bool started_ = false;

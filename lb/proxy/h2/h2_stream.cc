@@ -402,7 +402,7 @@ void H2Stream::onRead(Connection&, char*, size_t n) noexcept {
     }
     return;
   }
-  armUpTimer();
+  up_touched_ = uv_now(conn_->worker().loop());   // the timer reads it when it fires
   upin_len_ += static_cast<uint32_t>(n);
   handleResponseBytes(n);
 }
@@ -572,6 +572,13 @@ void H2Stream::noteReset() noexcept {
 }
 
 void H2Stream::onTimer(Connection&) noexcept {
+  // Bytes came since the timer started: wait out the rest from the last of them.
+  const uint64_t idle = static_cast<uint64_t>(lst_->config->timeouts.idle.count());
+  const uint64_t now = uv_now(conn_->worker().loop());
+  if (up_ != nullptr && now < up_touched_ + idle) {
+    up_->connection().startTimer(up_touched_ + idle - now);
+    return;
+  }
   if (response_submitted_) {   // the body stopped coming: cut short
     reset(NGHTTP2_INTERNAL_ERROR);
     return;
@@ -581,9 +588,13 @@ void H2Stream::onTimer(Connection&) noexcept {
   answer(504, HttpErrorReason::kBackendTimeout);
 }
 
+// Once an exchange: a read only stamps up_touched_, and onTimer starts the timer again for
+// what is left (as HttpSession does), so a response costs one start and one stop of the
+// backend's timer however many reads it takes.
 void H2Stream::armUpTimer() noexcept {
-  if (up_ != nullptr)
-    up_->connection().startTimer(static_cast<uint64_t>(lst_->config->timeouts.idle.count()));
+  if (up_ == nullptr) return;
+  up_touched_ = uv_now(conn_->worker().loop());
+  up_->connection().startTimer(static_cast<uint64_t>(lst_->config->timeouts.idle.count()));
 }
 
 // ---- failures, answers, the end ---------------------------------------------------------------

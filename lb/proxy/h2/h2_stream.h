@@ -209,6 +209,7 @@ class H2Stream final : private ConnectionOwner, private HttpBodySink {
   UpstreamConn* up_ = nullptr;
   uint8_t fresh_retries_ = 0;
   bool up_reused_ = false;       // up_ came from the idle pool
+  uint64_t up_touched_ = 0;      // uv_now of the backend's last bytes (its idle timer)
   uint64_t hash_ = 0;
   bool keyed_ = false;
   GeneratedCookie cookie_;

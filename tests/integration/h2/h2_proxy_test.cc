@@ -109,6 +109,21 @@ TEST_F(H2ProxyTest, ContinueReachesTheClientBeforeTheFinalResponse) {
   EXPECT_NE(r.out.find("x-body-bytes: 5000"), std::string::npos) << r.out;
 }
 
+// timeouts.idle bounds a stream's wait for its backend: 504 once the backend has been silent
+// that long, and the connection's other streams are not touched by it.
+TEST_F(H2ProxyTest, ASilentBackendIs504ForItsStreamAlone) {
+  const std::string base = "http://127.0.0.1:" + std::to_string(fleet_.shortIdle());
+  auto r = runCommand({"nghttp", "-n", "-s", "-H", "x-key: t", base + "/slow?delay_ms=1500",
+                       base + "/quick?delay_ms=100"},
+                      30s);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find(" 504 "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" 200 "), std::string::npos) << r.out;
+  EXPECT_EQ(fleet_.metric("lb_http_errors_total{listener=\"short\",reason=\"backend_timeout\"}"),
+            1);
+  EXPECT_EQ(fleet_.metric("lb_h2_goaways_total{listener=\"short\",reason=\"stall\"}"), 0);
+}
+
 TEST_F(H2ProxyTest, NghttpFetchesSeveralStreamsOnOneConnection) {
   const std::string base = "http://127.0.0.1:" + std::to_string(fleet_.web());
   auto r = runCommand({"nghttp", "-n", "-s", "-H", "x-key: n", base + "/a", base + "/b",
