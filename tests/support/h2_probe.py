@@ -362,6 +362,20 @@ def past_max(port, count):
     return out
 
 
+def zero_window(port, seconds):
+    """A download asked for with every stream's window shut (SETTINGS_INITIAL_WINDOW_SIZE 0)
+    and never opened: lb holds the response and nothing moves."""
+    c = Raw(port)
+    c.send(frame(SETTINGS, 0, 0, struct.pack(">HI", 4, 0)))
+    c.pump(min(0.3, SETTLE))
+    c.send(c.request(1, extra=[("x-key", "w")], path="/bytes?n=100000"))
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and not c.closed and c.goaway is None:
+        c.pump(0.1)
+    c.pump(0.2)
+    return c.result()
+
+
 def paced(port, rate, seconds):
     """A steady, light load: `rate` requests a second for `seconds` on one connection, each
     with its own key; how many were answered 200 and how many were not."""
@@ -450,6 +464,8 @@ def main():
         out = hpack_bomb(port, int(args[0]), int(args[1]) if len(args) > 1 else 2000)
     elif scenario == "past_max":
         out = past_max(port, int(args[0]))
+    elif scenario == "zero_window":
+        out = zero_window(port, float(args[0]))
     elif scenario == "paced":
         out = paced(port, int(args[0]), float(args[1]))
     elif scenario == "attack":

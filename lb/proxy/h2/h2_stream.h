@@ -122,8 +122,13 @@ class H2Stream final : private ConnectionOwner, private HttpBodySink {
   void abandon() noexcept;
   // Active checks took `backend` down: a stream still waiting for its answer moves on.
   void backendDown(const BackendState& backend) noexcept;
-  // Response bytes wait for the client's window (a stall, if it never opens).
-  bool waitingOnClient() const noexcept { return !down_q_.empty(); }
+  // Response bytes wait, and the client's window (the stream's or the connection's) is shut:
+  // a stall, if it never opens. Bytes that only wait for this turn's flush are not.
+  bool waitingOnClient() const noexcept {
+    nghttp2_session* s = conn_->session();
+    return !down_q_.empty() && (nghttp2_session_get_stream_remote_window_size(s, id_) <= 0 ||
+                                nghttp2_session_get_remote_window_size(s) <= 0);
+  }
   // Whether the client reset this stream before lb had an answer for it (rapid reset).
   bool unanswered() const noexcept { return phase_ < Phase::kAnswered && !response_submitted_; }
   // Gives back every block and the snapshot (before the stream returns to its pool).
@@ -146,6 +151,13 @@ class H2Stream final : private ConnectionOwner, private HttpBodySink {
   void onClosed(Connection& c) noexcept override { (void)c; }
   // HttpBodySink: the response body, chunk framing removed.
   void onBody(const char* data, size_t len) noexcept override;
+
+  // The helpers both answers (the backend's and lb's own) write with.
+  static std::string_view statusDigits(int status, char (&out)[3]) noexcept;
+  static nghttp2_nv field(std::string_view name, std::string_view value) noexcept;
+  // The data source of every response (nghttp2_data_source_read_callback).
+  static ssize_t readBodyCallback(nghttp2_session* s, int32_t id, uint8_t* buf, size_t length,
+                                  uint32_t* flags, nghttp2_data_source* source, void* user);
 
   bool deriveKey(const HttpRequestView& view) noexcept;
   void connectUpstream(Pooling pooling) noexcept;

@@ -134,6 +134,16 @@ TEST_F(H2HostileTest, AnHpackBombEndsTheConnectionAtOnce) {
   othersStillServed();
 }
 
+// A client that asks for a download with its windows shut and never opens them holds lb's
+// bytes: past timeouts.idle (400 ms on this listener) with nothing moving, GOAWAY.
+TEST_F(H2HostileTest, AWindowHeldShutIsAStall) {
+  auto r = fleet_.probe(fleet_.shortIdle(), {"zero_window", "5"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  json j = json::parse(r.out);
+  EXPECT_EQ(j["goaway_code"], kEnhanceYourCalm) << j.dump();
+  EXPECT_EQ(fleet_.metric("lb_h2_goaways_total{listener=\"short\",reason=\"stall\"}"), 1);
+}
+
 // 10,000 streams opened on a connection that allows 100 at once (and whose backend holds
 // each for 3 s): the first past the limit is a PROTOCOL_ERROR (RFC 9113 §5.1.2; nghttp2 makes
 // it the connection's once the client has acknowledged the limit), so the rest never open.
