@@ -327,6 +327,9 @@ def hpack_bomb(port, streams, refs=2000):
     base = [(":method", "GET"), (":scheme", "http"), (":path", "/"), (":authority", "a")]
     c.send(frame(HEADERS, END_HEADERS | END_STREAM, 1,
                  c.enc.encode(base + [("x-bomb", "b" * 4000)])))
+    deadline = time.monotonic() + 5   # the honest request's answer first, whatever lb's speed
+    while 1 not in c.ended and not c.closed and time.monotonic() < deadline:
+        c.pump(0.05)
     sid = 3
     for _ in range(streams):
         if not c.send(frame(HEADERS, END_HEADERS | END_STREAM, sid,
