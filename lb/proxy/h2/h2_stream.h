@@ -164,7 +164,7 @@ class H2Stream final : private ConnectionOwner, private HttpBodySink {
   bool writeRequestHead() noexcept;
   void pumpUp() noexcept;
   void openWindow() noexcept;
-  void handleResponseBytes(size_t n) noexcept;
+  void handleResponseBytes() noexcept;
   bool submitResponseHead() noexcept;
   void responseComplete() noexcept;
   // Before any response byte: the next host when safe, else an answer of lb's own.

@@ -38,10 +38,10 @@ void H2Stream::onRead(Connection&, char*, size_t n) noexcept {
   }
   up_touched_ = uv_now(conn_->worker().loop());   // the timer reads it when it fires
   upin_len_ += static_cast<uint32_t>(n);
-  handleResponseBytes(n);
+  handleResponseBytes();
 }
 
-void H2Stream::handleResponseBytes(size_t) noexcept {
+void H2Stream::handleResponseBytes() noexcept {
   while (up_ != nullptr && upin_pos_ < upin_len_) {
     size_t consumed = 0;
     const auto r = resp_.feed(upin_, upin_ + upin_pos_, upin_len_ - upin_pos_, &consumed);
