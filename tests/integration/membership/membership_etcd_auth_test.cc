@@ -123,7 +123,7 @@ TEST_F(MembershipEtcdAuthTest, WrongPasswordIsALogLineAndWatchDownWithNoSecretSh
   ASSERT_TRUE(pollUntil([&] { return lb->output().find(line) != std::string::npos; }, 10s))
       << lb->output();
   EXPECT_NE(lb->output().find("invalid user ID or password"), std::string::npos) << lb->output();
-  EXPECT_TRUE(watchUpIs(*lb, 0, 1s)) << lb->output();
+  EXPECT_TRUE(watchUpIs(*lb, 0, 10s)) << lb->output();
   EXPECT_TRUE(lb->process().running());
   MembershipView v = lb->membership();
   ASSERT_TRUE(v.ok) << v.error;
@@ -211,7 +211,7 @@ TEST_F(MembershipEtcdTlsAuthTest, AClientCertificateWithACommonNameIsRefusedByTh
       << lb->output();
   EXPECT_TRUE(pollUntil([&] {
     return metricValue(lb->admin(), "lb_membership_watch_up", kCluster) == 0;
-  }, 1s)) << lb->output();
+  }, 10s)) << lb->output();
   EXPECT_TRUE(lb->process().running());
 }
 

@@ -125,7 +125,7 @@ TEST_F(MembershipEtcdTlsTest, WrongCaIsALogLineAndWatchDownWhileTheStateFileServ
                            ": TLS handshake: certificate verify failed";
   ASSERT_TRUE(pollUntil([&] { return lb->output().find(line) != std::string::npos; }, 10s))
       << lb->output();
-  EXPECT_TRUE(watchUpIs(*lb, 0, 1s)) << lb->output();
+  EXPECT_TRUE(watchUpIs(*lb, 0, 10s)) << lb->output();
   EXPECT_TRUE(lb->process().running());
   expectServingStateFile(*lb);
   // One line per failed attempt: the TLS layer adds none of its own.
@@ -150,7 +150,7 @@ TEST_F(MembershipEtcdTlsTest, MissingClientCertificateIsALogLineAndWatchDown) {
   EXPECT_TRUE(logged.find("certificate required") != std::string::npos ||
               logged.find("bad certificate") != std::string::npos)
       << logged;
-  EXPECT_TRUE(watchUpIs(*lb, 0, 1s)) << lb->output();
+  EXPECT_TRUE(watchUpIs(*lb, 0, 10s)) << lb->output();
   EXPECT_TRUE(lb->process().running());
   expectServingStateFile(*lb);
 }
