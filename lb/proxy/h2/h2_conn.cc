@@ -87,6 +87,8 @@ H2Conn::~H2Conn() {
 
 bool H2Conn::init() noexcept {
   const H2Config& h2 = lst_->config->h2;
+  h2_worker_ = H2Worker::of(*worker_);
+  if (h2_worker_ == nullptr) return false;
   nghttp2_session_callbacks* cb = nullptr;
   if (nghttp2_session_callbacks_new(&cb) != 0) return false;
   nghttp2_session_callbacks_set_on_begin_frame_callback(cb, onBeginFrame);
@@ -104,7 +106,7 @@ bool H2Conn::init() noexcept {
   }
   // The window opens as backends take the bytes (H2Stream::openWindow), not as they arrive.
   nghttp2_option_set_no_auto_window_update(opt, 1);
-  int rv = nghttp2_session_server_new2(&session_, cb, this, opt);
+  int rv = nghttp2_session_server_new3(&session_, cb, this, opt, h2_worker_->memory().mem());
   nghttp2_option_del(opt);
   nghttp2_session_callbacks_del(cb);
   if (rv != 0) return false;
@@ -117,12 +119,11 @@ bool H2Conn::init() noexcept {
   if (nghttp2_session_set_local_window_size(session_, NGHTTP2_FLAG_NONE, 0,
                                             static_cast<int32_t>(connectionWindow(h2))) != 0)
     return false;
-  h2_worker_ = H2Worker::of(*worker_);
   const uint64_t now = uv_now(worker_->loop());
   resets_.fill(resetBurst(h2), now);
   settings_budget_.fill(kControlBurst, now);
   pings_budget_.fill(kControlBurst, now);
-  return h2_worker_ != nullptr;
+  return true;
 }
 
 // ---- the client's connection ------------------------------------------------------------
@@ -412,6 +413,7 @@ void H2Conn::freeStream(H2Stream* st) noexcept {
     while (*ready_tail_ != nullptr) ready_tail_ = &(*ready_tail_)->ready_next;
     st->ready_next = nullptr;
   }
+  if (decoding_ == st) decoding_ = nullptr;
   if (session_ != nullptr && state_ != State::kClosed)
     nghttp2_session_set_stream_user_data(session_, st->id(), nullptr);
   st->abandon();
@@ -465,6 +467,7 @@ int H2Conn::onBeginHeaders(nghttp2_session* s, const nghttp2_frame* frame, void*
   ++c->stream_count_;
   c->lstats_->h2_streams.add();
   nghttp2_session_set_stream_user_data(s, frame->hd.stream_id, st);
+  c->decoding_ = st;
   return 0;
 }
 
@@ -472,12 +475,15 @@ int H2Conn::onHeader(nghttp2_session* s, const nghttp2_frame* frame, const uint8
                      size_t namelen, const uint8_t* value, size_t valuelen, uint8_t,
                      void* user) {
   if (frame->hd.type != NGHTTP2_HEADERS) return 0;
-  H2Stream* st = streamOf(s, frame->hd.stream_id);
-  if (st == nullptr) return 0;
+  auto* c = static_cast<H2Conn*>(user);
+  H2Stream* st = c->decoding_;
+  if (st == nullptr || st->id() != frame->hd.stream_id) {   // a trailer block
+    st = streamOf(s, frame->hd.stream_id);
+    if (st == nullptr) return 0;
+  }
   const bool trailer = frame->headers.cat != NGHTTP2_HCAT_REQUEST;
   if (!st->onField({reinterpret_cast<const char*>(name), namelen},
                    {reinterpret_cast<const char*>(value), valuelen}, trailer)) {
-    auto* c = static_cast<H2Conn*>(user);
     c->fatal_code_ = NGHTTP2_ENHANCE_YOUR_CALM;
     c->fatal_reason_ = H2GoawayReason::kHeaderList;
     return NGHTTP2_ERR_CALLBACK_FAILURE;   // feed() ends the connection

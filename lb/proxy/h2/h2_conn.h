@@ -157,6 +157,9 @@ class H2Conn final : public H2Room, public H2StreamHost, private ConnectionOwner
 
   H2Stream* streams_ = nullptr;     // every stream not yet closed by nghttp2
   uint32_t stream_count_ = 0;
+  // The stream whose header block is being decoded (set at its HEADERS, forgotten when it is
+  // freed): each field of the block finds it here rather than in nghttp2's stream map.
+  H2Stream* decoding_ = nullptr;
   H2Stream* ready_ = nullptr;       // kReady streams, started after the current read
   H2Stream** ready_tail_ = &ready_;
   bool in_read_ = false;            // inside feed(): streams wait for the read's end

@@ -48,6 +48,7 @@
 #include "lb/core/http_fields.h"
 #include "lb/http/parser.h"
 #include "lb/proxy/h2/body_queue.h"
+#include "lb/proxy/h2/h2_memory.h"
 #include "lb/routing/snapshot.h"
 #include "lb/runtime/backend_attempt.h"
 #include "lb/runtime/flush_list.h"
@@ -162,6 +163,8 @@ class H2Stream final : private ConnectionOwner, private HttpBodySink {
   bool deriveKey(const HttpRequestView& view) noexcept;
   void connectUpstream(Pooling pooling) noexcept;
   bool writeRequestHead() noexcept;
+  template <typename Put>
+  bool requestHead(Put&& put) const noexcept;
   void pumpUp() noexcept;
   void openWindow() noexcept;
   void handleResponseBytes() noexcept;
@@ -230,8 +233,9 @@ class H2Stream final : private ConnectionOwner, private HttpBodySink {
 };
 
 // A worker's HTTP/2 state, made on the first HTTP/2 connection the worker sees: the free
-// list of streams, and the flush list its connections write through, once per loop turn
-// (the responses a turn's backend reads bring for one client leave in one write).
+// list of streams, nghttp2's memory (h2_memory.h), and the flush list its connections write
+// through, once per loop turn (the responses a turn's backend reads bring for one client
+// leave in one write).
 class H2Worker final : public WorkerService {
  public:
   static constexpr size_t kMaxFree = 256;
@@ -239,10 +243,12 @@ class H2Worker final : public WorkerService {
   static H2Worker* of(WorkerEnv& env) noexcept { return env.service<H2Worker>(); }
   ObjectPool<H2Stream>& streams() noexcept { return pool_; }
   FlushList& flushes() noexcept { return flushes_; }
+  H2Memory& memory() noexcept { return memory_; }
   void close() noexcept override { flushes_.close(); }
 
  private:
   ObjectPool<H2Stream> pool_{kMaxFree};
+  H2Memory memory_;
   FlushList flushes_;
 };
 
