@@ -274,6 +274,9 @@ class Connection {
     if (!closing()) uv_timer_start(&timer_, onTimerFired, ms, 0);
   }
   void stopTimer() noexcept { uv_timer_stop(&timer_); }
+  bool timerActive() const noexcept {
+    return uv_is_active(reinterpret_cast<const uv_handle_t*>(&timer_)) != 0;
+  }
 
   // --- Closing -----------------------------------------------------------------------
   // Shuts the write side (queued writes go out first), then reads and drops what the peer

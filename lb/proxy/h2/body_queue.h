@@ -40,19 +40,30 @@ class BodyQueue {
                                       : 0;
     if (count_ + need > kMaxBlocks) return false;
     while (n > 0) {
-      if (count_ == 0 || tail_len_ == BufferPool::kBlockSize) {
-        blocks_[(head_ + count_) % kMaxBlocks] = pool_->get();
-        ++count_;
-        tail_len_ = 0;
-      }
+      if (count_ == 0 || tail_len_ == BufferPool::kBlockSize) addBlock();
       const size_t k = std::min(n, BufferPool::kBlockSize - tail_len_);
-      memcpy(blocks_[(head_ + count_ - 1) % kMaxBlocks] + tail_len_, p, k);
+      memcpy(tail() + tail_len_, p, k);
       tail_len_ += k;
       size_ += k;
       p += k;
       n -= k;
     }
     return true;
+  }
+
+  // Room for n bytes in one run at the tail (n at most a block), or nullptr: the tail block
+  // has less room than n left. Writing there and calling commit(n) is append() in one copy
+  // per piece, for a writer that knows its whole length first (a request head).
+  char* reserve(size_t n) noexcept {
+    if (count_ == 0 || tail_len_ == BufferPool::kBlockSize) {
+      if (count_ == kMaxBlocks) return nullptr;
+      addBlock();
+    }
+    return n <= BufferPool::kBlockSize - tail_len_ ? tail() + tail_len_ : nullptr;
+  }
+  void commit(size_t n) noexcept {
+    tail_len_ += n;
+    size_ += n;
   }
 
   // The first contiguous run of bytes (at most one block's).
@@ -93,9 +104,18 @@ class BodyQueue {
   }
 
  private:
+  // The ring's index `i` places past the head; no division on the way (kMaxBlocks is no power
+  // of two).
+  static size_t wrap(size_t i) noexcept { return i >= kMaxBlocks ? i - kMaxBlocks : i; }
+  char* tail() const noexcept { return blocks_[wrap(head_ + count_ - 1)]; }
+  void addBlock() noexcept {
+    blocks_[wrap(head_ + count_)] = pool_->get();
+    ++count_;
+    tail_len_ = 0;
+  }
   void popHead() noexcept {
     pool_->put(blocks_[head_]);
-    head_ = (head_ + 1) % kMaxBlocks;
+    head_ = wrap(head_ + 1);
     --count_;
     head_pos_ = 0;
     if (count_ == 0) tail_len_ = 0;

@@ -198,7 +198,8 @@ void H2Stream::upstreamFailed(bool connect_failure) noexcept {
 
 void H2Stream::releaseUpstream(bool reusable) noexcept {
   if (up_ != nullptr) {
-    up_->connection().stopTimer();
+    // A pooled connection keeps its timer running (armUpTimer); fired while it is idle, it
+    // reaches the pool, which ignores it.
     if (reusable && !up_->writing())
       conn_->worker().upstreams().put(up_);
     else

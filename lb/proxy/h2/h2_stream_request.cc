@@ -120,9 +120,9 @@ void H2Stream::onHeadersEnd(bool end_stream) noexcept {
 // The HTTP/1.1 request head: the request line from :method and :path, Host from
 // :authority, the fields in order (cookie joined, x-forwarded-* replaced), and the body's
 // framing: its content-length, else chunked, else none (content-length: 0 for a method
-// that usually has a body).
-bool H2Stream::writeRequestHead() noexcept {
-  auto put = [&](std::string_view s) { return up_q_.append(s.data(), s.size()); };
+// that usually has a body). `put` takes each piece in order and says whether it was taken.
+template <typename Put>
+bool H2Stream::requestHead(Put&& put) const noexcept {
   bool ok = put(method_) && put(" ") && put(path_) && put(" HTTP/1.1\r\nhost: ") &&
             put(authority_) && put("\r\n");
   std::string_view xff;
@@ -146,6 +146,28 @@ bool H2Stream::writeRequestHead() noexcept {
     ok = ok && put("content-length: 0\r\n");
   }
   return ok && put("\r\n");
+}
+
+// Measured first, so that a head that fits the queue's tail block (every head that fits a
+// block, the queue being empty) is copied there piece by piece with no bookkeeping between;
+// a longer one goes through append().
+bool H2Stream::writeRequestHead() noexcept {
+  size_t len = 0;
+  requestHead([&](std::string_view s) {
+    len += s.size();
+    return true;
+  });
+  if (char* out = up_q_.reserve(len)) {
+    char* p = out;
+    requestHead([&](std::string_view s) {
+      memcpy(p, s.data(), s.size());
+      p += s.size();
+      return true;
+    });
+    up_q_.commit(len);
+    return true;
+  }
+  return requestHead([&](std::string_view s) { return up_q_.append(s.data(), s.size()); });
 }
 
 void H2Stream::onData(const uint8_t* data, size_t len) noexcept {

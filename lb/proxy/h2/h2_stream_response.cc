@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "lb/core/log.h"
+#include "lb/core/strings.h"
 #include "lb/http/rewrite.h"
 #include "lb/proxy/h2/h2_stream.h"
 
@@ -11,10 +12,16 @@ namespace lb {
 
 namespace {
 // Response fields an HTTP/2 message must not carry (RFC 9113 §8.2.2), besides those the
-// backend's Connection header names.
-bool connectionSpecific(std::string_view lower) {
-  return lower == "connection" || lower == "keep-alive" || lower == "proxy-connection" ||
-         lower == "transfer-encoding" || lower == "upgrade" || lower == "te";
+// backend's Connection header names; in any case, as the backend wrote it.
+bool connectionSpecific(std::string_view name) {
+  switch (name.size()) {
+    case 2: return equalsNoCase(name, "te");
+    case 7: return equalsNoCase(name, "upgrade");
+    case 10: return equalsNoCase(name, "connection") || equalsNoCase(name, "keep-alive");
+    case 16: return equalsNoCase(name, "proxy-connection");
+    case 17: return equalsNoCase(name, "transfer-encoding");
+    default: return false;
+  }
 }
 }  // namespace
 
@@ -119,14 +126,11 @@ bool H2Stream::submitResponseHead() noexcept {
   size_t n = 0;
   nva[n++] = field(":status", statusDigits(status_, status));
   const ConnectionTokens tokens = connectionTokens(h, upin_);
+  // Names go as the backend wrote them: nghttp2 lowercases its copy (RFC 9113 §8.2.1).
   for (uint32_t i = 0; i < h.header_count; ++i) {
-    char* name = upin_ + h.headers[i].name.off;
-    const size_t len = h.headers[i].name.len;
-    for (size_t k = 0; k < len; ++k)   // HTTP/2 field names are lowercase (§8.2.1)
-      if (name[k] >= 'A' && name[k] <= 'Z') name[k] = static_cast<char>(name[k] + 32);
-    const std::string_view lower(name, len);
-    if (connectionSpecific(lower) || tokens.has(lower)) continue;
-    nva[n++] = field(lower, h.headers[i].value.in(upin_));
+    const std::string_view name = h.headers[i].name.in(upin_);
+    if (connectionSpecific(name) || tokens.has(name)) continue;
+    nva[n++] = field(name, h.headers[i].value.in(upin_));
   }
   char cookie[160];
   if (cookie_.set) {
@@ -222,13 +226,16 @@ void H2Stream::onTimer(Connection&) noexcept {
   answer(504, HttpErrorReason::kBackendTimeout);
 }
 
-// Once an exchange: a read only stamps up_touched_, and onTimer starts the timer again for
-// what is left (as HttpSession does), so a response costs one start and one stop of the
-// backend's timer however many reads it takes.
+// A read only stamps up_touched_, and onTimer starts the timer again for what is left (as
+// HttpSession does). A pooled connection keeps the timer its last exchange left running
+// (releaseUpstream), and the next exchange on it arms nothing while it runs: its first
+// firing, early for this exchange, waits out the rest. So a busy connection costs the
+// timer heap one start per timeouts.idle, not a start and a stop per response.
 void H2Stream::armUpTimer() noexcept {
   if (up_ == nullptr) return;
   up_touched_ = uv_now(conn_->worker().loop());
-  up_->connection().startTimer(static_cast<uint64_t>(lst_->config->timeouts.idle.count()));
+  if (!up_->connection().timerActive())
+    up_->connection().startTimer(static_cast<uint64_t>(lst_->config->timeouts.idle.count()));
 }
 
 }  // namespace lb
