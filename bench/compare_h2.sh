@@ -17,6 +17,8 @@
 # the better peer's (the lower of HAProxy and nginx); how evenly the backends were used
 # (busiest backend's requests / mean, from the backends' access logs, median round); and the
 # failed requests of all rounds summed (h2load's "failed": non-2xx/3xx, errored, timed out).
+# Below the table, each round's lb CPU over that round's better peer, and their median: the
+# figure that holds on a noisy host (the medians of the table come from different rounds).
 # Before the rounds each target must answer `curl --http2-prior-knowledge` with a 200 over
 # HTTP/2, or the script stops. lb's access log is off, as the peers log nothing.
 #
@@ -215,8 +217,11 @@ for t in "${targets[@]}"; do
   med_cpu[$t]=$(cat "$work/results/$t".* | sort -g -k3,3 | awk '{ a[NR] = $2 " " $3 } END { print a[int((NR + 1) / 2)] }')
   failed_sum[$t]=$(cat "$work/results/$t".* | awk '{ f += $4 } END { print f + 0 }')
 done
+# (A loop's last test decides its status: `if`, so that a target left out of TARGETS does not
+# fail the pipeline under pipefail.)
 best_cpu=$(for t in haproxy nginx; do
-             [[ -n ${med_cpu[$t]:-} ]] && awk '$2 != "-" { print $2 }' <<<"${med_cpu[$t]}"; done | sort -g | head -1)
+             if [[ -n ${med_cpu[$t]:-} ]]; then awk '$2 != "-" { print $2 }' <<<"${med_cpu[$t]}"; fi
+           done | sort -g | head -1)
 echo
 echo "| target | req/s | proxy CPU µs/req user/sys | CPU µs/req | CPU vs better peer | failed | busiest/mean backend |"
 echo "|---|---|---|---|---|---|---|"
@@ -228,3 +233,21 @@ for t in "${targets[@]}"; do
     ratio = (bc != "" && bc > 0 && ct != "-") ? sprintf("%.2f", ct / bc) : "-"
     printf "| %s | %.0f | %s | %s | %s | %s | %s |\n", t, rps, cpu, ct, ratio, f, s }'
 done
+
+# The host's noise moves every target's CPU by a fifth from one minute to the next; the two
+# runs of one round are seconds apart and see the same host. So the figure to compare is each
+# round's own ratio, lb over the better peer of that round, and the median of those.
+if [[ -n ${med_cpu[lb]:-} && -n ${best_cpu:-} ]]; then
+  ratios=$(for r in $(seq "$rounds"); do
+    lbc=$(awk '{ print $3 }' "$work/results/lb.$r")
+    peer=$(for t in haproxy nginx; do
+             if [[ -f $work/results/$t.$r ]]; then awk '$3 != "-" { print $3 }' "$work/results/$t.$r"; fi
+           done | sort -g | head -1)
+    if [[ $lbc != "-" && -n $peer ]]; then
+      awk -v a="$lbc" -v b="$peer" 'BEGIN { printf "%.2f\n", a / b }'
+    fi
+  done)
+  echo
+  echo "lb over the better peer, round by round: $(tr '\n' ' ' <<<"$ratios")-> median $(
+    sort -g <<<"$ratios" | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }')"
+fi
