@@ -295,6 +295,7 @@ int HttpParser::onHeaderField(llhttp_t* p, const char* at, size_t len) {
   h->field_len_ += static_cast<uint32_t>(len);
   if (h->section_ != Section::kHead) {   // trailers pass through; only their syntax matters
     h->field_open_ = true;
+    if (h->trailer_sink_ != nullptr) h->trailer_sink_->onTrailerName(at, len);
     return 0;
   }
   if (h->head_.header_count >= ParsedHead::kMaxHeaders) {
@@ -332,6 +333,7 @@ int HttpParser::onHeaderValue(llhttp_t* p, const char* at, size_t len) {
     return h->fail("line folding (obs-fold) in a field value");
   if (h->section_ != Section::kHead) {
     h->value_open_ = true;
+    if (h->trailer_sink_ != nullptr) h->trailer_sink_->onTrailerValue(at, len);
     return 0;
   }
   HeaderSpan& hs = h->head_.headers[h->head_.header_count];
@@ -342,7 +344,10 @@ int HttpParser::onHeaderValue(llhttp_t* p, const char* at, size_t len) {
 int HttpParser::onHeaderValueComplete(llhttp_t* p) {
   HttpParser* h = self(p);
   h->value_open_ = false;
-  if (h->section_ != Section::kHead) return 0;
+  if (h->section_ != Section::kHead) {
+    if (h->trailer_sink_ != nullptr) h->trailer_sink_->onTrailerFieldEnd();
+    return 0;
+  }
   // llhttp drops leading whitespace; trailing OWS is not part of the value either
   // (RFC 9110 §5.5), and key plugins must see "v" for "X-Key: v  ".
   HeaderSpan& hs = h->head_.headers[h->head_.header_count];

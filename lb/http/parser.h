@@ -77,6 +77,21 @@ class HttpBodySink {
   ~HttpBodySink() = default;
 };
 
+// Receives a chunked message's trailer fields, piece by piece from inside feed(): a name or
+// value may come in several pieces when the section spans feeds. llhttp has dropped the
+// value's leading whitespace; trailing whitespace is the receiver's to drop. For the HTTP/2
+// proxy, which sends them on as a HEADERS frame of their own; the HTTP/1.1 proxy passes
+// trailers through with the body's framing and sets none.
+class HttpTrailerSink {
+ public:
+  virtual void onTrailerName(const char* data, size_t len) noexcept = 0;
+  virtual void onTrailerValue(const char* data, size_t len) noexcept = 0;
+  virtual void onTrailerFieldEnd() noexcept = 0;
+
+ protected:
+  ~HttpTrailerSink() = default;
+};
+
 class HttpParser {
  public:
   enum class Result {
@@ -106,6 +121,8 @@ class HttpParser {
   // taken against it, so the caller must not move the head's bytes until it is done with
   // them). *consumed: bytes accepted before the parser stopped. Never throws.
   Result feed(const char* base, const char* p, size_t n, size_t* consumed) noexcept;
+  // Trailer fields go to `sink` from now on (null: none); it must outlive the parser.
+  void setTrailerSink(HttpTrailerSink* sink) noexcept { trailer_sink_ = sink; }
   // After kHeadComplete. skip_body: the response to a HEAD request has no body whatever its
   // headers say (llhttp's F_SKIPBODY, as returning 1 from on_headers_complete would do).
   void resumeAfterHead(bool skip_body) noexcept;
@@ -199,6 +216,7 @@ class HttpParser {
 
   llhttp_t parser_;
   HttpBodySink* body_sink_;
+  HttpTrailerSink* trailer_sink_ = nullptr;
   ParsedHead head_;
   const char* base_ = nullptr;
   Error error_ = Error::kNone;

@@ -2,8 +2,9 @@
 """An HTTP/2 client for lb's tests, in two voices.
 
 Well-behaved, through Debian's python3-h2 (the library applications use): `keys` opens one
-connection and puts N requests with N different keys on it at once; `drain` holds a slow
-stream open while lb drains.
+connection and puts N requests with N different keys on it at once; `trailers BODY
+[NAME=VALUE...]` sends a POST whose body ends in trailers and reports the response's; `drain`
+holds a slow stream open while lb drains.
 
 Hostile, frame by frame on a raw socket (hpack encodes, nothing validates): malformed
 requests, rapid reset, CONTINUATION, SETTINGS, PING and empty-DATA floods, an HPACK bomb,
@@ -210,6 +211,40 @@ def crumbs(port, cookies):
                 ended = True
         sock.sendall(conn.data_to_send())
     return {"backend": backend, "status": status}
+
+
+def trailers(port, body, request_trailers):
+    """A POST whose body ends in trailer fields ("name=value" each; none: END_STREAM on the
+    DATA), and what comes back: status, body, and the response's trailers, if the stream
+    ended on them."""
+    sock, conn = h2_client(port)
+    conn.send_headers(1, [(":method", "POST"), (":scheme", "http"), (":path", "/t"),
+                          (":authority", "127.0.0.1:%d" % port), ("te", "trailers")])
+    fields = [tuple(t.split("=", 1)) for t in request_trailers]
+    conn.send_data(1, body.encode(), end_stream=not fields)
+    if fields:
+        conn.send_headers(1, fields, end_stream=True)
+    sock.sendall(conn.data_to_send())
+    out = {"status": None, "body": "", "trailers": None, "ended": False, "reset": None}
+    deadline = time.monotonic() + 10
+    while not out["ended"] and out["reset"] is None and time.monotonic() < deadline:
+        data = sock.recv(1 << 20)
+        if not data:
+            break
+        for ev in conn.receive_data(data):
+            if isinstance(ev, h2.events.ResponseReceived):
+                out["status"] = int(dict(ev.headers)[b":status"])
+            elif isinstance(ev, h2.events.DataReceived):
+                out["body"] += ev.data.decode()
+                conn.acknowledge_received_data(ev.flow_controlled_length, ev.stream_id)
+            elif isinstance(ev, h2.events.TrailersReceived):
+                out["trailers"] = [[k.decode(), v.decode()] for k, v in ev.headers]
+            elif isinstance(ev, h2.events.StreamEnded):
+                out["ended"] = True
+            elif isinstance(ev, h2.events.StreamReset):
+                out["reset"] = ev.error_code
+        sock.sendall(conn.data_to_send())
+    return out
 
 
 def drain(port, pid):
@@ -454,6 +489,8 @@ def main():
         out = keys(port, int(args[0]))
     elif scenario == "crumbs":
         out = crumbs(port, args)
+    elif scenario == "trailers":
+        out = trailers(port, args[0], args[1:])
     elif scenario == "drain":
         out = drain(port, int(args[0]))
     elif scenario == "malformed":

@@ -58,6 +58,9 @@ void H2Stream::begin(H2StreamHost* conn, int32_t id, std::shared_ptr<const Snaps
   up_inflight_ = 0;
   owed_ = body_in_ = 0;
   resp_.reset();
+  resp_.setTrailerSink(this);
+  trailers_len_ = trailer_count_ = 0;
+  trailer_state_ = TrailerState::kNone;
   upin_len_ = upin_pos_ = 0;
   response_submitted_ = response_done_ = up_reading_paused_ = deferred_ = interim_ = false;
   up_reused_ = false;
@@ -79,6 +82,8 @@ void H2Stream::release() noexcept {
   fields_ = nullptr;
   conn_->worker().buffers().put(upin_);
   upin_ = nullptr;
+  conn_->worker().buffers().put(trailers_);
+  trailers_ = nullptr;
   attempt_.release();
   snap_.reset();
 }

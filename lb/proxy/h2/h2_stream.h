@@ -80,7 +80,7 @@ class H2StreamHost {
   ~H2StreamHost() = default;
 };
 
-class H2Stream final : private ConnectionOwner, private HttpBodySink {
+class H2Stream final : private ConnectionOwner, private HttpBodySink, private HttpTrailerSink {
  public:
   enum class Phase : uint8_t {
     kHeaders,      // the request's header block is arriving
@@ -152,6 +152,14 @@ class H2Stream final : private ConnectionOwner, private HttpBodySink {
   void onClosed(Connection& c) noexcept override { (void)c; }
   // HttpBodySink: the response body, chunk framing removed.
   void onBody(const char* data, size_t len) noexcept override;
+  // HttpTrailerSink: a chunked response's trailer fields, copied into trailers_.
+  void onTrailerName(const char* data, size_t len) noexcept override;
+  void onTrailerValue(const char* data, size_t len) noexcept override;
+  void onTrailerFieldEnd() noexcept override;
+  bool keepTrailerBytes(const char* data, size_t len) noexcept;
+  // The trailers as the stream's last HEADERS (from readBody, at the body's end): false when
+  // none is left to send once the fields HTTP/2 may not carry are dropped.
+  bool submitTrailers() noexcept;
 
   // The helpers both answers (the backend's and lb's own) write with.
   static std::string_view statusDigits(int status, char (&out)[3]) noexcept;
@@ -214,6 +222,23 @@ class H2Stream final : private ConnectionOwner, private HttpBodySink {
   uint32_t upin_len_ = 0;
   uint32_t upin_pos_ = 0;        // parsed up to here
   bool interim_ = false;         // a 1xx head is being read (passed on as its own HEADERS)
+  // The response's trailer fields (a chunked body's), copied into a pool block as the parser
+  // reports them, and sent as the stream's last HEADERS (RFC 9113 §8.1) after its DATA.
+  struct TrailerField {
+    uint32_t name_off, name_len, value_off, value_len;
+  };
+  static constexpr uint32_t kMaxTrailers = 32;
+  enum class TrailerState : uint8_t {
+    kNone,    // between fields
+    kName,    // a field's name is arriving
+    kValue,   // its value is arriving
+    kRefused, // past a block or kMaxTrailers: the stream is reset at the response's end
+  };
+  char* trailers_ = nullptr;
+  uint32_t trailers_len_ = 0;
+  uint32_t trailer_count_ = 0;
+  TrailerState trailer_state_ = TrailerState::kNone;
+  TrailerField trailer_fields_[kMaxTrailers];
   bool response_submitted_ = false;
   bool response_done_ = false;   // the parser reached the end of the response
   bool up_reading_paused_ = false;

@@ -2,6 +2,7 @@
 // as HEADERS (interim ones too), the body into DATA as the client's window takes it, and the
 // backend's end, silence or failure.
 #include <cstdio>
+#include <cstring>
 
 #include "lb/core/log.h"
 #include "lb/core/strings.h"
@@ -164,6 +165,8 @@ ssize_t H2Stream::readBody(uint8_t* buf, size_t length, uint32_t* flags) noexcep
   const size_t n = down_q_.take(reinterpret_cast<char*>(buf), length);
   if (down_q_.empty() && response_done_) {
     *flags |= NGHTTP2_DATA_FLAG_EOF;
+    // The trailers carry END_STREAM instead (nghttp2 takes them from inside this callback).
+    if (trailer_count_ > 0 && submitTrailers()) *flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
   } else if (n == 0) {
     deferred_ = true;
     return NGHTTP2_ERR_DEFERRED;
@@ -175,7 +178,86 @@ ssize_t H2Stream::readBody(uint8_t* buf, size_t length, uint32_t* flags) noexcep
   return static_cast<ssize_t>(n);
 }
 
+// ---- the response's trailers ----------------------------------------------------------------
+
+bool H2Stream::keepTrailerBytes(const char* data, size_t len) noexcept {
+  if (trailers_ == nullptr) trailers_ = conn_->worker().buffers().get();
+  if (trailers_ == nullptr || trailers_len_ + len > BufferPool::kBlockSize) {
+    trailer_state_ = TrailerState::kRefused;
+    return false;
+  }
+  memcpy(trailers_ + trailers_len_, data, len);
+  trailers_len_ += static_cast<uint32_t>(len);
+  return true;
+}
+
+void H2Stream::onTrailerName(const char* data, size_t len) noexcept {
+  if (trailer_state_ == TrailerState::kRefused) return;
+  if (trailer_state_ != TrailerState::kName) {
+    if (trailer_count_ == kMaxTrailers) {
+      trailer_state_ = TrailerState::kRefused;
+      return;
+    }
+    trailer_fields_[trailer_count_] = {trailers_len_, 0, 0, 0};
+    trailer_state_ = TrailerState::kName;
+  }
+  if (keepTrailerBytes(data, len))
+    trailer_fields_[trailer_count_].name_len += static_cast<uint32_t>(len);
+}
+
+void H2Stream::onTrailerValue(const char* data, size_t len) noexcept {
+  if (trailer_state_ == TrailerState::kRefused) return;
+  if (trailer_state_ == TrailerState::kName) {
+    trailer_fields_[trailer_count_].value_off = trailers_len_;
+    trailer_state_ = TrailerState::kValue;
+  }
+  if (keepTrailerBytes(data, len))
+    trailer_fields_[trailer_count_].value_len += static_cast<uint32_t>(len);
+}
+
+void H2Stream::onTrailerFieldEnd() noexcept {
+  if (trailer_state_ == TrailerState::kRefused) return;
+  TrailerField& f = trailer_fields_[trailer_count_];
+  if (trailer_state_ == TrailerState::kName) f.value_off = trailers_len_;   // an empty value
+  while (f.value_len > 0 &&   // trailing whitespace is no part of the value (RFC 9110 §5.5)
+         (trailers_[f.value_off + f.value_len - 1] == ' ' ||
+          trailers_[f.value_off + f.value_len - 1] == '\t'))
+    --f.value_len;
+  ++trailer_count_;
+  trailer_state_ = TrailerState::kNone;
+}
+
+// What a trailer section may not carry on to an HTTP/2 client: the connection-specific fields
+// (RFC 9113 §8.2.2) and those that frame or route the message (RFC 9110 §6.5.1).
+bool H2Stream::submitTrailers() noexcept {
+  nghttp2_nv nva[kMaxTrailers];
+  size_t n = 0;
+  for (uint32_t i = 0; i < trailer_count_; ++i) {
+    const TrailerField& f = trailer_fields_[i];
+    const std::string_view name(trailers_ + f.name_off, f.name_len);
+    if (connectionSpecific(name) || equalsNoCase(name, "content-length") ||
+        equalsNoCase(name, "host") || equalsNoCase(name, "trailer"))
+      continue;
+    nva[n++] = field(name, {trailers_ + f.value_off, f.value_len});
+  }
+  if (n == 0) return false;
+  if (const int rv = nghttp2_submit_trailer(conn_->session(), id_, nva, n); rv != 0) {
+    LB_DEBUG("h2: stream %d: trailers not submitted: %s", id_, nghttp2_strerror(rv));
+    return false;
+  }
+  return true;
+}
+
 void H2Stream::responseComplete() noexcept {
+  if (trailer_state_ == TrailerState::kRefused) {
+    // No limit is silent: a trailer section past a block or kMaxTrailers fields is not cut
+    // short without a word. The stream ends in RST_STREAM, so that no client takes a part of
+    // the trailers for all of them.
+    LB_DEBUG("h2: stream %d: response trailers past %u fields or %zu bytes", id_, kMaxTrailers,
+             BufferPool::kBlockSize);
+    reset(NGHTTP2_INTERNAL_ERROR);
+    return;
+  }
   response_done_ = true;
   phase_ = Phase::kAnswered;
   record(status_, true);

@@ -85,6 +85,53 @@ TEST(HttpParserTest, BodySinkGetsTheChunkedBodyWithoutItsFraming) {
   EXPECT_EQ(sink.body, "hello world");
 }
 
+// Trailers fed a byte at a time: the sink gets each name and value in pieces that join to
+// the fields, with one end per field (an empty value included).
+TEST(HttpParserTest, TrailerSinkGetsEachFieldAcrossFeeds) {
+  struct Collect : HttpTrailerSink {
+    std::string out;
+    void onTrailerName(const char* d, size_t n) noexcept override {
+      out += "N(" + std::string(d, n) + ")";
+    }
+    void onTrailerValue(const char* d, size_t n) noexcept override {
+      out += "V(" + std::string(d, n) + ")";
+    }
+    void onTrailerFieldEnd() noexcept override { out += ";"; }
+  } sink;
+  const std::string s = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+                        "2\r\nok\r\n0\r\nGrpc-Status: 0\r\nX-E:\r\n\r\n";
+  HttpParser p(HTTP_RESPONSE);
+  p.setTrailerSink(&sink);
+  size_t i = 0, c = 0;
+  HttpParser::Result r = HttpParser::Result::kNeedMore;
+  for (; i < s.size() && r == HttpParser::Result::kNeedMore; ++i)
+    r = p.feed(s.data(), s.data() + i, 1, &c);
+  ASSERT_EQ(r, HttpParser::Result::kHeadComplete);
+  p.resumeAfterHead(false);
+  for (r = HttpParser::Result::kNeedMore; i < s.size() && r == HttpParser::Result::kNeedMore; ++i)
+    r = p.feed(s.data(), s.data() + i, 1, &c);
+  ASSERT_EQ(r, HttpParser::Result::kMessageComplete);
+  EXPECT_NE(sink.out.find("N(G)N(r)"), std::string::npos) << "one piece a feed: " << sink.out;
+  // The pieces of each name and value run together, a '|' at each field's end.
+  std::string names, values;
+  int ends = 0;
+  for (size_t k = 0; k < sink.out.size();) {
+    if (sink.out[k] == ';') {
+      ++ends;
+      names += '|';
+      values += '|';
+      ++k;
+      continue;
+    }
+    const size_t close = sink.out.find(')', k);
+    (sink.out[k] == 'N' ? names : values) += sink.out.substr(k + 2, close - k - 2);
+    k = close + 1;
+  }
+  EXPECT_EQ(names, "Grpc-Status|X-E|");
+  EXPECT_EQ(values, "0||");
+  EXPECT_EQ(ends, 2);
+}
+
 TEST(HttpParserTest, BodySinkNeverGetsAnEmptyPiece) {
   struct Count : HttpBodySink {
     int empty = 0;
