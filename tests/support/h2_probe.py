@@ -289,6 +289,20 @@ def malformed(port, case):
         # bytes would go up, and the backend would see its connection close mid-body).
         c.send(c.request(1, extra=[("content-length", "10")], end_stream=False, method="POST") +
                frame(DATA, END_STREAM, 1, b"12345"))
+    elif case == "content_length_exact":   # the well-formed twin of the two below
+        c.send(c.request(1, extra=[("content-length", "5")], end_stream=False, method="POST") +
+               frame(DATA, 0, 1, b"hel"))
+        c.pump(0.3)
+        c.send(frame(DATA, END_STREAM, 1, b"lo"))
+    elif case in ("content_length_over", "content_length_short_late"):
+        # The head and the body's bytes in one write, what contradicts them in a later one
+        # (lb has read, started and sent up the first by then): a DATA frame past the
+        # declared length, or END_STREAM short of it. The backend must never get a whole
+        # request.
+        c.send(c.request(1, extra=[("content-length", "5")], end_stream=False, method="POST") +
+               frame(DATA, 0, 1, b"hello" if case == "content_length_over" else b"hel"))
+        c.pump(0.3)
+        c.send(frame(DATA, END_STREAM, 1, b"x" if case == "content_length_over" else b""))
     else:
         c.send(c.request(1, **MALFORMED[case]))
     c.pump(2)

@@ -520,9 +520,7 @@ int H2Conn::onFrameRecv(nghttp2_session* s, const nghttp2_frame* frame, void* us
       return 0;
     }
     case NGHTTP2_DATA:
-      if (end_stream) {
-        if (H2Stream* st = streamOf(s, frame->hd.stream_id)) st->onRequestEnd();
-      }
+      if (H2Stream* st = streamOf(s, frame->hd.stream_id)) st->onDataFrameEnd(end_stream);
       return 0;
     case NGHTTP2_RST_STREAM: {
       H2Stream* st = streamOf(s, frame->hd.stream_id);

@@ -56,7 +56,8 @@ void H2Stream::begin(H2StreamHost* conn, int32_t id, std::shared_ptr<const Snaps
   up_q_.setPool(&conn->worker().buffers());
   down_q_.setPool(&conn->worker().buffers());
   up_inflight_ = 0;
-  owed_ = body_in_ = 0;
+  owed_ = body_in_ = body_declared_ = 0;
+  byte_held_ = false;
   resp_.reset();
   resp_.setTrailerSink(this);
   trailers_len_ = trailer_count_ = 0;

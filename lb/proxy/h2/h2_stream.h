@@ -114,6 +114,8 @@ class H2Stream final : private ConnectionOwner, private HttpBodySink, private Ht
   bool onField(std::string_view name, std::string_view value, bool trailer) noexcept;
   void onHeadersEnd(bool end_stream) noexcept;
   void onData(const uint8_t* data, size_t len) noexcept;
+  // A DATA frame's bytes are all in (onData): they go up now, as one write.
+  void onDataFrameEnd(bool end_stream) noexcept;
   void onRequestEnd() noexcept;
   // kReady: pick, connect, send. After the read that completed the header block.
   void start() noexcept;
@@ -215,6 +217,12 @@ class H2Stream final : private ConnectionOwner, private HttpBodySink, private Ht
   size_t up_inflight_ = 0;       // bytes of up_q_'s front in a queued write
   uint64_t owed_ = 0;            // DATA bytes received, not yet acknowledged to the client
   uint64_t body_in_ = 0;         // DATA bytes received in all
+  // A body framed by its content-length: the length, and its last byte, held back until
+  // END_STREAM shows the client sent no more (a DATA frame past it resets the stream, and the
+  // backend must not have had a whole request by then).
+  uint64_t body_declared_ = 0;
+  char held_byte_ = 0;
+  bool byte_held_ = false;
 
   BodyQueue down_q_;             // response body bytes for DATA frames
   HttpParser resp_{HTTP_RESPONSE, this};

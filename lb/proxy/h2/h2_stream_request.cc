@@ -1,6 +1,7 @@
 // H2Stream, the request's way up: its header block (fields, cookie crumbs, what lb checks on
 // top of nghttp2), the HTTP/1.1 head written from it, and the body as DATA arrives, with the
 // window opened only as the backend takes the bytes.
+#include <charconv>
 #include <cstdio>
 #include <cstring>
 
@@ -110,6 +111,8 @@ void H2Stream::onHeadersEnd(bool end_stream) noexcept {
   }
   const std::string_view cl = fieldValue("content-length");
   chunked_up_ = has_body_ && cl.empty();
+  // nghttp2 has checked it is digits (and will check the DATA against it).
+  if (has_body_ && !cl.empty()) std::from_chars(cl.data(), cl.data() + cl.size(), body_declared_);
   if (!writeRequestHead()) {
     answer(431, HttpErrorReason::kHeaderTooLarge);
     return;
@@ -184,21 +187,37 @@ void H2Stream::onData(const uint8_t* data, size_t len) noexcept {
     ok = up_q_.append(size, static_cast<size_t>(k)) &&
          up_q_.append(reinterpret_cast<const char*>(data), len) && up_q_.append("\r\n", 2);
   } else {
-    ok = up_q_.append(reinterpret_cast<const char*>(data), len);
+    size_t take = len;
+    if (body_in_ == body_declared_) {   // the declared end: its last byte waits for END_STREAM
+      held_byte_ = static_cast<char>(data[len - 1]);
+      byte_held_ = true;
+      --take;
+    }
+    ok = up_q_.append(reinterpret_cast<const char*>(data), take);
   }
-  if (!ok) {   // past the window lb gave: the client ignored flow control
+  if (!ok)   // past the window lb gave: the client ignored flow control
     reset(NGHTTP2_FLOW_CONTROL_ERROR);
-    return;
-  }
-  if (phase_ == Phase::kExchange) pumpUp();
+}
+
+void H2Stream::onDataFrameEnd(bool end_stream) noexcept {
+  if (end_stream)
+    onRequestEnd();
+  else if (phase_ == Phase::kExchange)
+    pumpUp();
 }
 
 void H2Stream::onRequestEnd() noexcept {
   request_ended_ = true;
-  if (phase_ == Phase::kAnswered || !chunked_up_) return;
-  if (!end_written_) up_q_.append("0\r\n", 3);
-  end_written_ = true;
-  up_q_.append("\r\n", 2);
+  if (phase_ == Phase::kAnswered) return;
+  if (byte_held_) {
+    up_q_.append(&held_byte_, 1);
+    byte_held_ = false;
+  }
+  if (chunked_up_) {
+    if (!end_written_) up_q_.append("0\r\n", 3);
+    end_written_ = true;
+    up_q_.append("\r\n", 2);
+  }
   if (phase_ == Phase::kExchange) pumpUp();
 }
 // ---- the request's way up -------------------------------------------------------------------
