@@ -6,17 +6,12 @@
 #include <vector>
 
 #include "lb/config/config.h"
+#include "tests/support/config_errors.h"
 
 namespace lb {
 namespace {
 
-std::vector<std::string> errorsOf(const std::string& toml) {
-  auto r = loadConfigString(toml, "lb.toml");
-  std::vector<std::string> got;
-  if (!r.ok())
-    for (const auto& e : r.errors()) got.push_back(e.format());
-  return got;
-}
+using test::errorsOf;
 
 std::string clusterWith(const std::string& handover_line) {
   return "[clusters.web]\n" + handover_line +

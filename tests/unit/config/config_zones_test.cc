@@ -9,17 +9,12 @@
 
 #include "lb/config/config.h"
 #include "lb/membership/document.h"
+#include "tests/support/config_errors.h"
 
 namespace lb {
 namespace {
 
-std::vector<std::string> errorsOf(const std::string& toml) {
-  auto r = loadConfigString(toml, "lb.toml");
-  std::vector<std::string> got;
-  if (!r.ok())
-    for (const auto& e : r.errors()) got.push_back(e.format());
-  return got;
-}
+using test::errorsOf;
 
 // LB_ZONE is read when [lb] zone is not written; every test here starts without it.
 class ConfigZonesTest : public ::testing::Test {
