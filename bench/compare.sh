@@ -106,13 +106,7 @@ mkdir -p "$work/haproxy"
     echo "  ssl-default-bind-curves $tls_group"
     echo "  ssl-default-bind-options ssl-min-ver TLSv1.3"
   fi
-  echo "defaults"
-  echo "  mode http"
-  echo "  timeout connect 2s"
-  echo "  timeout client 30s"
-  echo "  timeout server 30s"
-  echo "  option http-keep-alive"
-  echo "  http-reuse always"
+  haproxy_http_defaults
   echo "frontend web"
   if [[ $mode == tls ]]; then
     echo "  bind 127.0.0.1:$haproxy_port ssl crt $work/tls/both.pem"

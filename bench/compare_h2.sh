@@ -37,32 +37,13 @@ conns=${CONNS:-16}
 streams=${STREAMS:-10}
 threads=${THREADS:-1}
 keys=${KEYS:-1000}
-read -r -a targets <<<"${TARGETS:-haproxy nginx lb}"
-((${#targets[@]})) || { echo "compare_h2.sh: TARGETS is empty" >&2; exit 2; }
-want_lb=0
-for t in "${targets[@]}"; do
-  case $t in
-    haproxy | nginx) ;;
-    lb) want_lb=1 ;;
-    *) echo "compare_h2.sh: unknown target $t (haproxy, nginx, lb)" >&2; exit 2 ;;
-  esac
-done
-
-missing=()
-command -v haproxy >/dev/null || missing+=(haproxy)
-command -v nginx >/dev/null || missing+=(nginx)
-command -v h2load >/dev/null || missing+=(nghttp2-client)
-command -v curl >/dev/null || missing+=(curl)
-if ((${#missing[@]})); then
-  echo "compare_h2.sh: installing ${missing[*]}" >&2
-  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}" >&2
-fi
+source "$(dirname "$0")/lib.sh"
+read_targets compare_h2.sh "haproxy nginx lb"
+install_missing compare_h2.sh haproxy nginx h2load:nghttp2-client curl
 if ((want_lb)); then
   [[ -x $build/lb ]] || { echo "compare_h2.sh: $build/lb not found; run make first" >&2; exit 2; }
 fi
-
 ulimit -n 65536 2>/dev/null || true
-source "$(dirname "$0")/lib.sh"
 
 # --- backends: one nginx, one worker, 8 servers; each logs one line per request --------------
 start_nginx_backends
@@ -77,13 +58,7 @@ start_haproxy() {
     echo "global"
     echo "  nbthread $workers"
     echo "  maxconn 8000"
-    echo "defaults"
-    echo "  mode http"
-    echo "  timeout connect 2s"
-    echo "  timeout client 30s"
-    echo "  timeout server 30s"
-    echo "  option http-keep-alive"
-    echo "  http-reuse always"
+    haproxy_http_defaults
     echo "frontend web"
     echo "  bind 127.0.0.1:${port[haproxy]} proto h2"
     echo "  default_backend caches"

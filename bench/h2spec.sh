@@ -36,32 +36,14 @@ out_dir=${OUT:-}
 h2spec=${H2SPEC:-$(command -v h2spec || true)}
 [[ -n $h2spec && -x $h2spec ]] || {
   echo "h2spec.sh: no h2spec (set H2SPEC; build it from github.com/summerwind/h2spec)" >&2; exit 2; }
-read -r -a targets <<<"${TARGETS:-lb nginx haproxy}"
-((${#targets[@]})) || { echo "h2spec.sh: TARGETS is empty" >&2; exit 2; }
-want_lb=0
-for t in "${targets[@]}"; do
-  case $t in
-    haproxy | nginx) ;;
-    lb) want_lb=1 ;;
-    *) echo "h2spec.sh: unknown target $t (lb, nginx, haproxy)" >&2; exit 2 ;;
-  esac
-done
-
-missing=()
-command -v haproxy >/dev/null || missing+=(haproxy)
-command -v nginx >/dev/null || missing+=(nginx)
-command -v openssl >/dev/null || missing+=(openssl)
-if ((${#missing[@]})); then
-  echo "h2spec.sh: installing ${missing[*]}" >&2
-  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}" >&2
-fi
+source "$(dirname "$0")/lib.sh"
+read_targets h2spec.sh "lb nginx haproxy"
+install_missing h2spec.sh haproxy nginx openssl
 [[ -x $build/lb-origin ]] || { echo "h2spec.sh: $build/lb-origin not found; run make first" >&2; exit 2; }
 if ((want_lb)); then
   [[ -x $build/lb ]] || { echo "h2spec.sh: $build/lb not found; run make first" >&2; exit 2; }
 fi
 [[ -z $out_dir ]] || mkdir -p "$out_dir"
-
-source "$(dirname "$0")/lib.sh"
 
 mkdir -p "$work/tls"
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \

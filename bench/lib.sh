@@ -52,6 +52,47 @@ start_nginx_backends() {
   for p in "${backend_ports[@]}"; do wait_port "$p"; done
 }
 
+# The proxies a comparison runs: TARGETS, else DEFAULT, each one of haproxy, nginx and lb, in
+# the order given. Sets `targets` and `want_lb` (1 when lb is among them: its binary is
+# needed), or stops with a usage error that names SCRIPT.
+read_targets() {   # script default
+  read -r -a targets <<<"${TARGETS:-$2}"
+  ((${#targets[@]})) || { echo "$1: TARGETS is empty" >&2; exit 2; }
+  want_lb=0
+  local t
+  for t in "${targets[@]}"; do
+    case $t in
+      haproxy | nginx) ;;
+      lb) want_lb=1 ;;
+      *) echo "$1: unknown target $t (haproxy, nginx, lb)" >&2; exit 2 ;;
+    esac
+  done
+}
+
+# Installs from Debian what is missing: each argument a command, or COMMAND:PACKAGE where the
+# package is named otherwise.
+install_missing() {   # script command[:package]...
+  local script=$1 spec
+  local -a missing=()
+  shift
+  for spec in "$@"; do command -v "${spec%%:*}" >/dev/null || missing+=("${spec#*:}"); done
+  ((${#missing[@]})) || return 0
+  echo "$script: installing ${missing[*]}" >&2
+  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}" >&2
+}
+
+# HAProxy's `defaults` for the HTTP comparisons: keep-alive on both sides, and idle server
+# connections shared by every request (lb's and nginx's upstream pools do the same).
+haproxy_http_defaults() {
+  echo "defaults"
+  echo "  mode http"
+  echo "  timeout connect 2s"
+  echo "  timeout client 30s"
+  echo "  timeout server 30s"
+  echo "  option http-keep-alive"
+  echo "  http-reuse always"
+}
+
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 wait_port() {   # port: waits up to 10 s for something to accept on 127.0.0.1:port
   for _ in $(seq 200); do (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0; sleep 0.05; done
