@@ -1,5 +1,6 @@
 // Building a /metrics family, shared by the files that fill collectSnapshotMetrics
-// (metrics.cc: backends, clusters, listeners; tls_metrics.cc: TLS on both sides): a family
+// (metrics.cc: backends and clusters; listener_metrics.cc, tls_metrics.cc, h2_metrics.cc,
+// zone_metrics.cc: the listeners, TLS on both sides, HTTP/2, zones): a family
 // with room for its series, and one series added with its labels and value.
 #pragma once
 
@@ -16,6 +17,9 @@ namespace lb {
 namespace metrics_detail {
 
 using Labels = std::vector<prometheus::ClientMetric::Label>;
+
+// The `code` label's values, by code class index (codeClassIndex).
+inline constexpr const char* kCodeNames[kCodeClasses] = {"1xx", "2xx", "3xx", "4xx", "5xx"};
 
 inline prometheus::MetricFamily family(const char* name, const char* help,
                                        prometheus::MetricType type, size_t reserve) {
@@ -39,6 +43,11 @@ inline void addCounter(prometheus::MetricFamily& f, Labels labels, double v) {
 }
 
 }  // namespace metrics_detail
+
+// The listener families (listener_metrics.cc): connections, responses by code class, lb's
+// own HTTP and cache errors, spliced bytes and the splice pipes; appended to `out`, each
+// only when it has a series.
+void appendListenerMetrics(const Snapshot& snapshot, std::vector<prometheus::MetricFamily>* out);
 
 // The TLS families (docs/metrics.md): the listeners' handshakes, failures and certificate
 // expiry, and lb's handshakes with the backends of clusters with `tls`; appended to `out`,
