@@ -95,27 +95,7 @@ start_nginx() {
 }
 
 start_lb() {
-  {
-    echo "[lb]"
-    echo "workers = $workers"
-    echo "log_level = \"warn\""
-    echo "access_log = \"\""
-    echo "[admin]"
-    echo "listen = \"127.0.0.1:$(free_port)\""
-    echo "[listeners.web]"
-    echo "protocol = \"http\""
-    echo "listen = \"127.0.0.1:${port[lb]}\""
-    echo "cluster = \"web\""
-    echo "hash = [ { path = true } ]"
-    echo "h2 = { max_concurrent_streams = 100, initial_window = \"1MiB\", max_header_list = \"64KiB\" }"
-    echo "[clusters.web]"
-    echo "selector = \"ring_hash\""
-    echo "backends = ["
-    for i in "${!backend_ports[@]}"; do
-      echo "  { name = \"b$i\", address = \"127.0.0.1:${backend_ports[$i]}\" },"
-    done
-    echo "]"
-  } >"$work/lb.toml"
+  write_h2_lb_config "$work/lb.toml" "${port[lb]}" "$workers"
   "$build/lb" --config "$work/lb.toml" >"$work/lb.log" 2>&1 &
   pid_of[lb]=$!; pids+=($!)
 }

@@ -93,6 +93,34 @@ haproxy_http_defaults() {
   echo "  http-reuse always"
 }
 
+# lb as compare_h2.sh runs it: WORKERS workers, one plain http listener on 127.0.0.1:PORT
+# (h2c by the preface) keyed by path, ring_hash over the nginx backends of
+# start_nginx_backends, no access log (the peers log nothing). Writes the config to FILE.
+write_h2_lb_config() {   # file port workers
+  {
+    echo "[lb]"
+    echo "workers = $3"
+    echo "log_level = \"warn\""
+    echo "access_log = \"\""
+    echo "[admin]"
+    echo "listen = \"127.0.0.1:$(free_port)\""
+    echo "[listeners.web]"
+    echo "protocol = \"http\""
+    echo "listen = \"127.0.0.1:$2\""
+    echo "cluster = \"web\""
+    echo "hash = [ { path = true } ]"
+    echo "h2 = { max_concurrent_streams = 100, initial_window = \"1MiB\", max_header_list = \"64KiB\" }"
+    echo "[clusters.web]"
+    echo "selector = \"ring_hash\""
+    echo "backends = ["
+    local i
+    for i in "${!backend_ports[@]}"; do
+      echo "  { name = \"b$i\", address = \"127.0.0.1:${backend_ports[$i]}\" },"
+    done
+    echo "]"
+  } >"$1"
+}
+
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 wait_port() {   # port: waits up to 10 s for something to accept on 127.0.0.1:port
   for _ in $(seq 200); do (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0; sleep 0.05; done

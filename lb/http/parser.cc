@@ -203,6 +203,16 @@ void HttpParser::extend(Span* s, bool* open, const char* at, size_t len) noexcep
   s->len += static_cast<uint32_t>(len);
 }
 
+// Out of line and cold: trailers are rare, and the field callbacks every head goes through
+// stay as small as they were (GCC inlines notePiece into them only while they are).
+void HttpParser::trailerPiece(Piece kind, const char* at, size_t len) noexcept {
+  switch (kind) {
+    case Piece::kField: trailer_sink_->onTrailerName(at, len); break;
+    case Piece::kValue: trailer_sink_->onTrailerValue(at, len); break;
+    default: trailer_sink_->onTrailerFieldEnd(); break;
+  }
+}
+
 int HttpParser::fail(const char* reason, Error e) noexcept {
   error_ = e;
   reason_ = reason;
@@ -295,7 +305,7 @@ int HttpParser::onHeaderField(llhttp_t* p, const char* at, size_t len) {
   h->field_len_ += static_cast<uint32_t>(len);
   if (h->section_ != Section::kHead) {   // trailers pass through; only their syntax matters
     h->field_open_ = true;
-    if (h->trailer_sink_ != nullptr) h->trailer_sink_->onTrailerName(at, len);
+    if (h->trailer_sink_ != nullptr) h->trailerPiece(Piece::kField, at, len);
     return 0;
   }
   if (h->head_.header_count >= ParsedHead::kMaxHeaders) {
@@ -333,7 +343,7 @@ int HttpParser::onHeaderValue(llhttp_t* p, const char* at, size_t len) {
     return h->fail("line folding (obs-fold) in a field value");
   if (h->section_ != Section::kHead) {
     h->value_open_ = true;
-    if (h->trailer_sink_ != nullptr) h->trailer_sink_->onTrailerValue(at, len);
+    if (h->trailer_sink_ != nullptr) h->trailerPiece(Piece::kValue, at, len);
     return 0;
   }
   HeaderSpan& hs = h->head_.headers[h->head_.header_count];
@@ -345,7 +355,7 @@ int HttpParser::onHeaderValueComplete(llhttp_t* p) {
   HttpParser* h = self(p);
   h->value_open_ = false;
   if (h->section_ != Section::kHead) {
-    if (h->trailer_sink_ != nullptr) h->trailer_sink_->onTrailerFieldEnd();
+    if (h->trailer_sink_ != nullptr) h->trailerPiece(Piece::kNone, nullptr, 0);
     return 0;
   }
   // llhttp drops leading whitespace; trailing OWS is not part of the value either

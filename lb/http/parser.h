@@ -209,6 +209,8 @@ class HttpParser {
   // Line breaks between the last piece and `end` (a pointer into the current feed); moves
   // the scanned position there.
   uint32_t lineBreaksUpTo(const char* end) noexcept;
+  // A trailer field's name piece (kField), value piece (kValue) or end (kNone) to the sink.
+  [[gnu::cold, gnu::noinline]] void trailerPiece(Piece kind, const char* at, size_t len) noexcept;
   // The head is complete: what RFC 9110/9112 require that llhttp does not check.
   bool checkHead() noexcept;
   // Records the error (Error::kMalformed unless given) and returns HPE_USER for a callback.
