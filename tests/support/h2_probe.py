@@ -97,6 +97,17 @@ class Raw:
             self.buf += chunk
             self._parse()
 
+    def pump_until_done(self, sid, timeout, settle=0.3):
+        """Reads until stream `sid` is reset or its response has ended (or `timeout` seconds),
+        then for `settle` more, so that a GOAWAY lb sends with it is read too."""
+        end = time.monotonic() + timeout
+        while not self.closed and sid not in self.rst and sid not in self.ended:
+            left = end - time.monotonic()
+            if left <= 0:
+                return
+            self.pump(min(0.05, left))
+        self.pump(settle)
+
     def _parse(self):
         while len(self.buf) >= 9:
             length = int.from_bytes(self.buf[0:3], "big")
@@ -305,7 +316,7 @@ def malformed(port, case):
         c.send(frame(DATA, END_STREAM, 1, b"x" if case == "content_length_over" else b""))
     else:
         c.send(c.request(1, **MALFORMED[case]))
-    c.pump(2)
+    c.pump_until_done(1, 2)
     return c.result()
 
 
