@@ -29,9 +29,8 @@ uint64_t load(const char* p) {
 
 // Whole words, ending on the word that ends the strings, overlapping the one before it:
 // comparing a byte twice changes nothing. Under eight bytes, a byte at a time.
-bool equalsNoCase(std::string_view a, std::string_view b) noexcept {
+bool equalsNoCaseSameSize(std::string_view a, std::string_view b) noexcept {
   const size_t n = a.size();
-  if (n != b.size()) return false;
   if (n < 8) {
     for (size_t i = 0; i < n; ++i)
       if (lowerByte(static_cast<unsigned char>(a[i])) !=

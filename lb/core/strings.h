@@ -9,7 +9,12 @@ namespace lb {
 
 // ASCII case-insensitive equality: header names, tokens and cookie attributes compare this
 // way (RFC 9110 §5.1). Locale-free on purpose: strcasecmp would fold by the C locale.
-bool equalsNoCase(std::string_view a, std::string_view b) noexcept;
+// The length test inline, so that a caller comparing many names against one pays a call
+// only for those of its length.
+bool equalsNoCaseSameSize(std::string_view a, std::string_view b) noexcept;
+inline bool equalsNoCase(std::string_view a, std::string_view b) noexcept {
+  return a.size() == b.size() && equalsNoCaseSameSize(a, b);
+}
 
 // A command-line argument of the form "--name=value" split in place: true, with *arg now
 // "--name" and *value "value"; false, both untouched, for anything else ("-x", "--name",

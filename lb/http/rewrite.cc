@@ -31,7 +31,7 @@ void HeadWriter::putUint(uint64_t v) noexcept {
 
 bool ConnectionTokens::has(std::string_view name) const noexcept {
   for (int i = 0; i < count; ++i)
-    if (tok[i].size() == name.size() && equalsNoCase(tok[i], name)) return true;
+    if (equalsNoCase(tok[i], name)) return true;
   return false;
 }
 
@@ -73,8 +73,7 @@ bool dropped(std::string_view name, const ConnectionTokens& conn) {
 ConnectionTokens connectionTokens(const ParsedHead& head, const char* base) noexcept {
   ConnectionTokens t;
   for (uint32_t i = 0; i < head.header_count; ++i) {
-    if (head.headers[i].name.len != 10 || !isNamed(head.headers[i].name.in(base), "connection"))
-      continue;
+    if (!isNamed(head.headers[i].name.in(base), "connection")) continue;
     std::string_view v = head.headers[i].value.in(base);
     while (!v.empty()) {
       size_t comma = v.find(',');
