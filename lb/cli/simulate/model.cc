@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "lb/cli/simulate/lru_fleet.h"
+#include "lb/cli/simulate/membership_plan.h"
 #include "lb/cli/simulate/replica_model.h"
 #include "lb/cli/simulate/workload.h"
 #include "lb/routing/handover.h"
@@ -326,54 +327,15 @@ std::optional<SimResult> Run::go(std::string& error) {
   hashes_ = work_->sampledHashes(sel_.key_hash);
   version_.assign(work_->sampledKeys(), 0);
 
-  // Membership: servers 0..N-1 now; adds append, removes take the last, in event order.
-  event_t_ = s_.event_at_s;
-  std::vector<uint32_t> old_ids, new_ids;
-  for (uint32_t i = 0; i < s_.servers; ++i) old_ids.push_back(i);
-  new_ids = old_ids;
-  uint32_t next_id = s_.servers;
-  bool change = false;
-  const SimEvent* rollout = nullptr;
-  for (const auto& e : s_.events)
-    if (e.kind == SimEvent::Kind::kAdd) next_id += e.count;
-  weights_.assign(next_id + 1, 1);
-  uint32_t added_id = s_.servers;
-  std::vector<uint32_t> removed;
-  for (const auto& e : s_.events) {
-    if (e.at_s >= 0 && e.kind != SimEvent::Kind::kFail && e.kind != SimEvent::Kind::kFlap)
-      event_t_ = e.at_s;
-    switch (e.kind) {
-      case SimEvent::Kind::kAdd:
-        for (uint32_t i = 0; i < e.count; ++i) new_ids.push_back(added_id++);
-        change = true;
-        break;
-      case SimEvent::Kind::kRemove:
-        for (uint32_t i = 0; i < e.count && new_ids.size() > 1; ++i) {
-          removed.push_back(new_ids.back());
-          new_ids.pop_back();
-        }
-        change = true;
-        break;
-      case SimEvent::Kind::kWeight:
-        change = true;
-        break;
-      case SimEvent::Kind::kRollout:
-        rollout = &e;
-        break;
-      default:
-        break;
-    }
-  }
-  if (rollout && !change) {   // a rollout of nothing else: one server joins
-    new_ids.push_back(added_id++);
-    change = true;
-  }
-  std::vector<uint32_t> new_weights = weights_;
-  for (const auto& e : s_.events)
-    if (e.kind == SimEvent::Kind::kWeight && e.server < new_weights.size())
-      new_weights[e.server] = e.weight;
-
-  const uint32_t servers = added_id;
+  const SimMembershipPlan plan = planMembership(s_);
+  event_t_ = plan.event_t;
+  weights_ = plan.old_weights;
+  const std::vector<uint32_t>& old_ids = plan.old_ids;
+  const std::vector<uint32_t>& new_ids = plan.new_ids;
+  const std::vector<uint32_t>& new_weights = plan.new_weights;
+  const bool change = plan.change;
+  const SimEvent* rollout = plan.rollout;
+  const uint32_t servers = plan.servers;
   // Capacities scale by the fraction of keys actually kept, not the rate asked for, which
   // removes the sampling error of the key count (SHARDS' adjustment, ibid.).
   const double kept = static_cast<double>(work_->sampledKeys()) /
@@ -413,7 +375,7 @@ std::optional<SimResult> Run::go(std::string& error) {
     last_change_ = event_t_ + over;
     // A removed server is stopped at once, or, with a handover, leaves at the window's end.
     const double stop = last_change_ + (handover_ != SimHandover::kOff ? s_.handover_window_s : 0);
-    for (const uint32_t id : removed) actions_.push_back({Action::Kind::kClear, stop, id});
+    for (const uint32_t id : plan.removed) actions_.push_back({Action::Kind::kClear, stop, id});
   }
   std::vector<uint32_t> failed;
   for (const auto& e : s_.events) {
