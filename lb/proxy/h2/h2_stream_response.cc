@@ -182,7 +182,7 @@ ssize_t H2Stream::readBody(uint8_t* buf, size_t length, uint32_t* flags) noexcep
 
 bool H2Stream::keepTrailerBytes(const char* data, size_t len) noexcept {
   if (trailers_ == nullptr) trailers_ = conn_->worker().buffers().get();
-  if (trailers_ == nullptr || trailers_len_ + len > BufferPool::kBlockSize) {
+  if (trailers_len_ + len > BufferPool::kBlockSize) {
     trailer_state_ = TrailerState::kRefused;
     return false;
   }
