@@ -26,7 +26,7 @@ write_h2_lb_config "$work/lb.toml" "$port" 1
 valgrind --tool=callgrind --callgrind-out-file="$work/cg.%p" \
   "$build/lb" --config "$work/lb.toml" >"$work/lb.log" 2>"$work/valgrind.log" &
 vp=$!; pids+=($vp)
-for _ in $(seq 600); do (exec 3<>/dev/tcp/127.0.0.1/"$port") 2>/dev/null && break; sleep 0.1; done
+wait_port "$port" 60   # lb under valgrind starts slowly
 seq 0 999 | shuf --random-source=<(yes) | sed "s|^|http://127.0.0.1:$port/k/|" >"$work/uris"
 load() { h2load -c 16 -m 10 -n "$1" -i "$work/uris"; }
 load 2000 >/dev/null   # backends' connections pooled, pools and nghttp2's free lists filled

@@ -122,8 +122,10 @@ write_h2_lb_config() {   # file port workers
 }
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-wait_port() {   # port: waits up to 10 s for something to accept on 127.0.0.1:port
-  for _ in $(seq 200); do (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0; sleep 0.05; done
+wait_port() {   # port [seconds]: waits up to SECONDS (10) for something to accept on 127.0.0.1:port
+  for _ in $(seq $((${2:-10} * 20))); do
+    (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0; sleep 0.05
+  done
   echo "$(basename "$0"): nothing listens on $1" >&2; return 1
 }
 

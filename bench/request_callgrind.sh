@@ -48,7 +48,7 @@ cd "$work"
 valgrind --tool=callgrind --callgrind-out-file="$work/cg.%p" \
   "$build/lb" --config "$work/lb.toml" >"$work/lb.log" 2>"$work/valgrind.log" &
 vp=$!; pids+=($vp)
-for _ in $(seq 600); do (exec 3<>/dev/tcp/127.0.0.1/"$port") 2>/dev/null && break; sleep 0.1; done
+wait_port "$port" 60   # lb under valgrind starts slowly
 load() { ZIPF_KEYS=10000 wrk -t1 -c32 -d"$1" -s "$here/zipf.lua" "http://127.0.0.1:$port/"; }
 load 2s >/dev/null   # backends' connections pooled, buffers and exchanges made
 callgrind_control -z "$vp" >/dev/null 2>&1
