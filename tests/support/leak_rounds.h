@@ -1,14 +1,14 @@
 // How many times a leak test repeats what it checks (a connection, a spliced request): every
 // descriptor and pipe it takes must come back. The sanitizer build runs a fifth of the
 // rounds: under AddressSanitizer each round costs ~20 times as much (the 10,000 spliced
-// connections took 3.5 minutes of a CI run), and the plain build runs them all. Under SAN=1
-// the integration tests themselves build without the sanitizers (Makefile, INTEG_OPT), so the
-// build says so with LB_SANITIZED_LB.
+// connections took 3.5 minutes of a CI run), and the plain build runs them all. The
+// integration tests themselves build without the sanitizers (Makefile, INTEG_OPT): the SAN
+// build says the lb they start is sanitized with LB_SANITIZED_LB.
 #pragma once
 
 namespace lb::test {
 
-#if defined(__SANITIZE_ADDRESS__) || defined(LB_SANITIZED_LB)
+#if defined(LB_SANITIZED_LB)
 inline constexpr int kLeakRoundsDivisor = 5;
 #else
 inline constexpr int kLeakRoundsDivisor = 1;
